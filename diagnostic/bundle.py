@@ -16,8 +16,16 @@ from pydantic import BaseModel, ValidationError
 
 from diagnostic.errors import BundleError
 from diagnostic.models import SCHEMA_VERSION, LenientRequestRecord, Manifest, RequestRecord, RunInfo
+from diagnostic.redact import redact_json, redact_text
 
-__all__ = ["Bundle", "RequestLog", "atomic_write_bytes", "atomic_write_text", "run_id"]
+__all__ = [
+    "Bundle",
+    "RedactingLog",
+    "RequestLog",
+    "atomic_write_bytes",
+    "atomic_write_text",
+    "run_id",
+]
 
 MANIFEST = "manifest.json"
 RUN_JSON = "run.json"
@@ -62,6 +70,16 @@ def _fsync_dir(path: Path) -> None:
 
 def _dump(model: BaseModel) -> str:
     return model.model_dump_json(indent=2) + "\n"
+
+
+def _dump_redacted(model: BaseModel) -> str:
+    """JSON of a model with every secret masked: this is the gate nothing secret passes."""
+    return json.dumps(redact_json(model.model_dump(mode="json")), indent=2) + "\n"
+
+
+def _redact_bytes(data: bytes) -> bytes:
+    # surrogateescape keeps non-UTF-8 bytes of a log byte-exact while the text is redacted
+    return redact_text(data.decode("utf-8", "surrogateescape")).encode("utf-8", "surrogateescape")
 
 
 def _load_json(path: Path) -> Any:
@@ -128,7 +146,9 @@ class Bundle:
             if (path / MANIFEST).is_file() or path.is_file():
                 _remove(path)
             else:
-                raise BundleError(f"{path} is not a bundle; refusing to delete it even with --force")
+                raise BundleError(
+                    f"{path} is not a bundle; refusing to delete it even with --force"
+                )
         (path / "runs").mkdir(parents=True, exist_ok=True)
         bundle = cls(path, manifest)
         bundle.write_manifest(manifest)
@@ -152,7 +172,7 @@ class Bundle:
     def write_manifest(self, manifest: Manifest) -> None:
         """Replace manifest.json atomically."""
         self.manifest = manifest
-        atomic_write_text(self.path / MANIFEST, _dump(manifest))
+        atomic_write_text(self.path / MANIFEST, _dump_redacted(manifest))
 
     # -- runs --------------------------------------------------------------------------
     def run_dir(self, arm: str, restart: int) -> Path:
@@ -164,13 +184,15 @@ class Bundle:
         return self.path / "runs" / run_id(arm, restart)
 
     def write_run(self, info: RunInfo) -> None:
-        """Write run.json atomically (created on first write)."""
-        atomic_write_text(self.run_dir(info.arm, info.restart) / RUN_JSON, _dump(info))
+        """Write run.json atomically (created on first write), secrets redacted."""
+        atomic_write_text(self.run_dir(info.arm, info.restart) / RUN_JSON, _dump_redacted(info))
 
     def runs(self) -> list[RunInfo]:
         """Every run of the bundle, ordered by (block, arm, restart)."""
         infos = [self._read_run(p / RUN_JSON) for p in self._run_dirs()]
-        return sorted(infos, key=lambda r: (r.block if r.block is not None else -1, r.arm, r.restart))
+        return sorted(
+            infos, key=lambda r: (r.block if r.block is not None else -1, r.arm, r.restart)
+        )
 
     def find_run(self, arm: str, restart: int) -> RunInfo | None:
         """run.json of (arm, restart), or None when that run was never started."""
@@ -193,10 +215,17 @@ class Bundle:
         return self.run_dir(arm, restart) / name
 
     def write_run_file(self, arm: str, restart: int, name: str, data: str | bytes) -> Path:
-        """Write a file into a run folder atomically."""
+        """Write a file into a run folder atomically, secrets redacted."""
         path = self.run_file(arm, restart, name)
-        atomic_write_bytes(path, data.encode("utf-8") if isinstance(data, str) else data)
+        raw = data.encode("utf-8", "surrogateescape") if isinstance(data, str) else data
+        atomic_write_bytes(path, _redact_bytes(raw))
         return path
+
+    def open_log(self, arm: str, restart: int, name: str = "server.log") -> RedactingLog:
+        """An appending log in a run folder that redacts each line before it is written."""
+        path = self.run_file(arm, restart, name)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return RedactingLog(path)
 
     # -- requests ----------------------------------------------------------------------
     def append_request(self, record: RequestRecord) -> None:
@@ -271,6 +300,31 @@ class Bundle:
         data = _load_json(path)
         _check_version(path, data)
         return _validate(model, path, data)
+
+
+class RedactingLog:
+    """A log file written line by line (a server's stdout), each line redacted and flushed."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._fh = open(path, "ab")  # noqa: SIM115 - closed by close()/__exit__
+
+    def write_line(self, line: bytes) -> None:
+        """Append one line (with or without its newline), secrets masked, flushed at once."""
+        self._fh.write(_redact_bytes(line))
+        self._fh.flush()
+
+    def close(self) -> None:
+        """Flush to disk and close."""
+        if not self._fh.closed:
+            os.fsync(self._fh.fileno())
+            self._fh.close()
+
+    def __enter__(self) -> RedactingLog:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 def _remove(path: Path) -> None:
