@@ -1,19 +1,70 @@
-"""`diagnose report`: not built yet (issue #7)."""
+"""`diagnose report`: the analysis of a bundle as JSON (PDF and HTML: report issue #7)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
+from diagnostic.analyse import analyse
+from diagnostic.bundle import Bundle, atomic_write_text
+from diagnostic.cli._common import console
 from diagnostic.errors import NotImplementedYet
 
+ANALYSIS_JSON = "analysis.json"
+FORMATS = ("pdf", "html", "json")
 
-@click.command("report", context_settings={"ignore_unknown_options": True})
-@click.argument("args", nargs=-1, type=click.UNPROCESSED)
-def command(args: tuple[str, ...]) -> None:
+
+def _format(fmt: str | None, out: Path | None) -> str:
+    if fmt:
+        return fmt
+    suffix = out.suffix.lower().lstrip(".") if out else ""
+    return suffix if suffix in FORMATS else "pdf"
+
+
+@click.command("report")
+@click.argument("bundle", type=click.Path(path_type=Path))
+@click.option(
+    "-o",
+    "--out",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Output file (default for json: BUNDLE/analysis.json).",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(FORMATS),
+    default=None,
+    help="pdf, html or json (default: from the -o suffix, else pdf).",
+)
+@click.option("--client", default=None, help="Client name on the report (default: the bundle's).")
+@click.option("--title", default=None, help="Report title.")
+def command(
+    bundle: Path, out: Path | None, fmt: str | None, client: str | None, title: str | None
+) -> None:
     """Render a bundle into the client's report (PDF, HTML or JSON).
 
+    Runs offline on the bundle only: per-arm decode tokens/s with restart-aware 95%
+    intervals, speedup ratios with WIN/LOSS/EQUIVALENT/INCONCLUSIVE verdicts, the k sweep,
+    acceptance and greedy output equivalence.
+
     \b
-    Example:
-      diagnose report bundle -o report.pdf
+    Examples:
+      diagnose report bundle --format json            # writes bundle/analysis.json
+      diagnose report bundle -o analysis.json
+      diagnose report bundle -o report.pdf --client "ACME"
     """
-    raise NotImplementedYet("`diagnose report` is not implemented yet (issue #7)")
+    kind = _format(fmt, out)
+    if kind != "json":
+        raise NotImplementedYet(
+            f"--format {kind} is not implemented yet (report issue #7); use --format json"
+        )
+    opened = Bundle.open(bundle, strict=False)
+    analysis = analyse(opened, title=title, client=client)
+    if out is None:
+        path = opened.write_json(ANALYSIS_JSON, analysis)
+    else:
+        path = out
+        atomic_write_text(path, analysis.model_dump_json(indent=2) + "\n")
+    console.print(f"Wrote {path}", highlight=False)

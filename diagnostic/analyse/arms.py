@@ -1,0 +1,185 @@
+"""Per-restart summaries and per-arm estimates across restarts (one workload, one level)."""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections import defaultdict
+from collections.abc import Sequence
+
+from diagnostic import stats
+from diagnostic.analyse.requests import Sample
+from diagnostic.analysis_models import (
+    ArmWorkload,
+    DriftCheck,
+    Estimate,
+    Outlier,
+    PlanningAdvice,
+    RestartSummary,
+)
+
+__all__ = [
+    "DRIFT_THRESHOLD",
+    "arm_workload",
+    "by_restart",
+    "estimate",
+    "planning",
+    "restart_summary",
+]
+
+DRIFT_THRESHOLD = 0.05
+"""Relative difference of the first requests' mean that counts as warm-up drift."""
+DEFAULT_RESTART_COST_S = 120.0
+"""Assumed cost of one server restart when no launch timing was recorded."""
+METHOD_RESTARTS = "t on restart means (df = R−1)"
+METHOD_WITHIN = "within-process: t on requests of one restart; restart variance not measured"
+
+
+def by_restart(samples: Sequence[Sample]) -> dict[int, list[Sample]]:
+    """Samples grouped by restart, each group in send order."""
+    groups: dict[int, list[Sample]] = defaultdict(list)
+    for s in samples:
+        groups[s.restart].append(s)
+    return {r: sorted(g, key=lambda s: (s.t_send, s.seq)) for r, g in sorted(groups.items())}
+
+
+def _median(values: Sequence[float | None]) -> float | None:
+    present = [v for v in values if v is not None]
+    return statistics.median(present) if present else None
+
+
+def _drift(values: list[float]) -> DriftCheck | None:
+    if len(values) < 6:
+        return None
+    n_first = max(3, len(values) // 5)
+    d = stats.drift_check(values, n_first=n_first, threshold=DRIFT_THRESHOLD)
+    return DriftCheck(
+        n_first=d.n_first,
+        first_mean=d.first_mean,
+        rest_mean=d.rest_mean,
+        ratio=d.ratio,
+        p_value=d.p_value,
+        flagged=d.flagged,
+        threshold=DRIFT_THRESHOLD,
+    )
+
+
+def restart_summary(group: list[Sample], workload: str, concurrency: int) -> RestartSummary:
+    """Mean, median with order-statistic CI, spread, drift and Tukey outliers of one restart."""
+    values = [s.decode_tps for s in group]
+    med = stats.median_ci(values)
+    mean = statistics.fmean(values)
+    sd = statistics.stdev(values) if len(values) > 1 else None
+    return RestartSummary(
+        arm=group[0].arm,
+        restart=group[0].restart,
+        block=group[0].block,
+        workload=workload,
+        concurrency=concurrency,
+        n_requests=len(values),
+        mean=mean,
+        median=med.median,
+        median_ci_low=med.low,
+        median_ci_high=med.high,
+        median_ci_coverage=med.coverage,
+        sd=sd,
+        cv=sd / mean if sd is not None and mean > 0 else None,
+        ttft_median_s=_median([s.ttft_s for s in group]),
+        e2e_median_s=_median([s.e2e_s for s in group]),
+        tokens_per_chunk=statistics.fmean(s.tokens_per_chunk for s in group),
+        drift=_drift(values),
+        outliers=[
+            Outlier(seq=group[i].seq, prompt_id=group[i].prompt_id, decode_tps=values[i], side=side)
+            for i, side in stats.tukey_outliers(values)
+        ],
+    )
+
+
+def estimate(groups: dict[int, list[Sample]]) -> Estimate:
+    """Mean of restart means with a t interval across restarts; with one restart, the
+    within-process t interval on its requests (labelled as such)."""
+    n_requests = sum(len(g) for g in groups.values())
+    if not groups:
+        return Estimate(estimate=None, n_requests=0, n_restarts=0)
+    if len(groups) == 1:
+        values = [s.decode_tps for s in next(iter(groups.values()))]
+        ci, method = stats.t_interval(values), METHOD_WITHIN
+    else:
+        means = [statistics.fmean(s.decode_tps for s in g) for g in groups.values()]
+        ci, method = stats.t_interval(means), METHOD_RESTARTS
+    return Estimate(
+        estimate=ci.estimate,
+        ci_low=ci.low,
+        ci_high=ci.high,
+        n_requests=n_requests,
+        n_restarts=len(groups),
+        method=method,
+    )
+
+
+def planning(
+    groups: dict[int, list[Sample]], *, cost_restart_s: float | None, target_width: float
+) -> PlanningAdvice | None:
+    """Kalibera & Jones variance components and the requests/restarts they recommend."""
+    lists = [[s.decode_tps for s in g] for g in groups.values()]
+    if sum(len(v) >= 2 for v in lists) < 2:
+        return None
+    vc = stats.variance_components(lists)
+    cost_restart = cost_restart_s if cost_restart_s is not None else DEFAULT_RESTART_COST_S
+    cost_request = _median([s.e2e_s for g in groups.values() for s in g])
+    m_star = (
+        stats.requests_per_restart(cost_restart, cost_request, vc.s1_sq, vc.t2_sq)
+        if cost_request
+        else None
+    )
+    rel_sd = math.sqrt(vc.s2_sq) / vc.grand_mean
+    restarts = stats.restarts_for_width(rel_sd, target_width)
+    share = max(vc.t2_sq, 0.0) / (max(vc.t2_sq, 0.0) + vc.s1_sq / vc.m) if vc.s1_sq > 0 else None
+    return PlanningAdvice(
+        s1_sq=vc.s1_sq,
+        s2_sq=vc.s2_sq,
+        t2_sq=vc.t2_sq,
+        m=vc.m,
+        cv_within=math.sqrt(vc.s1_sq) / vc.grand_mean,
+        cv_between=rel_sd,
+        restart_share=share,
+        cost_restart_s=cost_restart,
+        cost_request_s=cost_request,
+        recommended_requests_per_restart=m_star,
+        target_width=target_width,
+        recommended_restarts=restarts,
+        advice=_advice(m_star, restarts, target_width, vc.t2_sq),
+    )
+
+
+def _advice(m_star: int | None, restarts: int, width: float, t2_sq: float) -> str:
+    pct = f"{width * 100:.0f}%"
+    if t2_sq <= 0 or m_star is None:
+        return (
+            f"Restart-to-restart noise was not detectable above request noise; {restarts} "
+            f"restarts give a {pct} wide interval."
+        )
+    return (
+        f"Use about {m_star} requests per restart and {restarts} restarts per arm for a "
+        f"{pct} wide 95% interval."
+    )
+
+
+def arm_workload(
+    samples: Sequence[Sample],
+    workload: str,
+    concurrency: int,
+    *,
+    cost_restart_s: float | None,
+    target_width: float,
+) -> ArmWorkload:
+    """One arm on one workload at one level: estimate, restart summaries, planning."""
+    groups = by_restart(samples)
+    return ArmWorkload(
+        workload=workload,
+        concurrency=concurrency,
+        decode_tps=estimate(groups),
+        ttft_median_s=_median([s.ttft_s for s in samples]),
+        restarts=[restart_summary(g, workload, concurrency) for g in groups.values()],
+        planning=planning(groups, cost_restart_s=cost_restart_s, target_width=target_width),
+    )

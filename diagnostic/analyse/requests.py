@@ -1,0 +1,128 @@
+"""Requests of a bundle → per-request decode throughput samples, with exclusions counted."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+from diagnostic.analysis_models import Exclusion, Exclusions
+from diagnostic.bundle import Bundle
+from diagnostic.models import RequestRecord, RunInfo
+
+__all__ = ["Loaded", "Sample", "decode_tps", "exclusion_reason", "load_samples"]
+
+REASON_RUN_FAILED = "run failed"
+REASON_WARMUP = "warmup"
+REASON_ERROR = "error"
+REASON_TOKENS = "completion_tokens != max_tokens"
+REASON_NO_INTERVAL = "no decode interval (< 2 chunks)"
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One measured request reduced to what the statistics need."""
+
+    arm: str
+    restart: int
+    block: int | None
+    workload: str
+    concurrency: int
+    seq: int
+    t_send: float
+    prompt_id: str
+    decode_tps: float
+    ttft_s: float | None
+    e2e_s: float | None
+    tokens_per_chunk: float
+
+
+@dataclass
+class Loaded:
+    """Everything read from a bundle's runs."""
+
+    runs: list[RunInfo]
+    samples: list[Sample]
+    exclusions: Exclusions
+    texts: list[RequestRecord] = field(default_factory=list)
+    first_chunk_assumed: int = 0
+
+
+def decode_tps(record: RequestRecord) -> float | None:
+    """(completion_tokens − tokens of the first chunk) / (last − first chunk time). The first
+    chunk's tokens come from chunk_tokens when the server reported them, else count as 1.
+    None when there is no interval (fewer than 2 chunks, no token count, nothing after the
+    first chunk)."""
+    times = record.chunk_times_s
+    if record.completion_tokens is None or len(times) < 2 or times[-1] <= times[0]:
+        return None
+    first = record.chunk_tokens[0] if record.chunk_tokens else 1
+    if record.completion_tokens <= first:
+        return None
+    return (record.completion_tokens - first) / (times[-1] - times[0])
+
+
+def exclusion_reason(record: RequestRecord, max_tokens: int) -> str | None:
+    """Why a record is left out of the statistics, or None when it is measured."""
+    if record.warmup:
+        return REASON_WARMUP
+    if record.error is not None:
+        return REASON_ERROR
+    if record.completion_tokens != max_tokens:
+        return REASON_TOKENS
+    if decode_tps(record) is None:
+        return REASON_NO_INTERVAL
+    return None
+
+
+def _sample(record: RequestRecord, run: RunInfo) -> Sample:
+    tps = decode_tps(record)
+    assert tps is not None  # exclusion_reason guarantees it
+    chunks = len(record.chunk_times_s)
+    return Sample(
+        arm=record.arm,
+        restart=record.restart,
+        block=run.block,
+        workload=record.workload,
+        concurrency=record.concurrency,
+        seq=record.seq,
+        t_send=record.t_send,
+        prompt_id=record.prompt_id,
+        decode_tps=tps,
+        ttft_s=record.ttft_s,
+        e2e_s=record.e2e_s,
+        tokens_per_chunk=(record.completion_tokens or 0) / chunks,
+    )
+
+
+def load_samples(bundle: Bundle) -> Loaded:
+    """Read every run's requests; keep measured ones as samples, count the rest by reason.
+    Texts of non-warm-up requests without error are kept for the equivalence check."""
+    max_tokens = bundle.manifest.plan.max_tokens
+    runs = bundle.runs()
+    loaded = Loaded(runs=runs, samples=[], exclusions=Exclusions())
+    counts: Counter[tuple[str, int, str]] = Counter()
+    for run in runs:
+        log = bundle.read_requests(run.arm, run.restart)
+        if log.torn_line is not None:
+            loaded.exclusions.torn_lines += 1
+        for record in log.records:
+            reason = REASON_RUN_FAILED if run.status == "failed" else None
+            reason = reason or exclusion_reason(record, max_tokens)
+            if not record.warmup and record.error is None:
+                loaded.texts.append(record)
+            if reason:
+                counts[(run.arm, run.restart, reason)] += 1
+                continue
+            loaded.samples.append(_sample(record, run))
+            loaded.first_chunk_assumed += not record.chunk_tokens
+    _fill_exclusions(loaded.exclusions, counts)
+    return loaded
+
+
+def _fill_exclusions(out: Exclusions, counts: Counter[tuple[str, int, str]]) -> None:
+    by_reason: Counter[str] = Counter()
+    for (arm, restart, reason), n in sorted(counts.items()):
+        out.items.append(Exclusion(arm=arm, restart=restart, reason=reason, count=n))
+        by_reason[reason] += n
+    out.by_reason = dict(sorted(by_reason.items()))
+    out.total = sum(by_reason.values())

@@ -1,0 +1,405 @@
+"""Pydantic models of analysis.json: what `analyse` computes from a bundle and reports render."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+# analysis.json format history (bump on any change an older reader would misread; adding an
+# optional field is not such a change):
+#   1 — 2026-11: arms, comparisons, sweep, equivalence, noise band, exclusions, adaptive.
+ANALYSIS_SCHEMA_VERSION = 1
+
+Verdict = Literal["WIN", "LOSS", "EQUIVALENT", "INCONCLUSIVE"]
+IntervalMethod = Literal["welch-log-restart-means", "paired-log-block-ratios", "within-process"]
+ALL_WORKLOADS = "all"
+WITHIN_PROCESS_LABEL = "within-process only; restart variance not measured"
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Estimate(_Model):
+    """A decode throughput (tokens/s) with its 95% interval across restarts."""
+
+    estimate: float | None = Field(description="Mean of restart means (tokens/s); None if no data")
+    ci_low: float | None = Field(None, description="Lower end of the 95% interval (tokens/s)")
+    ci_high: float | None = Field(None, description="Upper end of the 95% interval (tokens/s)")
+    n_requests: int = Field(0, description="Measured requests behind the estimate")
+    n_restarts: int = Field(0, description="Restarts (server processes) behind the estimate")
+    method: str = Field(
+        "",
+        description="How the interval was formed: 't on restart means (df=R-1)' or "
+        "'within-process' (one restart: t on requests, restart variance not measured)",
+    )
+
+
+class ValueCI(_Model):
+    """A value with a 95% interval (e.g. acceptance length across restarts)."""
+
+    estimate: float | None = Field(description="Point estimate; None when not measured")
+    ci_low: float | None = Field(None, description="Lower end of the 95% interval")
+    ci_high: float | None = Field(None, description="Upper end of the 95% interval")
+    n: int = Field(0, description="Number of restart values behind the estimate")
+
+
+class Outlier(_Model):
+    """A request outside the Tukey fences of its restart (flagged, never removed)."""
+
+    seq: int = Field(description="Request seq within (arm, restart, workload)")
+    prompt_id: str = Field(description="Prompt of the request")
+    decode_tps: float = Field(description="Decode tokens/s of the request")
+    side: Literal["low", "high"] = Field(description="Which fence it crossed")
+
+
+class DriftCheck(_Model):
+    """Warm-up drift: first measured requests of a restart vs the rest (Welch t test)."""
+
+    n_first: int = Field(description="Requests in the first group")
+    first_mean: float | None = Field(None, description="Mean decode tokens/s of the first group")
+    rest_mean: float | None = Field(None, description="Mean decode tokens/s of the rest")
+    ratio: float | None = Field(None, description="first_mean / rest_mean")
+    p_value: float | None = Field(None, description="Welch t-test p-value; None if too few")
+    flagged: bool = Field(False, description="True when p < 0.05 and |ratio − 1| > threshold")
+    threshold: float = Field(description="Relative difference that counts as drift")
+
+
+class RestartSummary(_Model):
+    """Requests of one restart (server process), one workload, one concurrency level."""
+
+    arm: str = Field(description="Arm name")
+    restart: int = Field(description="Restart index")
+    block: int | None = Field(None, description="Block of the interleaved schedule, when any")
+    workload: str = Field(description="Workload, or 'all' for every workload pooled")
+    concurrency: int = Field(description="Requests in flight")
+    n_requests: int = Field(description="Measured requests used")
+    mean: float | None = Field(None, description="Mean decode tokens/s (the restart summary)")
+    median: float | None = Field(None, description="Median decode tokens/s")
+    median_ci_low: float | None = Field(
+        None, description="Order-statistic 95% lower bound of the median; None when n ≤ 5"
+    )
+    median_ci_high: float | None = Field(None, description="Order-statistic upper bound")
+    median_ci_coverage: float | None = Field(
+        None, description="Exact coverage of the order-statistic interval (Binomial(n, ½))"
+    )
+    sd: float | None = Field(None, description="Standard deviation of request decode tokens/s")
+    cv: float | None = Field(None, description="Coefficient of variation (sd / mean)")
+    ttft_median_s: float | None = Field(None, description="Median time to first token (s)")
+    e2e_median_s: float | None = Field(None, description="Median end-to-end time (s)")
+    tokens_per_chunk: float | None = Field(
+        None, description="Mean output tokens per streamed chunk (>1 under speculation)"
+    )
+    drift: DriftCheck | None = Field(None, description="Warm-up drift check; None if < 6 requests")
+    outliers: list[Outlier] = Field(default_factory=list, description="Tukey-fence outliers")
+
+
+class PlanningAdvice(_Model):
+    """Variance components and the Kalibera & Jones plan for the next measurement."""
+
+    s1_sq: float | None = Field(None, description="Within-restart variance S1² ((tok/s)²)")
+    s2_sq: float | None = Field(None, description="Variance of restart means S2² ((tok/s)²)")
+    t2_sq: float | None = Field(None, description="Restart component T2² = S2² − S1²/m")
+    m: float | None = Field(None, description="Mean measured requests per restart")
+    cv_within: float | None = Field(None, description="sqrt(S1²) / mean")
+    cv_between: float | None = Field(None, description="sqrt(S2²) / mean (restart means)")
+    restart_share: float | None = Field(
+        None, description="Share of the restart component: T2² / (T2² + S1²/m)"
+    )
+    cost_restart_s: float = Field(description="Assumed cost of one restart (s)")
+    cost_request_s: float | None = Field(None, description="Mean cost of one request (s, e2e)")
+    recommended_requests_per_restart: int | None = Field(
+        None, description="m* = ceil(sqrt(c_restart/c_request · S1²/T2²)); None if T2² ≤ 0"
+    )
+    target_width: float = Field(description="Target relative full width of the 95% interval")
+    recommended_restarts: int | None = Field(
+        None, description="R ≈ ceil(4·z²·(S2²/mean²)/W²), at least 3"
+    )
+    advice: str = Field("", description="One sentence for the report")
+
+
+class ArmWorkload(_Model):
+    """One arm on one workload at one concurrency level."""
+
+    workload: str = Field(description="Workload, or 'all' (every workload pooled per restart)")
+    concurrency: int = Field(description="Requests in flight")
+    decode_tps: Estimate = Field(description="Decode tokens/s across restarts")
+    ttft_median_s: float | None = Field(None, description="Median TTFT over measured requests (s)")
+    restarts: list[RestartSummary] = Field(default_factory=list, description="Per restart")
+    planning: PlanningAdvice | None = Field(None, description="Variance components and advice")
+
+
+class PositionAcceptance(_Model):
+    """Acceptance at one draft position, from cumulative per-position counters."""
+
+    position: int = Field(description="Draft position, 0-based")
+    cumulative: float = Field(description="a_i = accepted_at_i / drafts = P(accepted length > i)")
+    conditional: float | None = Field(
+        None, description="a_i / a_(i−1): acceptance given the previous positions were accepted"
+    )
+
+
+class RunAcceptance(_Model):
+    """Speculation acceptance of one server process."""
+
+    source: Literal["metrics", "log", "none"] = Field(description="Where the numbers came from")
+    engine_prefix: str | None = Field(None, description="Metric prefix: vllm, llamacpp, sglang")
+    drafts: float | None = Field(None, description="Δ verification steps with a draft")
+    draft_tokens: float | None = Field(None, description="Δ draft tokens proposed")
+    accepted_tokens: float | None = Field(None, description="Δ draft tokens accepted")
+    mean_acceptance_length: float | None = Field(
+        None, description="Tokens per verify step: 1 + Δaccepted/Δdrafts (bonus token counted)"
+    )
+    acceptance_rate: float | None = Field(None, description="Δaccepted / Δdraft_tokens")
+    per_position: list[PositionAcceptance] = Field(
+        default_factory=list, description="Per-position acceptance, when the engine exposes it"
+    )
+    alpha_hat: float | None = Field(
+        None, description="Per-token acceptance α̂ = A / (A + drafts stopped early)"
+    )
+    log_mean_acceptance_length: float | None = Field(
+        None, description="Mean acceptance length from the server log, for cross-checking"
+    )
+
+
+class RunSummary(_Model):
+    """One server process of an arm."""
+
+    restart: int = Field(description="Restart index")
+    block: int | None = Field(None, description="Block of the schedule")
+    status: str = Field(description="Run status from run.json")
+    engine: str = Field(description="Engine name")
+    engine_version: str | None = Field(None, description="Engine version")
+    acceptance: RunAcceptance | None = Field(None, description="Acceptance; None if not measured")
+
+
+class ArmResult(_Model):
+    """Everything measured for one arm."""
+
+    id: str = Field(description="Arm name")
+    speculative: bool | None = Field(None, description="Whether the arm speculates (plan)")
+    k: int | None = Field(None, description="Draft tokens per step (params['k']), when given")
+    params: dict[str, int | float | str] = Field(default_factory=dict, description="Plan params")
+    aa_of: str | None = Field(None, description="Arm this one repeats (A/A noise arm)")
+    is_baseline: bool = Field(False, description="True for the baseline arm")
+    decode_tps: Estimate = Field(
+        description="Decode tokens/s, every workload pooled, lowest concurrency level"
+    )
+    acceptance_length: ValueCI | None = Field(
+        None, description="Mean acceptance length across restarts (t interval); None if absent"
+    )
+    alpha_hat: float | None = Field(None, description="Pooled per-token acceptance α̂ over runs")
+    workloads: list[ArmWorkload] = Field(
+        default_factory=list, description="Breakdown per workload and concurrency level"
+    )
+    runs: list[RunSummary] = Field(default_factory=list, description="Per restart facts")
+
+
+class StoppingStatus(_Model):
+    """Group-sequential (Pocock) status of one comparison, for `sweep --adaptive`."""
+
+    planned_looks: list[int] = Field(description="Restarts (blocks) per arm at which to look")
+    n_now: int = Field(description="Restarts (blocks) per arm available now")
+    look_number: int | None = Field(None, description="1-based look reached now; None between")
+    per_look_alpha: float = Field(description="Nominal two-sided level per look (Pocock / m)")
+    ci_low: float | None = Field(None, description="Ratio interval at the per-look level")
+    ci_high: float | None = Field(None, description="Upper end at the per-look level")
+    verdict_at_look: Verdict | None = Field(None, description="Verdict from that interval")
+    can_stop: bool = Field(False, description="True at a look whose interval decides, or last look")
+    reason: str = Field("", description="Why it can or cannot stop")
+
+
+class Comparison(_Model):
+    """One arm against the baseline on one workload at one concurrency level."""
+
+    arm: str = Field(description="Arm compared")
+    baseline: str = Field(description="Baseline arm")
+    workload: str = Field(description="Workload, or 'all'")
+    concurrency: int = Field(description="Requests in flight")
+    kind: Literal["spec", "aa"] = Field(
+        description="'spec': a configuration vs baseline; 'aa': the A/A noise calibration"
+    )
+    k: int | None = Field(None, description="The arm's k, when given")
+    ratio: float | None = Field(description="Ratio of geometric means of restart means")
+    ci_low: float | None = Field(None, description="Lower end of the 95% ratio interval")
+    ci_high: float | None = Field(None, description="Upper end of the 95% ratio interval")
+    verdict: Verdict = Field(description="WIN, LOSS, EQUIVALENT or INCONCLUSIVE vs the noise band")
+    verdict_ci_low: float | None = Field(
+        None, description="Lower end of the interval the verdict used (multiplicity-widened)"
+    )
+    verdict_ci_high: float | None = Field(None, description="Upper end of that interval")
+    verdict_level: float = Field(description="Confidence level of the verdict interval")
+    interval_method: IntervalMethod = Field(description="How the ratio interval was formed")
+    paired: bool = Field(False, description="True when paired on blocks (ttest_rel)")
+    p_value: float | None = Field(None, description="Two-sided p-value of log ratio = 0")
+    p_adjusted: float | None = Field(None, description="Benjamini-Hochberg adjusted p-value")
+    family_size: int = Field(1, description="Comparisons sharing baseline/workload/concurrency")
+    n_restarts_arm: int = Field(description="Restarts of the arm used")
+    n_restarts_baseline: int = Field(description="Restarts of the baseline used")
+    within_process_only: bool = Field(False, description="True when a side has one restart")
+    label: str | None = Field(None, description="Caveat to print beside the interval")
+    more_restarts_needed: int | None = Field(
+        None, description="INCONCLUSIVE: restarts per arm likely to settle it (None if unknown)"
+    )
+    stopping: StoppingStatus | None = Field(None, description="Adaptive-stopping status")
+
+
+class TheoryPoint(_Model):
+    """Predicted speedup at one k."""
+
+    k: int = Field(description="Draft tokens per step")
+    tau: float = Field(description="Expected tokens per verify step τ(α̂, k)")
+    rho: float = Field(description="Predicted step cost ratio ρ_k = a + b·k (1 at k = 0)")
+    speedup: float = Field(description="Predicted speedup τ/ρ")
+
+
+class TheoryFit(_Model):
+    """Leviathan model with a fitted step-cost line, vs what was measured."""
+
+    alpha_hat: float | None = Field(description="Per-token acceptance α̂ used")
+    alpha_source: str = Field(description="counters, inversion of τ, or none")
+    a: float | None = Field(None, description="Fixed cost of turning speculation on (ρ at k→0)")
+    b: float | None = Field(None, description="Marginal cost of one draft token (≈ c)")
+    fit_points: int = Field(0, description="Measured k values used in the fit")
+    predicted: list[TheoryPoint] = Field(default_factory=list, description="Predicted curve")
+    predicted_best_k: int | None = Field(None, description="argmax τ/ρ (0: speculation off)")
+    explanation: str = Field("", description="What a and b mean here, in one or two sentences")
+
+
+class SweepPoint(_Model):
+    """One k of the sweep on one workload."""
+
+    k: int = Field(description="Draft tokens (0 = baseline)")
+    arm: str = Field(description="Arm measured at this k")
+    decode_tps: Estimate = Field(description="Decode tokens/s")
+    ratio: float | None = Field(None, description="Speedup vs baseline")
+    ci_low: float | None = Field(None, description="Lower 95% end of the speedup")
+    ci_high: float | None = Field(None, description="Upper 95% end")
+    p_adjusted: float | None = Field(None, description="BH-adjusted p-value")
+    verdict: Verdict | None = Field(None, description="Verdict (None at k = 0)")
+    acceptance_length: float | None = Field(None, description="Measured τ_k (mean over runs)")
+    rho: float | None = Field(None, description="Measured step cost ratio τ_k·tps_0/tps_k")
+    predicted_speedup: float | None = Field(None, description="Theory's speedup at this k")
+
+
+class SweepWorkload(_Model):
+    """The k sweep on one workload at one concurrency level."""
+
+    workload: str = Field(description="Workload, or 'all'")
+    concurrency: int = Field(description="Requests in flight")
+    points: list[SweepPoint] = Field(description="One point per k, k = 0 first")
+    best_k: int | None = Field(
+        None, description="Smallest k within the noise band of the best (0: speculation off)"
+    )
+    theory: TheoryFit | None = Field(None, description="Model fit and prediction")
+
+
+class Sweep(_Model):
+    """The k sweep: arms with params['k'] against the baseline."""
+
+    ks: list[int] = Field(description="k values measured (0 = baseline)")
+    best_k: int | None = Field(None, description="Best k on every workload pooled (lowest conc.)")
+    workloads: list[SweepWorkload] = Field(description="Per workload and concurrency level")
+
+
+class PromptEquivalence(_Model):
+    """Greedy output of one prompt: arm vs baseline."""
+
+    workload: str = Field(description="Workload")
+    prompt_id: str = Field(description="Prompt id")
+    identical: bool = Field(description="Every arm output equals the baseline's")
+    first_divergent_char: int | None = Field(None, description="0-based first differing char")
+    baseline_excerpt: str | None = Field(None, description="Baseline text around the divergence")
+    arm_excerpt: str | None = Field(None, description="Arm text around the divergence")
+    baseline_consistent: bool = Field(
+        True, description="The baseline produced one text for this prompt across its requests"
+    )
+
+
+class ArmEquivalence(_Model):
+    """Greedy output equivalence of one arm against the baseline."""
+
+    arm: str = Field(description="Arm compared")
+    baseline: str = Field(description="Baseline arm")
+    n_prompts: int = Field(description="Prompts compared")
+    n_identical: int = Field(description="Prompts with identical output")
+    rate: float | None = Field(None, description="n_identical / n_prompts")
+    prompts: list[PromptEquivalence] = Field(default_factory=list, description="Per prompt")
+
+
+class NoiseBand(_Model):
+    """The band δ inside which a ratio counts as no difference."""
+
+    delta: float = Field(description="δ: EQUIVALENT inside [1/(1+δ), 1+δ]")
+    calibrated: bool = Field(description="True when measured from an A/A arm")
+    source: str = Field(description="Which A/A comparison set it, or 'default 2%'")
+    aa_ci_low: float | None = Field(None, description="A/A ratio interval, lower end")
+    aa_ci_high: float | None = Field(None, description="A/A ratio interval, upper end")
+
+
+class Exclusion(_Model):
+    """Requests left out of the statistics for one reason in one run."""
+
+    arm: str = Field(description="Arm")
+    restart: int = Field(description="Restart")
+    reason: str = Field(description="error, warmup, token count, no decode interval, run failed")
+    count: int = Field(description="Requests excluded for this reason")
+
+
+class Exclusions(_Model):
+    """Every excluded request, counted by reason."""
+
+    total: int = Field(0, description="Requests excluded")
+    by_reason: dict[str, int] = Field(default_factory=dict, description="Counts per reason")
+    items: list[Exclusion] = Field(default_factory=list, description="Counts per run and reason")
+    torn_lines: int = Field(0, description="Torn last lines dropped from requests.jsonl")
+
+
+class Adaptive(_Model):
+    """Whether the adaptive sweep may stop adding blocks."""
+
+    planned_looks: list[int] = Field(description="Restarts (blocks) per arm at each look")
+    n_now: int = Field(description="Restarts (blocks) per arm available now (minimum)")
+    all_decided: bool = Field(description="Every spec comparison can stop now")
+    next_look: int | None = Field(None, description="Next planned look; None after the last")
+
+
+class Methods(_Model):
+    """How every number was computed, in words for the report's method section."""
+
+    decode_tps: str = Field(description="Per-request decode throughput")
+    restart_summary: str = Field(description="How one restart is summarised")
+    arm_interval: str = Field(description="Interval of one arm across restarts")
+    ratio_interval: str = Field(description="Interval of the speedup ratio")
+    verdict: str = Field(description="Decision rule")
+    multiplicity: str = Field(description="Several arms vs one baseline")
+    acceptance: str = Field(description="Acceptance from /metrics deltas")
+
+
+class Analysis(_Model):
+    """analysis.json: the statistics of one bundle, ready for reports and the JSON API."""
+
+    schema_version: int = Field(ANALYSIS_SCHEMA_VERSION, description="analysis.json version")
+    tool_version: str = Field(description="diagnose version that computed it")
+    created_at: str = Field(description="UTC time of the analysis")
+    bundle: str = Field(description="Path of the bundle analysed")
+    title: str | None = Field(None, description="Report title (report --title)")
+    client: str | None = Field(None, description="Client shown on the report (report --client)")
+    engines: list[str] = Field(default_factory=list, description="Engine name/version seen")
+    model: str | None = Field(None, description="Model served")
+    baseline: str | None = Field(None, description="Baseline arm")
+    workloads: list[str] = Field(default_factory=list, description="Workloads measured")
+    concurrency_levels: list[int] = Field(default_factory=list, description="Levels measured")
+    max_tokens: int = Field(description="Output length every request was forced to")
+    noise_band: NoiseBand = Field(description="δ and whether it was calibrated")
+    arms: list[ArmResult] = Field(default_factory=list, description="Per arm")
+    comparisons: list[Comparison] = Field(default_factory=list, description="Arms vs baseline")
+    sweep: Sweep | None = Field(None, description="The k sweep, when arms carry params['k']")
+    equivalence: list[ArmEquivalence] = Field(
+        default_factory=list, description="Greedy output equivalence per arm vs baseline"
+    )
+    exclusions: Exclusions = Field(default_factory=Exclusions, description="Excluded requests")
+    adaptive: Adaptive | None = Field(None, description="Adaptive stopping summary")
+    methods: Methods = Field(description="Method text for the report")
+    notes: list[str] = Field(default_factory=list, description="Caveats for the report")

@@ -1,0 +1,256 @@
+"""diagnostic.analyse: the real H200 runs as a bundle, and synthetic bundles of known truth."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from analyse_bundles import (
+    H200,
+    build_h200_bundle,
+    synthetic_bundle,
+    synthetic_record,
+    vllm_metrics,
+)
+
+from diagnostic import theory
+from diagnostic.analyse import analyse
+from diagnostic.analyse.requests import decode_tps
+from diagnostic.analysis_models import Analysis, ArmResult, Comparison
+from diagnostic.bundle import Bundle
+from diagnostic.models import ArmSpec, RunInfo
+
+
+@pytest.fixture(scope="module")
+def h200(tmp_path_factory: pytest.TempPathFactory) -> Analysis:
+    path = tmp_path_factory.mktemp("h200") / "bundle"
+    build_h200_bundle(path)
+    return analyse(Bundle.open(path))
+
+
+def _arm(a: Analysis, name: str) -> ArmResult:
+    return next(x for x in a.arms if x.id == name)
+
+
+def _cmp(a: Analysis, arm: str, workload: str = "all", level: int = 1) -> Comparison:
+    return next(
+        c
+        for c in a.comparisons
+        if c.arm == arm and c.workload == workload and c.concurrency == level
+    )
+
+
+# -- the real H200 runs (one restart per configuration) -------------------------------------
+@pytest.mark.parametrize(
+    ("arm", "low", "high"),  # README: median decode speed per configuration
+    [("base", 560, 620), ("eager", 95, 110), ("ngram3", 1050, 1200), ("ngram3-eager", 300, 350)],
+)
+def test_h200_restart_medians_match_the_recorded_readme(
+    h200: Analysis, arm: str, low: float, high: float
+) -> None:
+    (summary,) = next(w for w in _arm(h200, arm).workloads if w.workload == "code").restarts
+    assert summary.median is not None and low <= summary.median <= high
+    assert summary.n_requests == 15 and summary.median_ci_low is not None
+
+
+def test_h200_one_restart_is_labelled_within_process(h200: Analysis) -> None:
+    for c in h200.comparisons:
+        assert c.within_process_only and c.interval_method == "within-process"
+        assert c.label == "within-process only; restart variance not measured"
+        assert c.n_restarts_arm == c.n_restarts_baseline == 1
+    assert _arm(h200, "base").decode_tps.n_restarts == 1
+    assert any("within-process" in n for n in h200.notes)
+
+
+def test_h200_verdicts(h200: Analysis) -> None:
+    assert _cmp(h200, "ngram3").verdict == "WIN"
+    assert _cmp(h200, "eager").verdict == "LOSS"
+    assert _cmp(h200, "ngram3-eager").verdict == "LOSS"  # speculation without graphs
+    assert 1.7 < (_cmp(h200, "ngram3").ratio or 0) < 2.1
+
+
+def test_h200_family_is_bh_adjusted(h200: Analysis) -> None:
+    code = [c for c in h200.comparisons if c.workload == "code"]
+    assert {c.family_size for c in code} == {4}
+    assert all(c.p_adjusted is not None and c.p_adjusted >= c.p_value for c in code)  # type: ignore[operator]
+
+
+def test_h200_acceptance_from_metrics(h200: Analysis) -> None:
+    ngram = _arm(h200, "ngram3")
+    assert ngram.acceptance_length is not None
+    assert ngram.acceptance_length.estimate == pytest.approx(1 + 6460 / 2176)
+    (run,) = ngram.runs
+    assert run.acceptance is not None and len(run.acceptance.per_position) == 3
+    assert run.engine == "vllm" and run.engine_version == "0.26.0"
+    assert _arm(h200, "base").acceptance_length is None
+
+
+def test_h200_exclusions_count_the_warmups(h200: Analysis) -> None:
+    assert h200.exclusions.by_reason == {"warmup": 20}
+    assert h200.exclusions.total == 20
+
+
+def test_h200_noise_band_default_is_labelled(h200: Analysis) -> None:
+    assert h200.noise_band.delta == 0.02 and not h200.noise_band.calibrated
+
+
+def test_h200_sweep_has_k3_and_no_fit_from_one_k(h200: Analysis) -> None:
+    assert h200.sweep is not None and h200.sweep.ks == [0, 3]
+    assert h200.sweep.best_k == 3
+    head = next(s for s in h200.sweep.workloads if s.workload == "all")
+    assert [p.arm for p in head.points] == ["base", "ngram3"]  # eager variant is another group
+    assert head.theory is not None and head.theory.a is None
+    assert head.theory.alpha_hat == pytest.approx(6460 / (6460 + 2176 - 2108))
+
+
+def test_h200_equivalence_identical_greedy_text(h200: Analysis) -> None:
+    ngram = next(e for e in h200.equivalence if e.arm == "ngram3")
+    assert ngram.n_prompts == 2 and ngram.rate == 1.0
+
+
+def test_h200_first_chunk_counted_as_one_token_is_said(h200: Analysis) -> None:
+    assert "first chunk counts as 1 token" in h200.methods.decode_tps
+    assert any("counted as 1 token" in n for n in h200.notes)
+
+
+def test_h200_json_satisfies_the_design_contract(h200: Analysis) -> None:
+    data = json.loads(h200.model_dump_json())
+    arm = data["arms"][0]
+    assert {"id", "workloads", "decode_tps", "acceptance_length"} <= arm.keys()
+    assert {"estimate", "ci_low", "ci_high", "n_requests", "n_restarts"} <= arm["decode_tps"].keys()
+    for c in data["comparisons"]:
+        assert {"arm", "baseline", "workload", "ratio", "ci_low", "ci_high", "verdict"} <= c.keys()
+        assert c["verdict"] in {"WIN", "LOSS", "EQUIVALENT", "INCONCLUSIVE"}
+    assert "best_k" in data["sweep"] and data["sweep"]["workloads"][0]["points"]
+    assert data["equivalence"][0]["rate"] == 1.0
+    assert Analysis.model_validate(data) == h200
+
+
+# -- synthetic bundles ----------------------------------------------------------------------
+def test_decode_tps_uses_the_first_chunks_tokens_when_reported() -> None:
+    rec = synthetic_record("a", 0, 0, 100.0, chunk_tokens=[4] + [4] * 63)
+    assert decode_tps(rec) == pytest.approx(100.0)
+    times = rec.chunk_times_s
+    assert decode_tps(rec) == pytest.approx((256 - 4) / (times[-1] - times[0]))
+
+
+def test_blocked_restarts_with_an_aa_arm(tmp_path: Path) -> None:
+    base = [
+        [600.0 + j for j in range(6)],
+        [650.0 + j for j in range(6)],
+        [580.0 + j for j in range(6)],
+    ]
+    tps = {
+        "base": base,
+        "base-aa": [[v * 1.003 for v in r] for r in base],
+        "spec": [[v * 1.4 for v in r] for r in base],
+    }
+    specs = [
+        ArmSpec(name="base", speculative=False),
+        ArmSpec(name="base-aa", speculative=False, aa_of="base"),
+        ArmSpec(name="spec", speculative=True),
+    ]
+    a = analyse(synthetic_bundle(tmp_path / "b", tps, specs=specs, order="blocks"))
+    spec = _cmp(a, "spec", "code")
+    assert spec.paired and spec.interval_method == "paired-log-block-ratios"
+    assert spec.ratio == pytest.approx(1.4) and spec.verdict == "WIN"
+    assert spec.family_size == 1  # the A/A arm is the calibration, not in the family
+    aa = _cmp(a, "base-aa", "code")
+    assert aa.kind == "aa" and a.noise_band.calibrated
+    assert aa.ci_low is not None and aa.ci_high is not None
+    assert a.noise_band.delta == pytest.approx(max(0.01, aa.ci_high - 1, 1 - aa.ci_low))
+    assert spec.stopping is not None and spec.stopping.look_number == 1 and spec.stopping.can_stop
+    assert a.adaptive is not None and a.adaptive.all_decided and a.adaptive.n_now == 3
+    planning = next(w for w in _arm(a, "base").workloads if w.workload == "code").planning
+    assert planning is not None and planning.recommended_restarts is not None
+    assert (planning.t2_sq or 0) > 0
+
+
+def test_sweep_recovers_the_step_cost_line_and_best_k(tmp_path: Path) -> None:
+    alpha, a_true, b_true, tps0 = 0.7, 1.1, 0.05, 600.0
+    ks = [1, 2, 3, 5, 7]
+    arms = {"base": [[tps0] * 5, [tps0 * 1.01] * 5, [tps0 * 0.99] * 5]}
+    metrics = {}
+    for k in ks:
+        speed = tps0 * theory.predicted_speedup(alpha, k, a_true, b_true)
+        arms[f"k{k}"] = [[speed] * 5, [speed * 1.01] * 5, [speed * 0.99] * 5]
+        per_pos = [1000 * alpha ** (i + 1) for i in range(k)]  # i.i.d. acceptance α
+        metrics[f"k{k}"] = vllm_metrics(1000, per_pos)
+    specs = [ArmSpec(name="base", speculative=False)] + [
+        ArmSpec(name=f"k{k}", speculative=True, params={"k": k}) for k in ks
+    ]
+    result = analyse(synthetic_bundle(tmp_path / "b", arms, specs=specs, metrics=metrics))
+    assert result.sweep is not None and result.sweep.ks == [0, *ks]
+    (sw,) = result.sweep.workloads
+    fit = sw.theory
+    assert fit is not None and fit.alpha_hat == pytest.approx(alpha, abs=1e-9)
+    assert fit.a == pytest.approx(a_true, abs=0.01) and fit.b == pytest.approx(b_true, abs=0.002)
+    assert fit.predicted_best_k == theory.best_k(alpha, a_true, b_true, 14)
+    measured = {p.k: p.ratio for p in sw.points if p.ratio is not None}
+    best = max(measured.values())
+    assert sw.best_k == min(k for k, r in measured.items() if r >= best / 1.02)
+    assert "without CUDA graphs" not in fit.explanation  # a = 1.1 is a small fixed cost
+
+
+def test_exclusions_are_counted_by_reason(tmp_path: Path) -> None:
+    bundle = synthetic_bundle(tmp_path / "b", {"base": [[600.0] * 4], "spec": [[900.0] * 4]})
+    bundle.append_request(synthetic_record("spec", 0, 10, 900.0, error="ReadTimeout"))
+    bundle.append_request(synthetic_record("spec", 0, 11, 900.0, tokens=200))
+    bundle.append_request(synthetic_record("spec", 0, 12, 900.0, chunk_tokens=[256]))
+    bundle.write_run(RunInfo(arm="spec", restart=1, status="failed"))
+    bundle.append_request(synthetic_record("spec", 1, 0, 100.0))
+    a = analyse(bundle)
+    assert a.exclusions.by_reason == {
+        "completion_tokens != max_tokens": 1,
+        "error": 1,
+        "no decode interval (< 2 chunks)": 1,
+        "run failed": 1,
+        "warmup": 2,
+    }
+    assert _arm(a, "spec").decode_tps.n_requests == 4
+
+
+def test_equivalence_reports_the_first_divergent_character(tmp_path: Path) -> None:
+    bundle = synthetic_bundle(tmp_path / "b", {"base": [[600.0] * 3], "spec": [[900.0] * 3]})
+    bundle.append_request(synthetic_record("spec", 0, 3, 900.0, text="def f():\n    return 2\n"))
+    a = analyse(bundle)
+    (eq,) = a.equivalence
+    prompt = next(p for p in eq.prompts if p.prompt_id == "code-0")
+    assert not prompt.identical and prompt.first_divergent_char == len("def f():\n    return ")
+    assert eq.n_identical == eq.n_prompts - 1
+
+
+def test_every_concurrency_level_is_analysed(tmp_path: Path) -> None:
+    bundle = synthetic_bundle(tmp_path / "b", {"base": [[600.0] * 3], "spec": [[900.0] * 3]})
+    for arm, tps in (("base", 300.0), ("spec", 330.0)):
+        for j in range(3):
+            bundle.append_request(synthetic_record(arm, 0, 100 + j, tps + j, concurrency=4))
+    a = analyse(bundle)
+    assert a.concurrency_levels == [1, 4]
+    assert _cmp(a, "spec", "code", 4).ratio == pytest.approx(331 / 301, rel=0.01)
+    assert _arm(a, "spec").decode_tps.estimate == pytest.approx(900.0)  # lowest level
+
+
+def test_drift_and_outliers_are_flagged_not_removed(tmp_path: Path) -> None:
+    values = [400.0, 410.0, 405.0] + [600.0 + (j % 3) for j in range(12)] + [2000.0]
+    a = analyse(synthetic_bundle(tmp_path / "b", {"base": [values], "spec": [values]}))
+    (summary,) = next(w for w in _arm(a, "base").workloads if w.workload == "code").restarts
+    assert summary.drift is not None and summary.drift.flagged
+    high = [o.decode_tps for o in summary.outliers if o.side == "high"]
+    assert high == [pytest.approx(2000.0)]
+    assert {o.seq for o in summary.outliers if o.side == "low"} == {1, 2, 3}
+    assert summary.n_requests == len(values)
+
+
+def test_empty_bundle_gives_an_empty_analysis(tmp_path: Path) -> None:
+    from diagnostic.models import Manifest
+
+    bundle = Bundle.create(tmp_path / "b", Manifest(tool_version="test"))
+    a = analyse(bundle)
+    assert a.arms == [] and a.comparisons == [] and a.sweep is None
+    assert any("No measured request" in n for n in a.notes)
+
+
+def test_h200_folders_exist() -> None:
+    assert (H200 / "base" / "requests.jsonl").is_file()
