@@ -13,7 +13,7 @@ MASK = "<redacted>"
 # Names of variables, arguments or JSON keys whose values are secrets.
 _SECRET_WORDS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "AUTH")
 # Parts of names that contain a secret word but hold no secret (max_tokens, TOKENIZERS_...).
-_HARMLESS_PARTS = re.compile(r"TOKENS|TOKENIZER")
+_HARMLESS_PARTS = re.compile(r"TOKENS|TOKENIZER|TOKEN_SOURCE|TOKEN_IDS?\b")
 
 _NAME = r"[A-Za-z_][A-Za-z0-9_.-]*"
 _PATTERNS: list[tuple[re.Pattern[str], str]] = [
