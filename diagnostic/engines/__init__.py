@@ -1,0 +1,136 @@
+"""Engine knowledge: which engine wrote a log and what the log says (`parse_log`).
+
+One module per engine (vllm, sglang, llamacpp) holds its anchors, detection signatures and
+log parser; `_lines` is the streaming reader they share.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+
+from diagnostic.engines import llamacpp, sglang, vllm
+from diagnostic.engines._common import ev
+from diagnostic.engines._lines import Line, LineScanner, read_head
+from diagnostic.facts import MAX_EVIDENCE, LogFacts
+
+__all__ = ["ENGINES", "LinePattern", "detect_engine", "parse_log"]
+
+ENGINES: dict[str, ModuleType] = {"vllm": vllm, "sglang": sglang, "llamacpp": llamacpp}
+MAX_UNDETECTED_LINES = 200_000
+
+
+@dataclass(frozen=True)
+class LinePattern:
+    """A line a rule looks for: a literal the line must contain, optionally a regex too."""
+
+    key: str
+    contains: tuple[str, ...]
+    regex: re.Pattern[str] | None = None
+    engines: tuple[str, ...] = ()
+
+    def applies(self, engine: str) -> bool:
+        """Whether the pattern is meant for logs of this engine."""
+        return not self.engines or engine in self.engines
+
+    def matches(self, text: str) -> bool:
+        """Whether a line's text matches."""
+        for literal in self.contains:
+            if literal in text:
+                return self.regex is None or self.regex.search(text) is not None
+        return False
+
+
+def detect_engine(head: bytes) -> str | None:
+    """The engine whose signatures the bytes show most; None when none or a tie."""
+    scores = {name: module.detect(head) for name, module in ENGINES.items()}
+    best = max(scores.values())
+    winners = [name for name, score in scores.items() if score == best]
+    return winners[0] if best and len(winners) == 1 else None
+
+
+def parse_log(
+    source: Path | str | bytes | Iterable[str],
+    *,
+    patterns: Sequence[LinePattern] = (),
+    engine: str | None = None,
+) -> LogFacts:
+    """Read one log (a path, its bytes, or its lines) into LogFacts; the engine is detected.
+
+    A str is a path. The file is streamed, never loaded whole; a missing or unreadable file
+    raises DiagnosticError. An empty log or one no engine signature matches gives facts with
+    engine "unknown" and a note saying why.
+    """
+    if isinstance(source, str):
+        source = Path(source)
+    if not isinstance(source, Path | bytes):
+        source = "\n".join(s.rstrip("\n") for s in source).encode("utf-8", "surrogateescape")
+    path = str(source) if isinstance(source, Path) else "<lines>"
+    facts = LogFacts(path=path)
+    name = engine or detect_engine(read_head(source))
+    if name is None:
+        return _undetected(source, facts, patterns)
+    module = ENGINES[name]
+    scanner = _scanner(module, patterns, name)
+    parser = module.Parser(facts)
+    _run(scanner.scan(source), parser, patterns, name)
+    return _finish(parser, scanner)
+
+
+def _scanner(module: ModuleType, patterns: Sequence[LinePattern], engine: str) -> LineScanner:
+    anchors = list(module.ANCHORS)
+    anchors += [c.encode() for p in patterns if p.applies(engine) for c in p.contains if c]
+    return LineScanner(
+        tuple(dict.fromkeys(anchors)), wants_more=module.wants_more, continues=module.continues
+    )
+
+
+def _run(
+    lines: Iterable[Line], parser: object, patterns: Sequence[LinePattern], engine: str
+) -> None:
+    active = [p for p in patterns if p.applies(engine)]
+    facts: LogFacts = parser.facts  # type: ignore[attr-defined]
+    feed = parser.feed  # type: ignore[attr-defined]
+    for line in lines:
+        feed(line)
+        for pattern in active:
+            if pattern.matches(line.text):
+                hits = facts.matches.setdefault(pattern.key, [])
+                if len(hits) < MAX_EVIDENCE:
+                    hits.append(ev(line, pattern.contains[0]))
+
+
+def _finish(parser: object, scanner: LineScanner) -> LogFacts:
+    facts: LogFacts = parser.finish()  # type: ignore[attr-defined]
+    facts.lines = scanner.lines
+    facts.bytes = scanner.bytes_read
+    facts.notes += scanner.notes
+    return facts
+
+
+def _undetected(source: Path | bytes, facts: LogFacts, patterns: Sequence[LinePattern]) -> LogFacts:
+    """No signature at the head: scan the whole log with every engine's anchors, then decide."""
+    anchors = tuple(dict.fromkeys(a for m in ENGINES.values() for a in m.ANCHORS))
+    scanner = LineScanner(anchors)
+    lines: list[Line] = []
+    for line in scanner.scan(source):
+        if len(lines) < MAX_UNDETECTED_LINES:
+            lines.append(line)
+    facts.lines, facts.bytes = scanner.lines, scanner.bytes_read
+    name = detect_engine("\n".join(line.text for line in lines).encode("utf-8", "replace"))
+    if name is None:
+        facts.capture.reason = (
+            "empty log" if not scanner.bytes_read else "no vLLM, SGLang or llama.cpp line found"
+        )
+        facts.notes.append(
+            "the file is empty"
+            if not scanner.bytes_read
+            else "not a vLLM, SGLang or llama.cpp server log (no engine signature found)"
+        )
+        return facts
+    parser = ENGINES[name].Parser(facts)
+    _run(lines, parser, patterns, name)
+    return _finish(parser, scanner)

@@ -1,0 +1,186 @@
+"""Pieces every engine's log parser shares: evidence lines, warnings, acceptance tallies."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from diagnostic.engines._lines import Line
+from diagnostic.facts import (
+    MAX_EVIDENCE,
+    MAX_SAMPLES,
+    MAX_WARNINGS,
+    AcceptanceSample,
+    AcceptanceSummary,
+    Evidence,
+    LogFacts,
+)
+
+__all__ = ["AcceptanceTally", "LogParser", "Worker", "cap_append", "ev"]
+
+EVIDENCE_WIDTH = 320
+
+
+def ev(line: Line, focus: str | None = None) -> Evidence:
+    """Evidence for a line; a long line is cut around `focus` (or after its start)."""
+    text = line.text.strip()
+    if len(text) > EVIDENCE_WIDTH:
+        at = text.find(focus) if focus else -1
+        if at > 120:
+            text = text[:100] + " … " + text[at : at + EVIDENCE_WIDTH - 100] + " …"
+        else:
+            text = text[:EVIDENCE_WIDTH] + " …"
+    return Evidence(line=line.number, text=text)
+
+
+def cap_append(items: list[Evidence], item: Evidence) -> None:
+    """Append unless already there or the list is full."""
+    if len(items) < MAX_EVIDENCE and all(e.line != item.line for e in items):
+        items.append(item)
+
+
+@dataclass
+class Worker:
+    """One process (vLLM) or rank (SGLang) and its capture lines."""
+
+    name: str
+    finished: list[Evidence] = field(default_factory=list)
+
+
+class LogParser:
+    """Base of the engine parsers: owns the facts being filled in."""
+
+    engine = "unknown"
+
+    def __init__(self, facts: LogFacts) -> None:
+        self.facts = facts
+        facts.engine = self.engine  # type: ignore[assignment]
+
+    def feed(self, line: Line) -> None:
+        """Read one candidate line."""
+        raise NotImplementedError
+
+    def finish(self) -> LogFacts:
+        """Draw the conclusions once every line was fed."""
+        raise NotImplementedError
+
+    def warning(self, line: Line) -> None:
+        """Count a warning line; keep the first ones."""
+        self.facts.warnings_total += 1
+        if len(self.facts.warnings) < MAX_WARNINGS:
+            self.facts.warnings.append(ev(line))
+
+    def fallback(self, line: Line, focus: str | None = None) -> None:
+        """A silent switch the engine made (runner fallback, mode override)."""
+        cap_append(self.facts.fallbacks, ev(line, focus))
+
+
+@dataclass
+class AcceptanceTally:
+    """Sums over every acceptance line; the facts keep only the first MAX_SAMPLES."""
+
+    samples: int = 0
+    weight: float = 0.0
+    length_sum: float = 0.0
+    lengths: int = 0
+    lo: float | None = None
+    hi: float | None = None
+    pos_sum: list[float] = field(default_factory=list)
+    pos_weight: list[float] = field(default_factory=list)
+    accepted: int = 0
+    drafted: int = 0
+    rate_sum: float = 0.0
+    rates: int = 0
+    batches: int = 0
+    no_graph: int = 0
+    first_no_graph: Evidence | None = None
+
+    def count(
+        self,
+        facts: LogFacts,
+        line: int,
+        *,
+        mean: float | None,
+        per_position: list[float],
+        accepted: int,
+        drafted: int,
+    ) -> None:
+        """Count a line from its numbers; a sample model is built only while samples are kept."""
+        if len(facts.acceptance) < MAX_SAMPLES:
+            sample = AcceptanceSample(
+                line=line,
+                mean_acceptance_length=mean,
+                per_position=per_position,
+                accept_rate=accepted / drafted if drafted else None,
+                accepted=accepted,
+                drafted=drafted,
+            )
+            self.add(sample, facts)
+            return
+        self.samples += 1
+        self._numbers(mean, per_position, float(drafted) if drafted else 1.0)
+        self.accepted += accepted
+        self.drafted += drafted
+
+    def add(self, sample: AcceptanceSample, facts: LogFacts, line: Line | None = None) -> None:
+        """Count one line."""
+        self.samples += 1
+        if len(facts.acceptance) < MAX_SAMPLES:
+            facts.acceptance.append(sample)
+        w = float(sample.drafted) if sample.drafted else 1.0
+        self._numbers(sample.mean_acceptance_length, sample.per_position, w)
+        self._rest(sample, line)
+
+    def _numbers(self, length: float | None, per_position: list[float], w: float) -> None:
+        if length is not None and length == length:  # nan: no drafts in the interval
+            self.length_sum += w * length
+            self.weight += w
+            self.lengths += 1
+            self.lo = length if self.lo is None else min(self.lo, length)
+            self.hi = length if self.hi is None else max(self.hi, length)
+        for i, p in enumerate(per_position):
+            if p != p:
+                continue
+            while len(self.pos_sum) <= i:
+                self.pos_sum.append(0.0)
+                self.pos_weight.append(0.0)
+            self.pos_sum[i] += w * p
+            self.pos_weight[i] += w
+
+    def _rest(self, sample: AcceptanceSample, line: Line | None) -> None:
+        if sample.accepted is not None and sample.drafted is not None:
+            self.accepted += sample.accepted
+            self.drafted += sample.drafted
+        elif sample.accept_rate is not None:
+            self.rate_sum += sample.accept_rate
+            self.rates += 1
+        if sample.cuda_graph is not None:
+            self.batches += 1
+            if not sample.cuda_graph:
+                self.no_graph += 1
+                if self.first_no_graph is None and line is not None:
+                    self.first_no_graph = ev(line)
+
+    def finish(self, facts: LogFacts) -> None:
+        """Store the summary (None when there was no acceptance line)."""
+        if not self.samples:
+            return
+        rate = self.accepted / self.drafted if self.drafted else None
+        if rate is None and self.rates:
+            rate = self.rate_sum / self.rates
+        facts.acceptance_summary = AcceptanceSummary(
+            samples=self.samples,
+            mean_acceptance_length=round(self.length_sum / self.weight, 4)
+            if self.lengths
+            else None,
+            min_acceptance_length=self.lo,
+            max_acceptance_length=self.hi,
+            per_position=[
+                round(s / w, 4) for s, w in zip(self.pos_sum, self.pos_weight, strict=True)
+            ],
+            accept_rate=round(rate, 4) if rate is not None else None,
+            accepted_tokens=self.accepted if self.drafted else None,
+            drafted_tokens=self.drafted if self.drafted else None,
+            decode_batches=self.batches,
+            cuda_graph_false=self.no_graph,
+            first_cuda_graph_false=self.first_no_graph,
+        )

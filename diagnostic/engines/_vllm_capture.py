@@ -1,0 +1,148 @@
+"""How vLLM resolved CUDA-graph capture, per worker and for the run, from the lines it printed."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from diagnostic.engines._common import Worker, cap_append
+from diagnostic.facts import Evidence, LogFacts
+
+__all__ = ["VWorker", "resolve_capture"]
+
+
+@dataclass
+class VWorker(Worker):
+    """Capture evidence of one vLLM process."""
+
+    bars: dict[str, Evidence] = field(default_factory=dict)
+    v0_bars: list[Evidence] = field(default_factory=list)
+    drafter_bars: list[Evidence] = field(default_factory=list)
+    downgrades: list[tuple[str, Evidence]] = field(default_factory=list)
+    eager: list[Evidence] = field(default_factory=list)
+    planned: set[str] = field(default_factory=set)
+    planned_line: Evidence | None = None
+    runner: str | None = None
+
+
+@dataclass(frozen=True)
+class _Run:
+    """What the resolution needs to know about the run as a whole."""
+
+    facts: LogFacts
+    ready: bool  # the engine finished starting (capture, if any, is over)
+    generation: str | None  # V0 or V1 engine
+
+
+def _bar_mode(proc: VWorker, expected: str | None) -> tuple[str, str]:
+    """Mode that the capture bars show, and the bars as words."""
+    descs = {d.replace(" ", "") for d in proc.bars}
+    shown = ", ".join(proc.bars)
+    v1 = {d for d in descs if "," in d}
+    if v1:
+        if "mixedprefill-decode,FULL" in v1:
+            return "FULL", shown
+        decode_full = "decode,FULL" in v1
+        mixed_piecewise = "mixedprefill-decode,PIECEWISE" in v1
+        if decode_full and mixed_piecewise:
+            return "FULL_AND_PIECEWISE", shown
+        return ("FULL_DECODE_ONLY" if decode_full else "PIECEWISE"), shown
+    if "FULL" in descs and "PIECEWISE" in descs:
+        return "FULL_AND_PIECEWISE", shown
+    if "FULL" in descs:  # Model Runner V2 draws one FULL bar for FULL and FULL_DECODE_ONLY
+        return (expected if expected in ("FULL", "FULL_DECODE_ONLY") else "FULL"), shown
+    return ("PIECEWISE" if "PIECEWISE" in descs else "UNKNOWN"), shown
+
+
+def _own_evidence(proc: VWorker) -> bool:
+    return bool(proc.bars or proc.v0_bars or proc.finished or proc.downgrades or proc.eager)
+
+
+def _resolve_one(run: _Run, proc: VWorker, config: VWorker) -> tuple[str, str, list[Evidence]]:
+    """(mode, reason, evidence) for one worker from its own lines and config-time lines."""
+    downgrades = config.downgrades + proc.downgrades
+    expected = downgrades[-1][0] if downgrades else run.facts.capture.configured
+    lines = [e for _, e in downgrades] + config.eager + proc.eager
+    if proc.bars:
+        mode, shown = _bar_mode(proc, expected)
+        evidence = lines + list(proc.bars.values()) + proc.finished
+        if not proc.finished and not run.ready:
+            return "UNKNOWN", f"capture bars ({shown}) but capture never finished", evidence
+        reason = f"capture bars: {shown}"
+        if downgrades:
+            reason += f"; the engine set cudagraph_mode={downgrades[-1][0]} before capture"
+        return mode, reason, evidence
+    if proc.v0_bars or (run.generation == "V0" and proc.finished):
+        return (
+            "CAPTURED",
+            "vLLM V0 captured decode graphs (V0 has no capture modes)",
+            proc.v0_bars + proc.finished,
+        )
+    if proc.finished:
+        mode = expected if expected not in (None, "NONE") else "UNKNOWN"
+        if proc.planned:
+            mode = _planned_mode(proc.planned) or mode
+        source = "the downgrade line" if downgrades else "the config line"
+        return (
+            mode or "UNKNOWN",
+            f"graphs captured (no bars from this worker); mode from {source}",
+            lines + proc.finished + ([proc.planned_line] if proc.planned_line else []),
+        )
+    if lines and (config.eager or proc.eager or expected == "NONE"):
+        why = "eager mode" if config.eager or proc.eager else "cudagraph_mode set to NONE"
+        return "NONE", f"{why}: no capture bars, no 'Graph capturing finished'", lines
+    if run.ready:
+        return (
+            "NONE",
+            "no capture bars and no 'Graph capturing finished' in a started engine",
+            lines,
+        )
+    return "UNKNOWN", "the log ends before CUDA-graph capture", lines
+
+
+def _planned_mode(planned: set[str]) -> str | None:
+    if {"PIECEWISE", "FULL"} <= planned:
+        return "FULL_AND_PIECEWISE"
+    if planned == {"PIECEWISE"}:
+        return "PIECEWISE"
+    return None
+
+
+def resolve_capture(
+    facts: LogFacts,
+    workers: list[VWorker],
+    config: VWorker,
+    *,
+    configured_line: Evidence | None,
+    ready: bool,
+    generation: str | None,
+) -> None:
+    """Fill facts.capture: per worker from its own lines, then the run (agreeing or not)."""
+    run = _Run(facts, ready, generation)
+    capture = facts.capture
+    own = [w for w in workers if _own_evidence(w)]
+    if configured_line:
+        capture.evidence.append(configured_line)
+    results = {w.name: _resolve_one(run, w, config) for w in own}
+    if not results:
+        mode, reason, lines = _resolve_one(run, VWorker("run"), config)
+        capture.resolved, capture.reason = mode, reason  # type: ignore[assignment]
+        for e in lines:
+            cap_append(capture.evidence, e)
+        capture.evidence.sort(key=lambda e: e.line)
+        return
+    capture.per_worker = {name: r[0] for name, r in results.items()}  # type: ignore[misc]
+    modes = set(capture.per_worker.values())
+    first = next(iter(results.values()))
+    if len(modes) == 1:
+        capture.resolved, capture.reason = first[0], first[1]  # type: ignore[assignment]
+        if len(results) > 1:
+            capture.reason += f" (all {len(results)} workers agree)"
+    else:
+        capture.resolved = "UNKNOWN"
+        capture.reason = "workers disagree: " + ", ".join(
+            f"{n}={m}" for n, m in capture.per_worker.items()
+        )
+    for _, _, lines in results.values():
+        for e in lines:
+            cap_append(capture.evidence, e)
+    capture.evidence.sort(key=lambda e: e.line)

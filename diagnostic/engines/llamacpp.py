@@ -1,0 +1,312 @@
+"""llama.cpp `llama-server` logs -> LogFacts.
+
+llama.cpp has no capture modes and logs CUDA-graph decisions only at debug level
+(`ggml_backend_cuda_graph_compute: disabling CUDA graphs due to …`). `graphs reused = N` in
+the per-request timings counts reuse of llama.cpp's own compute graph, not CUDA graphs.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+
+from diagnostic.engines._common import AcceptanceTally, LogParser, cap_append, ev
+from diagnostic.engines._lines import Line
+from diagnostic.facts import AcceptanceSample, Evidence, LogFacts
+
+ENGINE = "llamacpp"
+ANCHORS: tuple[bytes, ...] = (
+    b"build",
+    b"system_info",
+    b"device_info",
+    b"- CPU",
+    b"- CUDA",
+    b"ggml_cuda_init",
+    b"CUDA graphs",
+    b"GGML_CUDA_DISABLE_GRAPHS",
+    b"offloaded",
+    b"model buffer size",
+    b"draft",
+    b"speculative",
+    b"acc per pos",
+    b"per position",
+    b"loading model",
+    b"listening",
+    b"llama-server",
+    b" W ",
+    b"warning",
+)
+SIGNATURES: tuple[bytes, ...] = (
+    b"llama_server",
+    b"llama-server",
+    b"llama_model_loader",
+    b"srv  ",
+    b"slot ",
+    b"print_timing",
+    b"ggml_",
+    b"llama_context",
+    b"main: HTTP server",
+)
+
+_BUILD = re.compile(
+    r"\bbuild(?::| =|) (?P<num>\d+) \((?P<hash>[0-9a-f]+)\)"
+    r"|build=(?P<n2>\d+) commit=\"?(?P<h2>[0-9a-f]+)"
+)
+_MODEL = re.compile(r"loading model '(?P<m>[^']+)'|loaded meta data .* from (?P<f>\S+)")
+_DRAFT_MODEL = re.compile(r"loading draft model '(?P<m>[^']+)'")
+_SPEC_IMPL = re.compile(r"adding speculative implementation '(?P<m>[^']+)'")
+_SIZE_M = re.compile(r"\bsize_m=(?P<k>\d+)")
+_ACCEPT = re.compile(
+    r"draft acceptance(?: rate)? = (?P<r>[\d.]+) "
+    r"\(\s*(?P<a>\d+) accepted /\s*(?P<g>\d+) generated\)"
+    r"(?:, mean (?:acceptance length|len) = \s*(?P<l>[\d.]+))?"
+)
+_PER_POS = re.compile(r"(?:acc per pos|acceptance rate per position) = \((?P<p>[^)]*)\)")
+_TASK = re.compile(r"\| task (?P<t>-?\d+) \|")
+_DISABLE = re.compile(r"disabling CUDA graphs due to (?P<why>[^\[(]+)")
+_OFFLOADED = re.compile(r"offloaded (?P<n>\d+)/(?P<m>\d+) layers to GPU")
+_USE_GRAPHS = re.compile(r"USE_GRAPHS = (?P<v>\d)")
+_WARN = re.compile(r"^\d+\.\d+\.\d+\.\d+ W |^\s*(?:WARN|warning)\b|\bwarning:")
+_K_FLAGS = (
+    "--draft-max",
+    "--draft",
+    "--draft-n",
+    "--spec-draft-n-max",
+    "--spec-ngram-simple-size-m",
+)
+_DRAFT_FLAGS = ("-md", "--model-draft", "--spec-draft-model")
+
+
+def detect(head: bytes) -> int:
+    """How many llama.cpp signatures the start of a log shows."""
+    return sum(sig in head for sig in SIGNATURES)
+
+
+def wants_more(text: str) -> bool:
+    """llama.cpp prints no wrapped settings line worth joining."""
+    return False
+
+
+def continues(text: str) -> bool:
+    """Unused: nothing is joined."""
+    return False
+
+
+class Parser(LogParser):
+    """Feed it candidate lines in order; `finish()` returns the facts."""
+
+    engine = ENGINE
+
+    def __init__(self, facts: LogFacts) -> None:
+        super().__init__(facts)
+        self.tally = AcceptanceTally()
+        self.pending: tuple[AcceptanceSample, Line, str | None] | None = None
+        self.cpu_device: Evidence | None = None
+        self.gpu_device: Evidence | None = None
+        self.use_graphs: tuple[bool, Evidence] | None = None
+        self.disabled: dict[str, int] = {}
+        self.disabled_lines: list[Evidence] = []
+        self.env_disabled: Evidence | None = None
+        self.offloaded: tuple[int, Evidence] | None = None
+        self.debug_level = False
+        self.ready = False
+
+    def feed(self, line: Line) -> None:
+        """Read one candidate line."""
+        text = line.text
+        if "draft acceptance" in text:
+            self._acceptance(line)
+            return
+        if "acc per pos" in text or "per position" in text:
+            self._per_position(text)
+        if text.startswith(("CMD:", "+ ", "$ ")) and "llama-server" in text:
+            self._command(line)
+        if "build" in text and self.facts.version is None:
+            b = _BUILD.search(text)
+            if b:
+                self.facts.version = f"b{b['num'] or b['n2']}-{b['hash'] or b['h2']}"
+        if self.facts.model is None:
+            m = _MODEL.search(text)
+            if m:
+                self.facts.model = m["m"] or m["f"]
+        self._backend(line)
+        self._speculation(line)
+        if "verbosity = " in text:
+            self.debug_level = "verbosity = 4" in text or "verbosity = 5" in text
+        if _WARN.search(text):
+            self.warning(line)
+        if "listening" in text:
+            self.ready = True
+
+    def _command(self, line: Line) -> None:
+        try:
+            argv = shlex.split(
+                line.text.split(":", 1)[1] if line.text.startswith("CMD:") else line.text[2:]
+            )
+        except ValueError:
+            return
+        flags: dict[str, object] = {}
+        i = 1
+        while i < len(argv):
+            arg = argv[i]
+            value: object = True
+            if i + 1 < len(argv) and not argv[i + 1].startswith("-"):
+                value, i = argv[i + 1], i + 1
+            flags[arg.lstrip("-")] = value
+            i += 1
+        self.facts.requested.update(flags)
+        spec = self.facts.spec
+        for flag in _DRAFT_FLAGS:
+            if isinstance(flags.get(flag.lstrip("-")), str):
+                spec.enabled, spec.drafter = True, str(flags[flag.lstrip("-")])
+        if isinstance(flags.get("spec-type"), str):
+            spec.enabled, spec.method = True, str(flags["spec-type"])
+        for flag in _K_FLAGS:
+            value = flags.get(flag.lstrip("-"))
+            if isinstance(value, str) and value.isdigit():
+                spec.num_draft_tokens = int(value)
+        if spec.enabled:
+            self.facts.spec_evidence.append(ev(line))
+        if spec.enabled is None:
+            spec.enabled = False
+        self.facts.model = self.facts.model or _flag(flags, "m", "model")
+        if "-lv" in argv or "--verbose" in argv:
+            self.debug_level = self.debug_level or "4" in argv or "--verbose" in argv
+
+    def _backend(self, line: Line) -> None:
+        text = line.text
+        if "- CPU" in text and ":" in text:
+            self.cpu_device = self.cpu_device or ev(line)
+        if "- CUDA" in text or "ggml_cuda_init: found" in text or "CUDA0 model buffer" in text:
+            self.gpu_device = self.gpu_device or ev(line)
+        if "system_info" in text:
+            g = _USE_GRAPHS.search(text)
+            if g:
+                self.use_graphs = (g["v"] == "1", ev(line, "USE_GRAPHS"))
+            if "CUDA :" in text:
+                self.gpu_device = self.gpu_device or ev(line, "CUDA")
+        d = _DISABLE.search(text)
+        if d:
+            why = d["why"].strip()
+            self.disabled[why] = self.disabled.get(why, 0) + 1
+            cap_append(self.disabled_lines, ev(line))
+            self.fallback(line)
+        if "GGML_CUDA_DISABLE_GRAPHS" in text:
+            self.env_disabled = ev(line)
+        o = _OFFLOADED.search(text)
+        if o:
+            self.offloaded = (int(o["n"]), ev(line))
+
+    def _speculation(self, line: Line) -> None:
+        text = line.text
+        spec = self.facts.spec
+        d = _DRAFT_MODEL.search(text)
+        if d:
+            spec.enabled, spec.drafter = True, spec.drafter or d["m"]
+            spec.method = spec.method or "draft"
+            self.facts.spec_evidence.append(ev(line))
+        s = _SPEC_IMPL.search(text)
+        if s:
+            spec.enabled, spec.method = True, spec.method or s["m"]
+            self.facts.spec_evidence.append(ev(line))
+        k = _SIZE_M.search(text)
+        if k and spec.num_draft_tokens is None:
+            spec.num_draft_tokens = int(k["k"])
+
+    def _acceptance(self, line: Line) -> None:
+        m = _ACCEPT.search(line.text)
+        if not m:
+            return
+        self._flush()
+        sample = AcceptanceSample(
+            line=line.number,
+            accept_rate=float(m["r"]),
+            accepted=int(m["a"]),
+            drafted=int(m["g"]),
+            mean_acceptance_length=float(m["l"]) if m["l"] else None,
+        )
+        task = _TASK.search(line.text)
+        self.pending = (sample, line, task["t"] if task else None)
+        self.facts.spec.enabled = True
+
+    def _per_position(self, text: str) -> None:
+        m = _PER_POS.search(text)
+        task = _TASK.search(text)
+        if m and self.pending and (task is None or task["t"] == self.pending[2]):
+            values = [v.strip() for v in m["p"].split(",") if v.strip()]
+            try:
+                self.pending[0].per_position = [float(v) for v in values]
+            except ValueError:
+                return
+
+    def _flush(self) -> None:
+        if self.pending:
+            self.tally.add(self.pending[0], self.facts, self.pending[1])
+            self.pending = None
+
+    def finish(self) -> LogFacts:
+        """Decide what can be said about CUDA graphs; return the facts."""
+        self._flush()
+        self.tally.finish(self.facts)
+        facts = self.facts
+        facts.workers = ["main"]
+        if facts.spec.enabled is None and self.ready:
+            facts.spec.enabled = False  # llama-server names its drafter at start-up
+        if facts.spec.enabled and facts.spec.num_draft_tokens is None and facts.acceptance:
+            positions = len(facts.acceptance[0].per_position)
+            facts.spec.num_draft_tokens = positions or None
+        self._capture()
+        return facts
+
+    def _capture(self) -> None:
+        capture = self.facts.capture
+        if self.use_graphs is not None:
+            capture.configured = "CAPTURED" if self.use_graphs[0] else "NONE"
+            capture.evidence.append(self.use_graphs[1])
+        if self.env_disabled is not None:
+            capture.configured = "NONE"
+            capture.evidence.append(self.env_disabled)
+        gpu = self.gpu_device is not None and not (self.offloaded and self.offloaded[0] == 0)
+        self.facts.backend = "cuda" if gpu else "cpu" if self.cpu_device or self.offloaded else None
+        capture.resolved, capture.reason = self._resolution(gpu)  # type: ignore[assignment]
+        for e in (self.gpu_device, self.cpu_device, self.offloaded and self.offloaded[1]):
+            if e:
+                cap_append(capture.evidence, e)
+        for e in self.disabled_lines:
+            cap_append(capture.evidence, e)
+
+    def _resolution(self, gpu: bool) -> tuple[str, str]:
+        if self.disabled:
+            reasons = "; ".join(f"{why} ({n}x)" for why, n in self.disabled.items())
+            return "NONE", f"llama.cpp disabled CUDA graphs: {reasons}"
+        if self.env_disabled is not None:
+            return "NONE", "GGML_CUDA_DISABLE_GRAPHS is set"
+        if not gpu and (self.cpu_device or self.offloaded):
+            return "NONE", "CPU backend, no CUDA graphs: the model runs on the CPU (no CUDA device)"
+        if gpu and self.use_graphs is not None and not self.use_graphs[0]:
+            return "NONE", "built without CUDA graphs (USE_GRAPHS = 0)"
+        if gpu and self.debug_level:
+            return (
+                "CAPTURED",
+                "CUDA build with graphs and no 'disabling CUDA graphs' line at debug level",
+            )
+        if gpu:
+            return (
+                "UNKNOWN",
+                "CUDA backend, but llama.cpp logs CUDA-graph use only at debug level "
+                "(run llama-server with -lv 4 to see 'disabling CUDA graphs' lines)",
+            )
+        return (
+            "UNKNOWN",
+            "the log names no compute backend (no device_info, system_info or CUDA lines at "
+            "this verbosity; -lv 4 logs them); 'graphs reused' is llama.cpp's compute-graph "
+            "reuse, not CUDA graphs",
+        )
+
+
+def _flag(flags: dict[str, object], *names: str) -> str | None:
+    for name in names:
+        value = flags.get(name)
+        if isinstance(value, str):
+            return value
+    return None

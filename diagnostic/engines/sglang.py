@@ -1,0 +1,268 @@
+"""SGLang server logs (0.4–0.5) -> LogFacts.
+
+SGLang prints no version banner and no line when CUDA graphs are disabled: capture is read
+from `Capture cuda graph begin/end` per rank, the decode batches' `cuda graph: True|False`,
+and `disable_cuda_graph` in the `server_args=ServerArgs(…)` line.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from diagnostic.engines import _kv
+from diagnostic.engines._common import AcceptanceTally, LogParser, Worker, cap_append, ev
+from diagnostic.engines._lines import Line
+from diagnostic.facts import AcceptanceSample, CaptureTiming, Evidence, LogFacts
+
+ENGINE = "sglang"
+ANCHORS: tuple[bytes, ...] = (
+    b"server_args=",
+    b"uda graph",
+    b"UDA graph",
+    b"Decode batch",
+    b"accept len",
+    b"fired up",
+    b"draft model",
+    b"Eagle3",
+    b"arning",
+    b"sglang",
+)
+SIGNATURES: tuple[bytes, ...] = (
+    b"server_args=ServerArgs(",
+    b"sglang",
+    b"Decode batch",
+    b"Prefill batch",
+    b"Capture cuda graph",
+    b"fired up and ready to roll",
+    b"Load weight begin",
+)
+
+_PREFIX = re.compile(r"^\[(?P<ts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)(?P<rank>(?: [A-Z]+\d+)*)\]\s?")
+_BEGIN = re.compile(r"Capture (?P<what>[\w ]*?)\s*cuda graph begin", re.IGNORECASE)
+_END = re.compile(r"Capture (?P<what>[\w ]*?)\s*cuda graph end", re.IGNORECASE)
+_ELAPSED = re.compile(r"(?:Time elapsed: |elapsed=)(?P<s>[\d.]+) ?s")
+_MEM = re.compile(r"mem usage=(?P<gb>[\d.]+) GB")
+_VERSION = re.compile(r"\bsglang(?:==|\s+version[:=]?\s*|/v?)(?P<v>\d+\.\d+\.\d+[\w.+-]*)", re.I)
+_DRAFT_ARCH = re.compile(r"type=(?P<arch>\w*Eagle3\w*)|Loading (?P<alg>EAGLE3) draft model")
+_FIELD = re.compile(r"(?P<key>#?[\w ()/-]+?): (?P<value>[^,]+)")
+
+
+def detect(head: bytes) -> int:
+    """How many SGLang signatures the start of a log shows."""
+    return sum(sig in head for sig in SIGNATURES)
+
+
+def wants_more(text: str) -> bool:
+    """A server_args line whose brackets are still open: the log wrapped it."""
+    at = text.find("server_args=")
+    return at != -1 and _kv.balance(text, at) > 0
+
+
+def continues(text: str) -> bool:
+    """A physical line that is not a new log record."""
+    return bool(text) and not _PREFIX.match(text)
+
+
+@dataclass
+class _Rank(Worker):
+    """Capture lines of one rank (TP0, DP0 TP1, ...)."""
+
+    begun: dict[str, Evidence] = field(default_factory=dict)
+    ended: dict[str, Evidence] = field(default_factory=dict)
+
+
+class Parser(LogParser):
+    """Feed it candidate lines in order; `finish()` returns the facts."""
+
+    engine = ENGINE
+
+    def __init__(self, facts: LogFacts) -> None:
+        super().__init__(facts)
+        self.ranks: dict[str, _Rank] = {}
+        self.tally = AcceptanceTally()
+        self.disable_cuda_graph: bool | None = None
+        self.args_line: Evidence | None = None
+        self.ready = False
+        self.graph_batches: list[Evidence] = []
+
+    def feed(self, line: Line) -> None:
+        """Read one candidate line."""
+        text = line.text
+        m = _PREFIX.match(text)
+        rank = self._rank(m["rank"].strip() if m and m["rank"] else "main")
+        if "Decode batch" in text:
+            self._decode_batch(line)
+            return
+        if "server_args=" in text:
+            self._server_args(line)
+        elif "cuda graph" in text.lower():
+            self._capture(rank, line)
+        if "arning" in text:
+            self.warning(line)
+        if "fired up" in text:
+            self.ready = True
+        arch = _DRAFT_ARCH.search(text)
+        if arch:
+            self.facts.drafter_architecture = arch["arch"] or "Eagle3"
+            self.facts.spec_evidence.append(ev(line))
+        if "sglang" in text.lower() and self.facts.version is None:
+            v = _VERSION.search(text)
+            self.facts.version = v["v"] if v else None
+
+    def _rank(self, name: str) -> _Rank:
+        rank = self.ranks.get(name)
+        if rank is None:
+            rank = self.ranks[name] = _Rank(name)
+        return rank
+
+    def _server_args(self, line: Line) -> None:
+        text = line.text
+        body = text[text.find("(", text.find("server_args=")) + 1 : text.rfind(")")]
+        args = {k: _kv.literal(v) for k, v in _kv.split_kv(body).items()}
+        self.facts.requested.update(args)
+        self.args_line = ev(line, "speculative_algorithm")
+        self.facts.model = self.facts.model or _str(args.get("model_path"))
+        tp = args.get("tp_size")
+        self.facts.tensor_parallel_size = tp if isinstance(tp, int) else None
+        if "disable_cuda_graph" in args:
+            self.disable_cuda_graph = args["disable_cuda_graph"] is True
+        device = args.get("device")
+        self.facts.backend = device if isinstance(device, str) else "cuda"
+        spec = self.facts.spec
+        algorithm = args.get("speculative_algorithm")
+        spec.enabled = isinstance(algorithm, str) and algorithm.upper() != "NONE"
+        if spec.enabled:
+            spec.method = str(algorithm)
+            spec.drafter = _str(args.get("speculative_draft_model_path"))
+            k = args.get("speculative_num_draft_tokens")
+            spec.num_draft_tokens = k if isinstance(k, int) else None
+        self.facts.spec_evidence.append(self.args_line)
+
+    def _capture(self, rank: _Rank, line: Line) -> None:
+        text = line.text
+        begin = _BEGIN.search(text)
+        if begin:
+            rank.begun.setdefault(_kind(begin["what"]), ev(line))
+        end = _END.search(text)
+        if end:
+            kind = _kind(end["what"])
+            rank.ended.setdefault(kind, ev(line))
+            if kind == "target":
+                rank.finished.append(ev(line))
+            elapsed, mem = _ELAPSED.search(text), _MEM.search(text)
+            self.facts.capture_timings.append(
+                CaptureTiming(
+                    line=line.number,
+                    worker=rank.name,
+                    kind=kind,
+                    seconds=float(elapsed["s"]) if elapsed else None,
+                    memory_gib=float(mem["gb"]) if mem else None,  # SGLang GB are 2**30 bytes
+                )
+            )
+        if "isable" in text and self.args_line is not None:
+            self.fallback(line)  # e.g. "Disable cuda graph because ..." printed at start-up
+
+    def _decode_batch(self, line: Line) -> None:
+        fields = {m["key"].strip(): m["value"].strip() for m in _FIELD.finditer(line.text)}
+        sample = AcceptanceSample(line=line.number)
+        if "accept len" in fields:
+            sample.mean_acceptance_length = _float(fields["accept len"])
+        if "accept rate" in fields:
+            sample.accept_rate = _float(fields["accept rate"])
+        graph = fields.get("cuda graph", fields.get("cpu graph"))
+        if graph in ("True", "False"):
+            sample.cuda_graph = graph == "True"
+            if sample.cuda_graph and len(self.graph_batches) < 1:
+                self.graph_batches.append(ev(line))
+        running = fields.get("#running-req", "")
+        sample.running = int(running) if running.isdigit() else None
+        sample.gen_throughput = _float(fields.get("gen throughput (token/s)", ""))
+        if sample.mean_acceptance_length is not None or sample.cuda_graph is not None:
+            self.tally.add(sample, self.facts, line)
+
+    def finish(self) -> LogFacts:
+        """Resolve capture per rank; return the facts."""
+        facts = self.facts
+        self.tally.finish(facts)
+        if facts.spec.enabled and facts.spec.method is None:
+            facts.spec.method = "unknown"
+        ranks = [r for r in self.ranks.values() if r.begun or r.ended]
+        facts.workers = sorted(r.name for r in self.ranks.values() if r.name != "main") or ["main"]
+        capture = facts.capture
+        if self.disable_cuda_graph is not None:
+            capture.configured = "NONE" if self.disable_cuda_graph else "CAPTURED"
+            assert self.args_line is not None
+            capture.evidence.append(self.args_line)
+        results = {r.name: _resolve_rank(r) for r in ranks}
+        capture.per_worker = {n: res[0] for n, res in results.items()}  # type: ignore[misc]
+        modes = set(capture.per_worker.values())
+        if len(modes) > 1:
+            capture.resolved = "UNKNOWN"
+            capture.reason = "ranks disagree: " + ", ".join(
+                f"{n}={m}" for n, m in capture.per_worker.items()
+            )
+        elif modes:
+            first = next(iter(results.values()))
+            capture.resolved, capture.reason = first[0], first[1]  # type: ignore[assignment]
+            if len(results) > 1:
+                capture.reason += f" (all {len(results)} ranks)"
+        else:
+            self._no_capture_lines()
+        for _, _, lines in results.values():
+            for e in lines:
+                cap_append(capture.evidence, e)
+        capture.evidence.sort(key=lambda e: e.line)
+        return facts
+
+    def _no_capture_lines(self) -> None:
+        capture = self.facts.capture
+        summary = self.facts.acceptance_summary
+        if self.graph_batches:
+            capture.resolved = "CAPTURED"
+            capture.reason = "no capture lines, but decode batches ran in CUDA graphs"
+            capture.evidence += self.graph_batches
+        elif self.disable_cuda_graph:
+            capture.resolved = "NONE"
+            capture.reason = "disable_cuda_graph=True and no capture lines"
+        elif (
+            summary
+            and summary.decode_batches
+            and summary.cuda_graph_false == summary.decode_batches
+        ):
+            capture.resolved = "NONE"
+            capture.reason = "every decode batch ran with cuda graph: False"
+        elif self.ready:
+            capture.resolved = "NONE"
+            capture.reason = "the server started without any 'Capture cuda graph' line"
+        else:
+            capture.resolved = "UNKNOWN"
+            capture.reason = "the log ends before CUDA-graph capture"
+
+
+def _resolve_rank(rank: _Rank) -> tuple[str, str, list[Evidence]]:
+    lines = list(rank.begun.values()) + list(rank.ended.values())
+    if "target" in rank.ended:
+        kinds = ", ".join(sorted(rank.ended))
+        return "CAPTURED", f"'Capture cuda graph end' ({kinds})", lines
+    if rank.begun:
+        return "UNKNOWN", "capture began but the log has no 'Capture cuda graph end'", lines
+    return "UNKNOWN", "only drafter graphs were captured", lines
+
+
+def _kind(what: str) -> str:
+    what = what.strip().lower()
+    if what in ("", "target decode", "target", "decode"):
+        return "target"
+    return what.replace(" ", "-")
+
+
+def _float(value: str) -> float | None:
+    try:
+        return float(value)
+    except ValueError:
+        return None
+
+
+def _str(value: object) -> str | None:
+    return value if isinstance(value, str) and value else None

@@ -1,0 +1,151 @@
+"""diagnostic.check and `diagnose check`: files, folders, bundles, exit codes, the JSON contract."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from diagnostic.bundle import Bundle
+from diagnostic.check import FINDINGS_FILE, check_paths
+from diagnostic.cli import main
+from diagnostic.errors import DiagnosticError
+from diagnostic.facts import CheckReport
+from diagnostic.models import Manifest, RunInfo
+from tests.engine_logs import CASES, REAL_RUNS
+
+VLLM = REAL_RUNS / "h200-vllm-0.26"
+MLA = REAL_RUNS / "h200-vllm-0.26-mla"
+
+
+def make_bundle(root: Path, logs: dict[str, Path | None]) -> Path:
+    bundle = Bundle.create(root, Manifest(tool_version="test"))
+    for arm, log in logs.items():
+        bundle.write_run(RunInfo(arm=arm, restart=0, status="ok"))
+        if log is not None:
+            bundle.write_run_file(arm, 0, "server.log", log.read_bytes())
+    return root
+
+
+def test_folder_of_logs_labels_runs_by_folder() -> None:
+    report = check_paths([MLA])
+    assert [r.label for r in report.runs] == ["mla-fa-base", "mla-triton-base", "mla-triton-ngram3"]
+    assert report.exit_code() == 1
+    assert report.findings[0].severity == "error"  # errors first
+
+
+def test_bundle_runs_are_checked_and_findings_json_written(tmp_path: Path) -> None:
+    root = make_bundle(
+        tmp_path / "b",
+        {
+            "baseline": MLA / "mla-triton-base" / "server.log",
+            "ngram-k3": MLA / "mla-triton-ngram3" / "server.log",
+            "remote": None,  # collected without access to the server's log
+        },
+    )
+    notes: list[str] = []
+
+    class Notes:
+        def start(self, label: str, total: int | None) -> None: ...
+        def advance(self, label: str, steps: int = 1, status: str | None = None) -> None: ...
+        def note(self, message: str) -> None:
+            notes.append(message)
+
+    report = check_paths([root], reporter=Notes())
+    assert [r.label for r in report.runs] == ["baseline-r0", "ngram-k3-r0"]
+    stored = Bundle.open(root).read_json(FINDINGS_FILE, CheckReport)
+    assert stored == report
+    assert {f.rule for f in stored.findings} >= {"spec-capture-differs"}
+    assert any("remote-r0" in n and "no server.log" in n for n in notes)
+
+
+def test_bundle_without_any_server_log(tmp_path: Path) -> None:
+    root = make_bundle(tmp_path / "b", {"baseline": None})
+    with pytest.raises(DiagnosticError, match=r"no run of this bundle has a server\.log"):
+        check_paths([root])
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [(b"", "the file is empty"), (b"hello\nworld\n", "not a vLLM, SGLang or llama.cpp")],
+)
+def test_unusable_input_is_an_error(tmp_path: Path, content: bytes, message: str) -> None:
+    log = tmp_path / "x.log"
+    log.write_bytes(content)
+    with pytest.raises(DiagnosticError, match=message):
+        check_paths([log])
+
+
+def test_unusable_log_beside_good_ones_is_a_warning(tmp_path: Path) -> None:
+    (tmp_path / "empty.log").write_bytes(b"")
+    shutil.copy(VLLM / "base" / "server.log", tmp_path / "base.log")
+    report = check_paths([tmp_path])
+    assert [(f.rule, f.severity) for f in report.findings] == [("unusable-log", "warning")]
+    assert report.exit_code() == 0
+
+
+def test_missing_path_and_empty_folder(tmp_path: Path) -> None:
+    with pytest.raises(DiagnosticError, match="no such file or folder"):
+        check_paths([tmp_path / "nope.log"])
+    with pytest.raises(DiagnosticError, match=r"no \*\.log file"):
+        check_paths([tmp_path])
+
+
+def test_cli_exit_codes(tmp_path: Path) -> None:
+    runner = CliRunner()
+    ok = runner.invoke(main, ["check", str(VLLM / "base" / "server.log")])
+    assert ok.exit_code == 0, ok.output
+    bad = runner.invoke(main, ["check", str(MLA / "mla-triton-ngram3" / "server.log")])
+    assert bad.exit_code == 1
+    (tmp_path / "e.log").write_bytes(b"")
+    unusable = runner.invoke(main, ["check", str(tmp_path / "e.log")])
+    assert unusable.exit_code == 2
+    assert "Error:" in unusable.output and "empty" in unusable.output
+
+
+def test_cli_json_is_the_design_contract() -> None:
+    result = CliRunner().invoke(main, ["check", "--json", str(MLA)])
+    assert result.exit_code == 1
+    data = json.loads(result.output)
+    assert {"runs", "findings", "schema_version"} <= set(data)
+    run = next(r for r in data["runs"] if r["path"].endswith("mla-triton-ngram3/server.log"))
+    assert (run["engine"], run["version"]) == ("vllm", "0.26.0")
+    assert set(run["spec"]) == {"enabled", "method", "num_draft_tokens", "drafter"}
+    assert run["spec"] == {
+        "enabled": True,
+        "method": "ngram",
+        "num_draft_tokens": 3,
+        "drafter": None,
+    }
+    assert (run["capture"]["configured"], run["capture"]["resolved"]) == (
+        "FULL_AND_PIECEWISE",
+        "PIECEWISE",
+    )
+    assert all(set(e) == {"line", "text"} for e in run["capture"]["evidence"])
+    for finding in data["findings"]:
+        assert {"rule", "severity", "message", "evidence", "advice"} <= set(finding)
+        assert finding["severity"] in ("info", "warning", "error")
+
+
+def test_cli_human_output_has_runs_comparison_and_findings() -> None:
+    result = CliRunner().invoke(
+        main,
+        ["check", str(VLLM / "base" / "server.log"), str(VLLM / "ngram3" / "server.log"), str(MLA)],
+        terminal_width=200,
+    )
+    out = result.output
+    assert "Runs: what the engine resolved" in out
+    assert "FULL_AND_PIECEWISE → PIECEWISE" in out  # the capture column never wraps
+    assert "mla-triton-ngram3: capture bars" in out.replace("\n", " ") or "capture bars" in out
+    assert "Speculation vs no speculation" in out and "DIFFERENT" in out
+    assert "ERROR capture-downgraded-under-spec" in out
+    assert "L39:" in out and "→" in out
+
+
+def test_written_cases_check_together() -> None:
+    report = check_paths(sorted(CASES.glob("*.log")))
+    assert len(report.runs) == len(list(CASES.glob("*.log")))
+    assert all(r.engine != "unknown" for r in report.runs)

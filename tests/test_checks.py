@@ -1,0 +1,155 @@
+"""diagnostic.checks: rule files, conditions, pattern rules without code, cross-run pairing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from diagnostic.checks import RuleError, apply_rules, line_patterns, load_rules, lookup, render
+from diagnostic.engines import parse_log
+from diagnostic.facts import AcceptanceSummary, LogFacts
+from tests.engine_logs import CASES, REAL_RUNS, fixture_cases, real_cases
+
+RULES = load_rules()
+PATTERNS = line_patterns(RULES)
+REQUIRED = {
+    "capture-downgraded-under-spec",
+    "capture-none-under-spec",
+    "spec-capture-differs",
+    "model-runner-fallback",
+    "sglang-eagle-with-eagle3-drafter",
+    "acceptance-near-one",
+    "decode-without-cuda-graph",
+    "llamacpp-cuda-graphs-disabled",
+    "draft-too-long",
+    "workers-disagree",
+}
+
+
+def findings_of(log: Path) -> set[str]:
+    findings, _ = apply_rules(RULES, [parse_log(log, patterns=PATTERNS)])
+    return {f.rule for f in findings}
+
+
+def test_shipped_rules_cover_the_issue() -> None:
+    assert {r.id for r in RULES} >= REQUIRED
+
+
+@pytest.mark.parametrize(
+    ("log", "expected"),
+    fixture_cases("vllm-") + fixture_cases("sglang-") + fixture_cases("llamacpp-"),
+)
+def test_findings_of_written_cases(log: Path, expected: dict[str, Any]) -> None:
+    assert findings_of(log) == set(expected["findings"])
+
+
+@pytest.mark.parametrize(("log", "expected"), real_cases(""))
+def test_findings_of_real_logs(log: Path, expected: dict[str, Any]) -> None:
+    assert findings_of(log) == set(expected["findings"])
+
+
+def test_downgrade_finding_names_modes_and_lines() -> None:
+    log = REAL_RUNS / "h200-vllm-0.26-mla" / "mla-triton-ngram3" / "server.log"
+    findings, _ = apply_rules(RULES, [parse_log(log, patterns=PATTERNS)])
+    (downgrade,) = [f for f in findings if f.rule == "capture-downgraded-under-spec"]
+    assert downgrade.severity == "error"
+    assert "from FULL_AND_PIECEWISE to PIECEWISE" in downgrade.message
+    assert 39 in [e.line for e in downgrade.evidence]
+    assert downgrade.advice and downgrade.reference
+
+
+def test_spec_runs_pair_with_the_baseline_of_the_same_settings() -> None:
+    logs = sorted(REAL_RUNS.glob("h200-vllm-0.26*/*/server.log"))
+    runs = [parse_log(log, patterns=PATTERNS) for log in logs]
+    for run, log in zip(runs, logs, strict=True):
+        run.label = log.parent.name
+    findings, pairs = apply_rules(RULES, runs)
+    got = {(p.baseline_label, p.spec_label, p.same) for p in pairs}
+    assert got == {
+        ("base", "ngram3", True),
+        ("eager", "ngram3-eager", True),
+        ("mla-triton-base", "mla-triton-ngram3", False),
+    }
+    (differs,) = [f for f in findings if f.rule == "spec-capture-differs"]
+    assert "mla-triton-ngram3" in differs.message and "FULL_AND_PIECEWISE" in differs.message
+    assert len(differs.runs) == 2
+
+
+def test_two_equally_close_baselines_are_not_guessed() -> None:
+    spec = LogFacts(path="s", engine="vllm", requested={"a": 1})
+    spec.spec.enabled = True
+    one = LogFacts(path="b1", engine="vllm", requested={"a": 2})
+    two = LogFacts(path="b2", engine="vllm", requested={"a": 3})
+    one.spec.enabled = two.spec.enabled = False
+    _, pairs = apply_rules(RULES, [spec, one, two])
+    assert pairs == []
+
+
+def test_a_pattern_rule_is_a_yaml_file_and_no_code(tmp_path: Path) -> None:
+    (tmp_path / "ulimit.yaml").write_text(
+        "id: fd-limit\ntitle: File descriptor limit too low\nseverity: warning\n"
+        "engines: [vllm]\nmatch:\n  contains: Found ulimit of\n"
+        "  regex: 'ulimit of (?P<limit>\\d+)'\n"
+        "message: 'ulimit -n is {limit}'\nadvice: Raise ulimit -n.\n"
+    )
+    rules = load_rules(tmp_path)
+    log = REAL_RUNS / "h200-vllm-0.26" / "base" / "server.log"
+    findings, _ = apply_rules(rules, [parse_log(log, patterns=line_patterns(rules))])
+    assert [(f.rule, f.message, [e.line for e in f.evidence]) for f in findings] == [
+        ("fd-limit", "ulimit -n is 20000", [8])
+    ]
+
+
+@pytest.mark.parametrize(
+    ("text", "error"),
+    [
+        (
+            "id: x\ntitle: t\nseverity: bad\nwhen: {engine: vllm}\nmessage: m\nadvice: a\n",
+            "severity",
+        ),
+        ("id: x\ntitle: t\nseverity: info\nmessage: m\nadvice: a\n", "needs `when`"),
+        ("id: x\ntitle: t\nseverity: info\ncheck: nope\nmessage: m\nadvice: a\n", "unknown check"),
+        (
+            "id: x\ntitle: t\nseverity: info\nwhen: {a: {near: 1}}\nmessage: m\nadvice: a\n",
+            "operator",
+        ),
+        (
+            "id: x\ntitle: t\nseverity: info\nmatch: {contains: a, regex: '('}\n"
+            "message: m\nadvice: a\n",
+            "regex",
+        ),
+        ("id: x\ntitle: t\nseverity: info\nwhen: {a: 1}\nmessage: m\nadvice: a\ntypo: 1\n", "typo"),
+        ("id: [unclosed\n", "cannot read"),
+    ],
+)
+def test_invalid_rule_files_name_the_file_and_field(tmp_path: Path, text: str, error: str) -> None:
+    (tmp_path / "bad.yaml").write_text(text)
+    with pytest.raises(RuleError, match=r"bad\.yaml") as info:
+        load_rules(tmp_path)
+    assert error in str(info.value)
+
+
+def test_duplicate_ids_and_missing_folder(tmp_path: Path) -> None:
+    rule = "- id: x\n  title: t\n  severity: info\n  when: {a: 1}\n  message: m\n  advice: a\n"
+    (tmp_path / "two.yaml").write_text(rule + rule)
+    with pytest.raises(RuleError, match="used twice"):
+        load_rules(tmp_path)
+    with pytest.raises(RuleError, match="no rule files"):
+        load_rules(tmp_path / "missing")
+
+
+def test_lookup_and_render() -> None:
+    facts = LogFacts(path="p", acceptance_summary=AcceptanceSummary(per_position=[0.5, 0.1]))
+    assert lookup(facts, "acceptance_summary.per_position.-1") == 0.1
+    assert lookup(facts, "capture.__class__") is None
+    assert (
+        render("{capture.resolved} {nope} {{x}} {k}", facts, {"k": 0.123456})
+        == "UNKNOWN ? {x} 0.123"
+    )
+
+
+def test_every_case_file_has_expectations() -> None:
+    for log in CASES.glob("*.log"):
+        assert log.with_name(log.stem + ".expected.json").is_file(), log

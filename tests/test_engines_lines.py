@@ -1,0 +1,140 @@
+"""diagnostic.engines._lines: the streaming reader (prefilter, numbers, cleaning), fuzzed."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from diagnostic.engines import parse_log
+from diagnostic.engines._lines import LineScanner, clean
+from diagnostic.facts import CAPTURE_MODES
+from tests.engine_logs import CASES, REAL_RUNS
+
+ANCHORS = (b"Capturing", b"WARNING", b"accept")
+
+
+def brute(data: bytes, anchors: tuple[bytes, ...]) -> list[tuple[int, str]]:
+    """What the scanner must return, computed the slow obvious way."""
+    lines = data.split(b"\n")
+    if lines and lines[-1] == b"":
+        lines.pop()
+    return [(i, clean(x).text) for i, x in enumerate(lines, 1) if any(a in x for a in anchors)]
+
+
+def scan(data: bytes, block: int, anchors: tuple[bytes, ...] = ANCHORS) -> list[tuple[int, str]]:
+    scanner = LineScanner(anchors, block=block)
+    return [(line.number, line.text) for line in scanner.scan(data)]
+
+
+def test_clean_strips_ansi_crlf_and_collapses_redraws() -> None:
+    line = clean(b"\x1b[1;36m(Worker_TP0 pid=1)\x1b[0;0m \rBar:  0%|\rBar: 100%| 9/9\r\n")
+    assert line.text == "(Worker_TP0 pid=1) Bar: 100%| 9/9"
+    assert "Bar:  0%" in line.raw
+    assert clean(b"caf\xe9 \xff").text == "caf\ufffd \ufffd"
+
+
+def test_numbers_survive_block_boundaries_and_a_missing_last_newline() -> None:
+    data = b"".join(
+        b"line %d WARNING\n" % i if i % 7 == 0 else b"noise %d\n" % i for i in range(500)
+    )
+    data += b"last Capturing"
+    for block in (16, 64, 1000, 1 << 20):
+        assert scan(data, block) == brute(data, ANCHORS)
+    scanner = LineScanner(ANCHORS, block=64)
+    list(scanner.scan(data))
+    assert (scanner.lines, scanner.bytes_read) == (501, len(data))
+
+
+def test_rare_byte_plan_demotes_when_the_log_changes_character() -> None:
+    """First block has no 'W'; later blocks are full of it: results stay exact."""
+    data = b"x\n" * 40_000 + b"Wow WARNING W\n" * 30_000 + b"W Capturing\n"
+    assert scan(data, 64 << 10) == brute(data, ANCHORS)
+
+
+def test_overlong_line_is_capped_and_counted() -> None:
+    data = b"a\n" + b"WARNING " + b"z" * 5000 + b"\nCapturing after\n"
+    scanner = LineScanner(ANCHORS, block=256, max_line=1000)
+    got = [(line.number, len(line.text)) for line in scanner.scan(data)]
+    assert got == [(2, 1000), (3, len("Capturing after"))]
+    assert scanner.lines == 3
+    assert "longer than" in scanner.notes[0]
+
+
+def test_wrapped_line_is_joined_even_across_a_block_boundary() -> None:
+    head = b"noise\n" * 20 + b"Capturing config=(a=1, "
+    data = head + b"\nb=2,\nc=3)\nnext Capturing\n"
+    scanner = LineScanner(
+        (b"Capturing",),
+        block=32,
+        wants_more=lambda t: t.count("(") > t.count(")"),
+        continues=lambda t: not t.startswith("next"),
+    )
+    got = [(line.number, line.text) for line in scanner.scan(data)]
+    assert got == [(21, "Capturing config=(a=1, b=2,c=3)"), (24, "next Capturing")]
+
+
+def test_empty_input() -> None:
+    scanner = LineScanner(ANCHORS)
+    assert list(scanner.scan(b"")) == []
+    assert scanner.lines == 0
+
+
+_PIECES = st.sampled_from(
+    [b"Capturing", b"WARNING", b"accept", b"\r", b"\x1b[1;36m", b"\xff", b"\n", b"x", b" ", b"W"]
+)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(_PIECES, max_size=300), st.sampled_from([8, 33, 4096]))
+def test_scanner_equals_brute_force(pieces: list[bytes], block: int) -> None:
+    data = b"".join(pieces)
+    assert scan(data, block) == brute(data, ANCHORS)
+
+
+def _real_lines() -> list[bytes]:
+    lines: list[bytes] = []
+    for log in sorted(REAL_RUNS.glob("*/*/server.log"))[:3] + sorted(CASES.glob("*.log")):
+        lines += log.read_bytes().split(b"\n")
+    return lines
+
+
+REAL_LINES = _real_lines()
+
+
+def _check(facts_source: bytes) -> None:
+    facts = parse_log(facts_source)
+    assert facts.engine in ("vllm", "sglang", "llamacpp", "unknown")
+    assert facts.capture.resolved in CAPTURE_MODES
+    facts.model_dump_json()
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.binary(max_size=2000))
+def test_random_bytes_never_crash(data: bytes) -> None:
+    _check(data)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.randoms(use_true_random=False), st.integers(min_value=1, max_value=60))
+def test_mutated_real_logs_never_crash(rng: random.Random, n: int) -> None:
+    """Real lines shuffled, cut, joined, with junk bytes spliced in."""
+    picked = [bytearray(rng.choice(REAL_LINES)) for _ in range(n)]
+    for line in picked:
+        if line and rng.random() < 0.5:
+            at = rng.randrange(len(line))
+            line[at:at] = rng.choice(
+                [b"\r", b"(", b")", b"'", b"\xff\xfe", b"{", b"\x1b[0m", b" pid="]
+            )
+        if line and rng.random() < 0.3:
+            del line[rng.randrange(len(line)) :]
+    _check(b"\n".join(bytes(line) for line in picked))
+
+
+def test_parse_log_streams_a_file_path(tmp_path: Path) -> None:
+    log = tmp_path / "server.log"
+    log.write_bytes(b"")
+    facts = parse_log(log)
+    assert (facts.engine, facts.lines, facts.capture.reason) == ("unknown", 0, "empty log")

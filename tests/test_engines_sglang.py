@@ -1,0 +1,74 @@
+"""diagnostic.engines.sglang: written cases for SGLang 0.4–0.5 logs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from diagnostic.engines import parse_log, sglang
+from tests.engine_logs import assert_facts, fixture_cases
+
+ARGS = (
+    "[2025-01-01 00:00:00] server_args=ServerArgs(model_path='m', tp_size=1, "
+    "speculative_algorithm={alg}, speculative_draft_model_path=None, "
+    "speculative_num_draft_tokens=None, disable_cuda_graph=False, device='cuda')"
+)
+
+
+@pytest.mark.parametrize(("log", "expected"), fixture_cases("sglang-"))
+def test_written_cases(log: Path, expected: dict[str, Any]) -> None:
+    assert_facts(parse_log(log), expected)
+
+
+def test_spec_off_when_algorithm_is_none() -> None:
+    facts = parse_log(
+        [ARGS.format(alg="None"), "[2025-01-01 00:00:09] The server is fired up and ready to roll!"]
+    )
+    assert facts.engine == "sglang"
+    assert facts.spec.enabled is False
+    assert facts.capture.resolved == "NONE"
+    assert "without any 'Capture cuda graph' line" in facts.capture.reason
+
+
+def test_capture_begun_never_ended_is_unknown() -> None:
+    facts = parse_log(
+        [
+            ARGS.format(alg="'EAGLE3'"),
+            "[2025-01-01 00:00:05 TP0] Capture cuda graph begin. This can take up to minutes.",
+        ]
+    )
+    assert facts.capture.resolved == "UNKNOWN"
+    assert facts.capture.per_worker == {"TP0": "UNKNOWN"}
+
+
+def test_nightly_spelling_of_capture_end() -> None:
+    facts = parse_log(
+        [
+            ARGS.format(alg="None"),
+            "[2025-01-01 00:00:05 TP0] Capture target decode CUDA graph end. "
+            "elapsed=16.40 s. mem usage=2.00 GB",
+        ]
+    )
+    assert facts.capture.resolved == "CAPTURED"
+    timing = facts.capture_timings[0]
+    assert (timing.kind, timing.seconds, timing.memory_gib) == ("target", 16.4, 2.0)
+
+
+def test_decode_batch_without_capture_lines_still_shows_graphs() -> None:
+    """A log that starts after start-up: the decode batches say graphs were used."""
+    facts = parse_log(
+        [
+            "[2025-01-01 00:10:00 TP0] Decode batch. #running-req: 1, #token: 9, "
+            "token usage: 0.00, cuda graph: True, gen throughput (token/s): 50.00, #queue-req: 0",
+        ]
+    )
+    assert facts.engine == "sglang"
+    assert facts.capture.resolved == "CAPTURED"
+
+
+def test_wrapped_server_args_helpers() -> None:
+    assert sglang.wants_more("[2025-01-01 00:00:00] server_args=ServerArgs(model_path='m', tp")
+    assert sglang.continues("_size=1, dtype='auto')")
+    assert not sglang.continues("[2025-01-01 00:00:01 TP0] next")

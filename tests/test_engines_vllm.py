@@ -1,0 +1,154 @@
+"""diagnostic.engines.vllm: real vLLM 0.26 logs (golden) and written cases for V0, V1 and V2."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from diagnostic.engines import parse_log, vllm
+from tests.engine_logs import assert_facts, fixture_cases, real_cases
+
+CFG = (
+    "(EngineCore pid=1) INFO 01-01 00:00:00 [core.py:1] Initializing a V1 LLM engine (v0.11.0) "
+    "with config: model='m', speculative_config={spec}, tensor_parallel_size=1, "
+    'enforce_eager=False, compilation_config={{"cudagraph_mode":{mode}}}'
+)
+FINISHED = (
+    "(EngineCore pid=1) INFO 01-01 00:00:09 [gpu_model_runner.py:9] "
+    "Graph capturing finished in 3 secs, took 0.40 GiB"
+)
+READY = (
+    "(APIServer pid=2) INFO 01-01 00:00:10 [api_server.py:1] Starting vLLM server on http://h:8000"
+)
+
+
+@pytest.mark.parametrize(("log", "expected"), real_cases("h200-vllm"))
+def test_real_logs_golden(log: Path, expected: dict[str, Any]) -> None:
+    assert_facts(parse_log(log), expected)
+
+
+@pytest.mark.parametrize(("log", "expected"), fixture_cases("vllm-"))
+def test_written_cases(log: Path, expected: dict[str, Any]) -> None:
+    assert_facts(parse_log(log), expected)
+
+
+def test_config_line_alone_is_not_the_resolved_mode() -> None:
+    """FULL_AND_PIECEWISE in the config, bars only PIECEWISE: what happened wins."""
+    facts = parse_log(
+        [
+            CFG.format(spec="None", mode="[2,1]"),
+            "(EngineCore pid=1) \rCapturing CUDA graphs (mixed prefill-decode, PIECEWISE): "
+            "100%|██████████| 51/51 [00:01<00:00, 40.00it/s]",
+            FINISHED,
+        ]
+    )
+    assert facts.capture.configured == "FULL_AND_PIECEWISE"
+    assert facts.capture.resolved == "PIECEWISE"
+
+
+@pytest.mark.parametrize(
+    ("mode", "name"),
+    [
+        ("0", "NONE"),
+        ("1", "PIECEWISE"),
+        ("2", "FULL"),
+        ("[2,0]", "FULL_DECODE_ONLY"),
+        ("null", None),
+    ],
+)
+def test_configured_mode_json_numbers(mode: str, name: str | None) -> None:
+    facts = parse_log([CFG.format(spec="None", mode=mode)])
+    assert facts.capture.configured == name
+
+
+def test_v2_single_full_bar_takes_the_configured_full_mode() -> None:
+    lines = [
+        CFG.format(spec="None", mode="2"),
+        "(EngineCore pid=1) \rCapturing CUDA graphs (FULL): 100%|██████████| 51/51 [00:01<00:00]",
+        FINISHED,
+    ]
+    assert parse_log(lines).capture.resolved == "FULL"
+
+
+def test_override_to_none_without_capture_is_none() -> None:
+    facts = parse_log(
+        [
+            CFG.format(spec="None", mode="[2,1]"),
+            "(EngineCore pid=1) WARNING 01-01 00:00:01 [vllm.py:9] Overriding cudagraph_mode "
+            "from FULL_AND_PIECEWISE to NONE for pooling models",
+            READY,
+        ]
+    )
+    assert facts.capture.resolved == "NONE"
+    assert [e.line for e in facts.fallbacks] == [2]
+
+
+def test_started_engine_without_capture_lines_is_none() -> None:
+    facts = parse_log([CFG.format(spec="None", mode="[2,1]"), READY])
+    assert facts.capture.resolved == "NONE"
+    assert "started engine" in facts.capture.reason
+
+
+def test_bars_without_finish_in_a_dead_log_are_unknown() -> None:
+    facts = parse_log(
+        [
+            CFG.format(spec="None", mode="[2,1]"),
+            "(EngineCore pid=1) \rCapturing CUDA graphs (PIECEWISE):  20%|██        | 10/51",
+        ]
+    )
+    assert facts.capture.resolved == "UNKNOWN"
+    assert "never finished" in facts.capture.reason
+
+
+def test_two_processes_written_into_one_line_are_split() -> None:
+    """A tqdm bar without newline, then another process's record on the same line."""
+    facts = parse_log(
+        [
+            CFG.format(spec="None", mode="[2,1]"),
+            "(Worker_TP0 pid=5) \rCapturing CUDA graphs (mixed prefill-decode, PIECEWISE): 100%|█| "
+            "51/51(Worker_TP1 pid=6) INFO 01-01 00:00:09 [gpu_model_runner.py:9] Graph capturing "
+            "finished in 3 secs, took 0.40 GiB",
+            "(Worker_TP0 pid=5) \rCapturing CUDA graphs (decode, FULL): 100%|█| 35/35",
+            FINISHED.replace("EngineCore pid=1", "Worker_TP0 pid=5"),
+        ]
+    )
+    assert facts.workers == ["Worker_TP0 pid=5", "Worker_TP1 pid=6"]
+    assert facts.capture.per_worker == {
+        "Worker_TP0 pid=5": "FULL_AND_PIECEWISE",
+        "Worker_TP1 pid=6": "FULL_AND_PIECEWISE",
+    }
+    assert facts.capture.resolved == "FULL_AND_PIECEWISE"
+
+
+def test_old_metrics_format_mean_recomputed_with_bonus_token() -> None:
+    """0.8.5 printed the rate first and a mean without the bonus; 1 + k * A / D fixes it."""
+    facts = parse_log(
+        [
+            CFG.format(
+                spec="SpeculativeConfig(method='eagle', model='d', num_spec_tokens=2)", mode="1"
+            ),
+            "(APIServer pid=2) INFO 01-01 00:01:00 [metrics.py:9] SpecDecoding metrics: Draft "
+            "acceptance rate: 50.0%, Mean acceptance length: 1.00, Accepted: 500 tokens, Drafted: "
+            "1000 tokens, Per-position acceptance rate: 0.600, 0.400",
+        ]
+    )
+    sample = facts.acceptance[0]
+    assert sample.mean_acceptance_length == pytest.approx(2.0)
+    assert sample.accept_rate == pytest.approx(0.5)
+
+
+def test_wrapped_settings_line_helpers() -> None:
+    assert vllm.wants_more("INFO x with config: model='m', speculative_config=SpeculativeConfig(")
+    assert not vllm.wants_more("INFO x with config: model='m', speculative_config=None")
+    assert vllm.continues("DeepSeek-V3', num_spec_tokens=1)")
+    assert not vllm.continues("(EngineCore pid=3) INFO 01-01 00:00:00 [a.py:1] next record")
+
+
+def test_evidence_of_a_long_config_line_shows_the_mode() -> None:
+    facts = parse_log(
+        [CFG.format(spec="None", mode="[2,1]").replace("model='m'", "x=" + "a" * 900)]
+    )
+    assert "cudagraph_mode" in facts.capture.evidence[0].text
+    assert len(facts.capture.evidence[0].text) < 400
