@@ -406,11 +406,6 @@ def render_markdown(checklist: Checklist, statuses: Sequence[ItemStatus] | None 
     return "\n".join(lines)
 
 
-def _refuse_url(url: str, *args: Any, **kwargs: Any) -> dict[str, Any]:
-    # The checklist PDF is self-contained: nothing is fetched, not even a local file.
-    raise ChecklistError(f"the checklist PDF refuses to fetch {url}")
-
-
 def _code_spans(text: str) -> Any:
     """Escape text, then show `backticked` parts in a monospace font."""
     from markupsafe import Markup, escape
@@ -421,7 +416,6 @@ def _code_spans(text: str) -> Any:
 def render_pdf(checklist: Checklist, statuses: Sequence[ItemStatus] | None = None) -> bytes:
     """The checklist as a PDF (jinja2 HTML rendered by WeasyPrint)."""
     import jinja2
-    from weasyprint import HTML  # imported here: slow to import, needed only for PDFs
 
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(templates_dir() / "checklist"),
@@ -433,9 +427,9 @@ def render_pdf(checklist: Checklist, statuses: Sequence[ItemStatus] | None = Non
     html = env.get_template("checklist.html.j2").render(
         checklist=checklist, statuses=by_id, generated_at=utc_now()
     )
-    pdf = HTML(string=html, url_fetcher=_refuse_url).write_pdf()
-    assert pdf is not None  # write_pdf without a target returns the bytes
-    return bytes(pdf)
+    from diagnostic.pdf import html_to_pdf  # imported here: WeasyPrint is slow to load
+
+    return html_to_pdf(html, templates_dir() / "checklist")
 
 
 def export_checklist(

@@ -45,10 +45,12 @@ def test_out_file_with_client_and_title(bundle: Path, tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("fmt", ["pdf", "html"])
-def test_pdf_and_html_are_not_built_yet(bundle: Path, fmt: str) -> None:
-    result = CliRunner().invoke(main, ["report", str(bundle), "--format", fmt])
-    assert result.exit_code == 3
-    assert "Error:" in result.output and "issue #7" in result.output
+def test_pdf_and_html_are_written(bundle: Path, fmt: str, tmp_path: Path) -> None:
+    out = tmp_path / f"r.{fmt}"
+    result = CliRunner().invoke(main, ["report", str(bundle), "-o", str(out), "--client", "ACME"])
+    assert result.exit_code == 0, result.output
+    head = out.read_bytes()[:5]
+    assert head == b"%PDF-" if fmt == "pdf" else b"<!DOC" in head.upper() or b"<html" in head
 
 
 def test_missing_bundle_is_a_one_line_error(tmp_path: Path) -> None:

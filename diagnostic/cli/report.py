@@ -1,4 +1,4 @@
-"""`diagnose report`: the analysis of a bundle as JSON (PDF and HTML: report issue #7)."""
+"""`diagnose report`: the client's report of a bundle as PDF or HTML, or its analysis as JSON."""
 
 from __future__ import annotations
 
@@ -6,10 +6,8 @@ from pathlib import Path
 
 import click
 
-from diagnostic.analyse import analyse
 from diagnostic.bundle import Bundle, atomic_write_text
-from diagnostic.cli._common import console
-from diagnostic.errors import NotImplementedYet
+from diagnostic.cli._common import RichReporter, console
 
 ANALYSIS_JSON = "analysis.json"
 FORMATS = ("pdf", "html", "json")
@@ -29,7 +27,7 @@ def _format(fmt: str | None, out: Path | None) -> str:
     "--out",
     type=click.Path(path_type=Path),
     default=None,
-    help="Output file (default for json: BUNDLE/analysis.json).",
+    help="Output file (default: report.pdf / report.html here; json: BUNDLE/analysis.json).",
 )
 @click.option(
     "--format",
@@ -57,9 +55,21 @@ def command(
     """
     kind = _format(fmt, out)
     if kind != "json":
-        raise NotImplementedYet(
-            f"--format {kind} is not implemented yet (report issue #7); use --format json"
-        )
+        from diagnostic.report import build_report  # imported here: WeasyPrint loads slowly
+
+        with RichReporter() as reporter:
+            path = build_report(
+                bundle,
+                out or Path(f"report.{kind}"),
+                kind,
+                client=client,
+                title=title,
+                reporter=reporter,
+            )
+        console.print(f"Wrote {path}", highlight=False)
+        return
+    from diagnostic.analyse import analyse  # imported here: scipy loads slowly
+
     opened = Bundle.open(bundle, strict=False)
     analysis = analyse(opened, title=title, client=client)
     if out is None:

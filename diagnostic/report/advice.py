@@ -1,0 +1,359 @@
+"""Report sections that interpret: recommendations, methodology and the environment appendix."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+from diagnostic.analysis_models import WITHIN_PROCESS_LABEL, Analysis, ArmResult, Comparison
+from diagnostic.bundle import Bundle
+from diagnostic.checklist import STATE_FILE, checklist_summary
+from diagnostic.models import Manifest, RunInfo
+from diagnostic.report import fmt as f
+from diagnostic.report import select as sel
+from diagnostic.report.view import (
+    ChecklistRow,
+    FindingView,
+    KeyValue,
+    Methodology,
+    Recommendation,
+)
+
+__all__ = [
+    "bundle_hash",
+    "checklist",
+    "engine_args",
+    "environment",
+    "hardware",
+    "methodology",
+    "recommendations",
+]
+
+Describe = Callable[[ArmResult], str]
+
+DEFINITIONS = [
+    (
+        "Decode throughput (tok/s)",
+        "Output tokens after the first chunk divided by the time from the first to the last "
+        "chunk of one streamed request. Tokens come from the API's usage, never from counting "
+        "chunks: under speculation one chunk carries several tokens.",
+    ),
+    ("TTFT", "Time from sending a request to the first chunk that carries output."),
+    (
+        "Tokens per chunk",
+        "Output tokens divided by streamed chunks; above 1 when the server "
+        "emits several accepted tokens per verify step.",
+    ),
+    (
+        "Acceptance length",
+        "Mean tokens produced per verify step of the target model (accepted "
+        "draft tokens plus the bonus token), from the engine's speculation counters.",
+    ),
+    (
+        "Arm, restart",
+        "An arm is one server configuration; a restart is one server process of "
+        "that arm. Requests inside one process share its state and are not independent.",
+    ),
+    (
+        "A/A arm",
+        "The baseline configuration run as a second arm; its ratio to the baseline "
+        "measures the noise band δ.",
+    ),
+    (
+        "Speedup",
+        "Ratio of geometric means of restart mean decode throughput, arm over "
+        "baseline, on the same workload and concurrency.",
+    ),
+]
+
+WHY_RESTARTS = (
+    "Restart-to-restart differences in LLM serving (graph capture, allocator state, clocks) "
+    "are often larger than the effect of speculation. Treating requests of one process as "
+    "independent replicates makes noise look significant, so every interval here is formed "
+    "across server restarts, with the restart as the unit of replication."
+)
+
+
+# -- recommendations ------------------------------------------------------------------------
+def _name(a: Analysis, arm_id: str, describe: Describe) -> str:
+    arm = next((x for x in a.arms if x.id == arm_id), None)
+    return describe(arm) if arm else arm_id
+
+
+def _measured(c: Comparison) -> str:
+    return (
+        f"{c.arm} against {c.baseline} on {c.workload}: "
+        f"{f.ratio_ci(c.ratio, c.ci_low, c.ci_high)}, {c.verdict} over "
+        f"{c.n_restarts_arm} and {c.n_restarts_baseline} restarts"
+    )
+
+
+def _profile_recs(a: Analysis, describe: Describe) -> list[Recommendation]:
+    out = []
+    for w in sel.workloads(a):
+        c = sel.best_comparison(a, w)
+        if c is None:
+            continue
+        if c.verdict == "WIN":
+            text = f"Serve {w} with {_name(a, c.arm, describe)}."
+        else:
+            text = (
+                f"Serve {w} without speculation until the configuration problem is fixed."
+                if c.verdict == "LOSS"
+                else f"Serve {w} without speculation: it does not pay."
+            )
+        out.append(Recommendation(text=text, evidence=_measured(c)))
+    return out
+
+
+def _sweep_recs(a: Analysis) -> list[Recommendation]:
+    out = []
+    named = set(sel.workloads(a))
+    for sw in a.sweep.workloads if a.sweep else []:
+        if sw.workload not in named or sw.concurrency != sel.low_level(a):
+            continue
+        if not sw.best_k or len(sw.points) < 3:
+            continue
+        top = max(sw.points, key=lambda p: p.k)
+        best = next((p for p in sw.points if p.k == sw.best_k), None)
+        if best is None or top.k <= sw.best_k or top.ratio is None or best.ratio is None:
+            continue
+        if top.ratio < best.ratio:
+            out.append(
+                Recommendation(
+                    text=f"Keep k at {sw.best_k} on {sw.workload}; longer drafts cost more than "
+                    "they gain.",
+                    evidence=f"k={top.k}: {f.ratio_ci(top.ratio, top.ci_low, top.ci_high)} against "
+                    f"k={sw.best_k}: {f.ratio_ci(best.ratio, best.ci_low, best.ci_high)}",
+                )
+            )
+    return out
+
+
+def _measurement_recs(a: Analysis) -> list[Recommendation]:
+    out = []
+    pending = [
+        c
+        for c in a.comparisons
+        if c.kind == "spec" and c.verdict == "INCONCLUSIVE" and c.more_restarts_needed
+    ]
+    if pending:
+        need = max(c.more_restarts_needed or 0 for c in pending)
+        out.append(
+            Recommendation(
+                text=f"Repeat the undecided comparisons with about {need} restarts per arm.",
+                evidence="; ".join(_measured(c) for c in pending[:3]),
+            )
+        )
+    if any(c.within_process_only for c in a.comparisons):
+        out.append(
+            Recommendation(
+                text="Measure again with at least 3 server restarts per arm (5 recommended).",
+                evidence=f"intervals are {WITHIN_PROCESS_LABEL}",
+            )
+        )
+    if not a.noise_band.calibrated:
+        out.append(
+            Recommendation(
+                text="Add an A/A arm (the baseline configuration twice) so the noise band is "
+                "measured rather than assumed.",
+                evidence=f"δ = {f.pct(a.noise_band.delta)} from {a.noise_band.source}",
+            )
+        )
+    for eq in a.equivalence:
+        if eq.n_prompts and eq.n_identical < eq.n_prompts:
+            out.append(
+                Recommendation(
+                    text=f"Find out why {eq.arm} changes greedy output: speculation must be "
+                    "lossless at temperature 0.",
+                    evidence=f"{eq.n_prompts - eq.n_identical} of {eq.n_prompts} prompts differ "
+                    f"from {eq.baseline}",
+                )
+            )
+    return out
+
+
+def recommendations(
+    a: Analysis, problems: list[FindingView], describe: Describe
+) -> list[Recommendation]:
+    """Numbered recommendations: fix what check found, then serving profiles, then method."""
+    recs = [Recommendation(text=p.advice, evidence=f"{p.message} ({p.rule})") for p in problems]
+    recs += _profile_recs(a, describe) + _sweep_recs(a) + _measurement_recs(a)
+    unique = list({r.text: r for r in recs}.values())
+    return unique or [
+        Recommendation(
+            text="No change is needed.", evidence="no finding and no comparison to act on"
+        )
+    ]
+
+
+# -- methodology ------------------------------------------------------------------------------
+def methodology(a: Analysis, manifest: Manifest) -> Methodology:
+    """Definitions, the statistical method in words, δ, multiplicity, plan and limitations."""
+    m = a.methods
+    stats = [
+        KeyValue(key="Why restarts are the unit", value=WHY_RESTARTS),
+        KeyValue(key="Per request", value=m.decode_tps),
+        KeyValue(key="Per restart", value=m.restart_summary),
+        KeyValue(key="One arm across restarts", value=m.arm_interval),
+        KeyValue(key="Speedup interval", value=m.ratio_interval),
+        KeyValue(key="Verdict", value=m.verdict),
+        KeyValue(key="Acceptance", value=m.acceptance),
+    ]
+    nb = a.noise_band
+    band = (
+        f"δ = {f.pct(nb.delta)}, "
+        + ("measured from " if nb.calibrated else "not measured; ")
+        + f"{nb.source}. "
+        f"WIN when the lower end of the speedup interval exceeds 1+δ, LOSS when the upper "
+        f"end is below 1/(1+δ), EQUIVALENT when the interval lies inside "
+        f"[1/(1+δ), 1+δ], otherwise INCONCLUSIVE."
+    )
+    return Methodology(
+        definitions=[KeyValue(key=k, value=v) for k, v in DEFINITIONS],
+        statistics=stats,
+        noise_band=band,
+        multiplicity=m.multiplicity,
+        plan=_plan(manifest, a),
+        limitations=_limitations(a, manifest),
+    )
+
+
+def _plan(manifest: Manifest, a: Analysis) -> list[KeyValue]:
+    p = manifest.plan
+    rows = [
+        ("Arms", ", ".join(x.name for x in p.arms) or ", ".join(x.id for x in a.arms)),
+        ("Workloads", ", ".join(p.workloads) or ", ".join(a.workloads)),
+        ("Requests per restart and workload", f"{p.requests} measured + {p.warmup} warm-up"),
+        ("Restarts per arm (planned)", str(p.restarts)),
+        ("Output length", f"{a.max_tokens} tokens, forced on every request"),
+        ("Concurrency", ", ".join(str(c) for c in p.concurrency)),
+        ("Schedule", p.order),
+        ("API", p.api),
+        ("Seed", str(p.seed)),
+    ]
+    return [KeyValue(key=k, value=f.text(v)) for k, v in rows]
+
+
+def _limitations(a: Analysis, manifest: Manifest) -> list[str]:
+    out = list(a.notes)
+    if any(c.within_process_only for c in a.comparisons):
+        out.append(
+            f"Some arms ran in a single server process: their intervals are {WITHIN_PROCESS_LABEL}."
+        )
+    if not a.noise_band.calibrated:
+        out.append("The noise band is assumed, not measured (no A/A arm).")
+    if manifest.plan.order == "manual":
+        out.append(
+            "Restarts were not scheduled in interleaved blocks, so slow drift of the "
+            "machine (thermal, background load) is not separated from the arms."
+        )
+    out.append(
+        "Throughput is measured with the prompts and output length of this bundle; "
+        "other prompt mixes, longer outputs or higher concurrency can behave differently."
+    )
+    out.append("Output quality is compared only as exact greedy equality, not graded.")
+    return out
+
+
+# -- environment --------------------------------------------------------------------------------
+def _envs(runs: Iterable[RunInfo]) -> list[dict[str, Any]]:
+    return [r.environment for r in runs if r.environment]
+
+
+def hardware(runs: list[RunInfo]) -> str:
+    """'1 × NVIDIA H200 (143771 MiB)' or the CPU model when no GPU was seen."""
+    for env in _envs(runs):
+        gpus = env.get("gpus") or []
+        if gpus:
+            names: dict[str, int] = {}
+            for g in gpus:
+                label = f"{g.get('name', 'GPU')} ({g.get('memory_mib', '?')} MiB)"
+                names[label] = names.get(label, 0) + 1
+            return ", ".join(f"{n} × {label}" for label, n in names.items())
+    for env in _envs(runs):
+        if env.get("cpu"):
+            cores = f", {env['cpu_count']} threads" if env.get("cpu_count") else ""
+            return f"CPU: {env['cpu']}{cores}"
+    return f.MISSING
+
+
+def _distinct(runs: list[RunInfo], key: str) -> str:
+    values = dict.fromkeys(str(e[key]) for e in _envs(runs) if e.get(key) not in (None, ""))
+    return ", ".join(values) or f.MISSING
+
+
+def bundle_hash(bundle: Bundle) -> str:
+    """sha256 over manifest.json and every file under runs/ (path, size and bytes, sorted)."""
+    digest = hashlib.sha256()
+    root = bundle.path
+    files = [root / "manifest.json"]
+    runs = root / "runs"
+    if runs.is_dir():
+        files += sorted(p for p in runs.rglob("*") if p.is_file() and not p.name.startswith("."))
+    for path in files:
+        data = path.read_bytes()
+        digest.update(f"{path.relative_to(root).as_posix()}\0{len(data)}\0".encode())
+        digest.update(data)
+    return digest.hexdigest()
+
+
+def environment(a: Analysis, bundle: Bundle, runs: list[RunInfo]) -> list[KeyValue]:
+    """Environment appendix: hardware, software, versions and the bundle's fingerprint."""
+    from diagnostic import __version__
+
+    engines = dict.fromkeys(f"{r.engine.name} {r.engine.version or ''}".strip() for r in runs)
+    rows = [
+        ("Hardware", hardware(runs)),
+        ("GPU driver", _distinct(runs, "driver")),
+        ("CUDA", _distinct(runs, "cuda")),
+        ("Host", _distinct(runs, "host")),
+        ("Operating system", _distinct(runs, "os")),
+        ("Python", _distinct(runs, "python")),
+        ("Engine", ", ".join(engines) or f.MISSING),
+        ("Server URL", f.text(bundle.manifest.target.base_url, f.NOT_RECORDED)),
+        ("Model", f.text(a.model or bundle.manifest.target.model)),
+        ("Bundle", Path(bundle.path).name),
+        ("Bundle created", f.text(bundle.manifest.created_at, f.NOT_RECORDED)),
+        ("Recorded with", f"diagnose {bundle.manifest.tool_version}"),
+        ("Analysed with", f"diagnose {a.tool_version}"),
+        ("Report rendered with", f"diagnose {__version__}"),
+        ("Bundle hash (sha256)", bundle_hash(bundle)),
+    ]
+    if _distinct(runs, "server_is_local") == "False":
+        rows.insert(1, ("Note", "hardware describes the measuring machine; the server was remote"))
+    return [KeyValue(key=k, value=f.text(v)) for k, v in rows]
+
+
+def engine_args(manifest: Manifest, runs: list[RunInfo]) -> list[KeyValue]:
+    """How each arm's server was started: the launch command, else the server's own args."""
+    out = []
+    arms = [a.name for a in manifest.plan.arms] or list(dict.fromkeys(r.arm for r in runs))
+    for name in arms:
+        spec = next((a for a in manifest.plan.arms if a.name == name), None)
+        run = next((r for r in runs if r.arm == name), None)
+        value = spec.launch if spec and spec.launch else None
+        if value is None and run is not None and run.launch is not None:
+            value = run.launch.command
+        if value is None and run is not None and run.server_args:
+            value = json.dumps(run.server_args, sort_keys=True, default=str)
+        out.append(KeyValue(key=name, value=f.text(value, f.NOT_RECORDED)))
+    return out
+
+
+def checklist(bundle: Bundle) -> list[ChecklistRow]:
+    """The consultant's checklists evaluated on the bundle, when it holds ticks (checklist.json)."""
+    if not (bundle.path / STATE_FILE).is_file():
+        return []
+    return [
+        ChecklistRow(
+            item=f"{s.list_name}: {s.text}",
+            status=s.label,
+            status_class=s.status or "none",
+            evidence="; ".join(x for x in (s.evidence, s.note or "") if x) or "—",
+        )
+        for s in checklist_summary(bundle)
+    ]

@@ -1,0 +1,84 @@
+"""build_report: bundle → analysis + check findings → ReportContext → HTML or PDF file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from diagnostic.analyse import analyse
+from diagnostic.analysis_models import Analysis
+from diagnostic.bundle import Bundle, atomic_write_text
+from diagnostic.check import FINDINGS_FILE, SERVER_LOG, check_paths
+from diagnostic.errors import DiagnosticError
+from diagnostic.facts import CheckReport
+from diagnostic.progress import NullReporter, Reporter
+from diagnostic.report.context import build_context
+from diagnostic.report.inputs import Inputs
+from diagnostic.report.render import render_html, render_pdf
+from diagnostic.report.view import ReportContext
+
+__all__ = ["ReportFormat", "build_report", "load_check", "report_context"]
+
+ReportFormat = Literal["pdf", "html"]
+
+
+def load_check(bundle: Bundle, reporter: Reporter | None = None) -> CheckReport | None:
+    """check's report: findings.json as `diagnose check` stored it; when absent, check the
+    bundle's server logs now (which stores findings.json). None when there is no usable log."""
+    stored = bundle.read_json(FINDINGS_FILE, CheckReport)
+    if stored is not None:
+        return stored
+    if not any(bundle.run_file(r.arm, r.restart, SERVER_LOG).is_file() for r in bundle.runs()):
+        return None
+    try:
+        return check_paths([bundle.path], reporter=reporter)
+    except (DiagnosticError, OSError) as exc:  # no engine log, or a read-only bundle
+        (reporter or NullReporter()).note(f"server logs not checked: {exc}")
+        return None
+
+
+def report_context(
+    bundle: Bundle,
+    *,
+    analysis: Analysis | None = None,
+    check: CheckReport | None = None,
+    client: str | None = None,
+    title: str | None = None,
+    reporter: Reporter | None = None,
+) -> ReportContext:
+    """Everything the report shows, formatted: analyses the bundle and reads (or makes)
+    findings.json unless given them."""
+    if analysis is None:
+        analysis = analyse(bundle, title=title, client=client)
+    if check is None:
+        check = load_check(bundle, reporter)
+    inputs = Inputs(analysis=analysis, bundle=bundle, check=check, client=client, title=title)
+    return build_context(inputs)
+
+
+def build_report(
+    bundle_path: Path,
+    out: Path,
+    fmt: ReportFormat = "pdf",
+    *,
+    client: str | None = None,
+    title: str | None = None,
+    reporter: Reporter | None = None,
+) -> Path:
+    """Render the bundle's report to `out` as a PDF or one self-contained HTML file.
+
+    This is what `diagnose report BUNDLE -o OUT --format pdf|html` calls; it reads only the
+    bundle (check's findings.json is made from the server logs when missing)."""
+    reporter = reporter or NullReporter()
+    reporter.start("report", 3)
+    bundle = Bundle.open(Path(bundle_path), strict=False)
+    ctx = report_context(bundle, client=client, title=title, reporter=reporter)
+    reporter.advance("report", status="analysed")
+    html = render_html(ctx)
+    reporter.advance("report", status="HTML rendered")
+    if fmt == "html":
+        atomic_write_text(Path(out), html)
+    else:
+        render_pdf(html, Path(out))
+    reporter.advance("report", status=f"wrote {out}")
+    return Path(out)

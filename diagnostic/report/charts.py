@@ -1,0 +1,269 @@
+"""Report charts: matplotlib figures rendered to deterministic SVG strings."""
+
+from __future__ import annotations
+
+import base64
+import io
+import math
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+
+__all__ = [
+    "Bar",
+    "Point",
+    "Series",
+    "Strip",
+    "acceptance_chart",
+    "before_after_chart",
+    "data_uri",
+    "sweep_chart",
+    "variance_chart",
+]
+
+# A calm palette that survives grey-scale printing: baseline grey, speculation blue, accent.
+GREY = "#8a8f98"
+BLUE = "#2f5d8a"
+ORANGE = "#c8742b"
+GREEN = "#3f7f5f"
+INK = "#2b2f36"
+PALETTE = (BLUE, ORANGE, GREEN, "#7a4f9a", "#a23b3b", "#4f8a8b")
+
+_RC: Any = {
+    # A fixed salt and no dates make the SVG byte-identical across runs (reproducible reports).
+    "svg.hashsalt": "diagnose-report",
+    # Text stays text: the PDF uses the document's DejaVu font and stays searchable.
+    "svg.fonttype": "none",
+    "font.family": "DejaVu Sans",
+    "font.size": 8,
+    "axes.edgecolor": "#b9bec6",
+    "axes.labelcolor": INK,
+    "axes.titlesize": 9,
+    "axes.titleweight": "bold",
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "axes.grid": True,
+    "axes.axisbelow": True,
+    "grid.color": "#e4e7eb",
+    "grid.linewidth": 0.6,
+    "xtick.color": INK,
+    "ytick.color": INK,
+    "legend.frameon": False,
+    "legend.fontsize": 7,
+}
+
+
+@dataclass(frozen=True)
+class Bar:
+    """One bar: a value with an optional interval, in a group (e.g. a workload)."""
+
+    group: str
+    label: str
+    value: float
+    low: float | None = None
+    high: float | None = None
+    baseline: bool = False
+
+
+@dataclass(frozen=True)
+class Point:
+    """One x position with a value and an optional interval."""
+
+    x: float
+    value: float | None
+    low: float | None = None
+    high: float | None = None
+
+
+@dataclass(frozen=True)
+class Series:
+    """A named line of points (one workload in the sweep, one draft length in acceptance)."""
+
+    name: str
+    points: Sequence[Point]
+    theory: Sequence[Point] = field(default_factory=tuple)
+
+
+@dataclass(frozen=True)
+class Strip:
+    """Per-restart values of one arm, one workload."""
+
+    arm: str
+    workload: str
+    values: Sequence[float]
+
+
+def _style() -> AbstractContextManager[Any]:
+    # matplotlib is imported on first use: `diagnose --help` should not pay for it.
+    import matplotlib
+
+    return matplotlib.rc_context(_RC)
+
+
+def _figure(width_in: float, height_in: float) -> tuple[Figure, Axes]:
+    # A bare Figure (no pyplot): no global figure registry and no GUI backend to select;
+    # savefig writes SVG through matplotlib's own SVG backend.
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(width_in, height_in))
+    return fig, fig.add_subplot(1, 1, 1)
+
+
+def _svg(fig: Figure) -> str:
+    buf = io.StringIO()
+    fig.savefig(buf, format="svg", bbox_inches="tight", metadata={"Date": None})
+    return buf.getvalue()
+
+
+def data_uri(svg: str) -> str:
+    """An SVG as a data: URI, so the HTML embeds it without any markup marked safe."""
+    return "data:image/svg+xml;base64," + base64.b64encode(svg.encode("utf-8")).decode("ascii")
+
+
+def _yerr(values: Sequence[float], lows: Sequence[float | None], highs: Sequence[float | None]):
+    below = [v - lo if lo is not None else 0.0 for v, lo in zip(values, lows, strict=True)]
+    above = [hi - v if hi is not None else 0.0 for v, hi in zip(values, highs, strict=True)]
+    return [below, above]
+
+
+def before_after_chart(
+    bars: Sequence[Bar], *, unit: str = "decode tok/s", legend_on_top: bool = False
+) -> str:
+    """Grouped bars (one group per workload) with 95% interval whiskers."""
+    with _style():
+        groups = list(dict.fromkeys(b.group for b in bars))
+        labels = list(dict.fromkeys(b.label for b in bars))
+        fig, ax = _figure(max(3.2, 1.1 + 0.55 * len(bars)), 2.3)
+        width = 0.8 / max(1, len(labels))
+        for i, label in enumerate(labels):
+            mine = [b for b in bars if b.label == label]
+            xs = [groups.index(b.group) + (i - (len(labels) - 1) / 2) * width for b in mine]
+            values = [b.value for b in mine]
+            color = GREY if mine and mine[0].baseline else PALETTE[i % len(PALETTE)]
+            ax.bar(xs, values, width * 0.92, color=color, label=label, zorder=2)
+            err = _yerr(values, [b.low for b in mine], [b.high for b in mine])
+            ax.errorbar(xs, values, yerr=err, fmt="none", ecolor=INK, capsize=2.5, lw=0.8)
+        ax.set_xticks(range(len(groups)), groups)
+        ax.set_ylabel(unit)
+        ax.grid(axis="x", visible=False)
+        if legend_on_top:
+            ax.legend(loc="lower left", bbox_to_anchor=(0.0, 1.02), ncol=2)
+        else:
+            ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))
+        return _svg(fig)
+
+
+def sweep_chart(series: Sequence[Series], *, ylabel: str = "decode tok/s") -> str:
+    """Measured value against draft length k with interval bars, plus the theory curve."""
+    with _style():
+        fig, ax = _figure(5.6, 2.6)
+        for i, line in enumerate(series):
+            color = PALETTE[i % len(PALETTE)]
+            pts = [p for p in line.points if p.value is not None]
+            xs, ys = [p.x for p in pts], [float(p.value or 0.0) for p in pts]
+            err = _yerr(ys, [p.low for p in pts], [p.high for p in pts])
+            ax.errorbar(
+                xs,
+                ys,
+                yerr=err,
+                fmt="o-",
+                color=color,
+                ms=3.5,
+                lw=1.2,
+                capsize=2.5,
+                label=f"{line.name} measured",
+            )
+            theory = [p for p in line.theory if p.value is not None]
+            if theory:
+                ax.plot(
+                    [p.x for p in theory],
+                    [_f(p.value) for p in theory],
+                    "--",
+                    color=color,
+                    lw=1.0,
+                    alpha=0.8,
+                    label=f"{line.name} predicted",
+                )
+        ax.set_xlabel("draft tokens per step (k; 0 = no speculation)")
+        ax.set_ylabel(ylabel)
+        _integer_ticks(ax, [p.x for s in series for p in s.points])
+        ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))
+        return _svg(fig)
+
+
+def acceptance_chart(series: Sequence[Series]) -> str:
+    """Per-position acceptance rate (position 1..k), one line per arm."""
+    with _style():
+        fig, ax = _figure(5.6, 2.3)
+        for i, line in enumerate(series):
+            pts = [p for p in line.points if p.value is not None]
+            ax.plot(
+                [p.x for p in pts],
+                [_f(p.value) for p in pts],
+                "o-",
+                ms=3,
+                lw=1.1,
+                color=PALETTE[i % len(PALETTE)],
+                label=line.name,
+            )
+        ax.set_xlabel("draft position")
+        ax.set_ylabel("acceptance rate")
+        ax.set_ylim(0, 1.05)
+        _integer_ticks(ax, [p.x for s in series for p in s.points])
+        ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))
+        return _svg(fig)
+
+
+def variance_chart(
+    strips: Sequence[Strip], *, band: tuple[float, float] | None = None, reference: float = 1.0
+) -> str:
+    """Per-restart points per arm (one colour per workload), relative to the baseline mean,
+    with each arm's mean as a bar and the A/A noise band shaded."""
+    with _style():
+        arms = list(dict.fromkeys(s.arm for s in strips))
+        workloads = list(dict.fromkeys(s.workload for s in strips))
+        fig, ax = _figure(max(4.2, 1.2 + 0.55 * len(arms)), 2.6)
+        if band is not None:
+            ax.axhspan(band[0], band[1], color=GREEN, alpha=0.15, lw=0, label="A/A noise band")
+        ax.axhline(reference, color=GREY, lw=0.8, ls=":")
+        width = 0.7 / max(1, len(workloads))
+        labelled: set[str] = set()
+        for s in strips:
+            i = workloads.index(s.workload)
+            x = arms.index(s.arm) + (i - (len(workloads) - 1) / 2) * width
+            n = len(s.values)
+            # A small deterministic spread keeps overlapping restarts visible.
+            xs = [x + (j - (n - 1) / 2) * min(0.05, width / max(n, 1)) for j in range(n)]
+            color = PALETTE[i % len(PALETTE)]
+            label = None if s.workload in labelled else s.workload
+            labelled.add(s.workload)
+            ax.plot(xs, list(s.values), "o", ms=3.2, color=color, alpha=0.85, label=label)
+            if n:
+                mean = math.fsum(s.values) / n
+                ax.plot([x - width * 0.4, x + width * 0.4], [mean, mean], color=INK, lw=1.0)
+        ax.set_xticks(
+            range(len(arms)),
+            arms,
+            rotation=30 if len(arms) > 5 else 0,
+            ha="right" if len(arms) > 5 else "center",
+            fontsize=7,
+        )
+        ax.set_ylabel("restart mean / baseline mean")
+        ax.grid(axis="x", visible=False)
+        ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))
+        return _svg(fig)
+
+
+def _integer_ticks(ax: Axes, xs: Sequence[float]) -> None:
+    ticks = sorted({int(x) for x in xs if float(x).is_integer()})
+    if ticks:
+        ax.set_xticks(ticks)
+
+
+def _f(value: float | None) -> float:
+    return float("nan") if value is None else float(value)

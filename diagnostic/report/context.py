@@ -1,0 +1,38 @@
+"""Analysis + check report + bundle → ReportContext: every section as formatted text."""
+
+from __future__ import annotations
+
+from diagnostic import __version__
+from diagnostic.report import advice, capture, quality, sections, summary
+from diagnostic.report.inputs import Inputs
+from diagnostic.report.view import ReportContext
+
+__all__ = ["Inputs", "build_context"]
+
+
+def build_context(inputs: Inputs) -> ReportContext:
+    """Every section of the report as formatted text and SVG charts."""
+    a, setting = inputs.analysis, inputs.setting
+    recommendations = advice.recommendations(a, capture.problems(inputs), inputs.describe)
+    return ReportContext(
+        cover=summary.cover(inputs),
+        tool_version=__version__,
+        summary=summary.summary(inputs, [r.text for r in recommendations]),
+        capture_runs=capture.capture_runs(inputs),
+        capture_note=capture.capture_note(inputs),
+        spec_pairs=capture.spec_pairs(inputs),
+        spec_table=capture.spec_table(inputs),
+        findings=capture.findings(inputs),
+        glance=sections.glance(a, setting=setting),
+        before_after=sections.before_after(a, setting=setting),
+        before_after_chart=sections.before_after_chart(a),
+        sweep=sections.sweep(a),
+        variance=quality.variance(a),
+        equivalence=quality.equivalence(a),
+        failures=quality.failures(inputs.bundle, inputs.runs),
+        recommendations=recommendations,
+        methodology=advice.methodology(a, inputs.bundle.manifest),
+        environment=advice.environment(a, inputs.bundle, inputs.runs),
+        engine_args=advice.engine_args(inputs.bundle.manifest, inputs.runs),
+        checklist=advice.checklist(inputs.bundle),
+    )

@@ -1,0 +1,144 @@
+"""Number and text formatting for the report: one place decides how every value reads."""
+
+from __future__ import annotations
+
+import math
+from datetime import datetime
+
+__all__ = [
+    "MISSING",
+    "NOT_RECORDED",
+    "ci",
+    "count",
+    "date",
+    "method_name",
+    "num",
+    "pct",
+    "pvalue",
+    "ratio",
+    "ratio_ci",
+    "seconds",
+    "span",
+    "text",
+    "tps",
+]
+
+MISSING = "not measured"
+NOT_RECORDED = "not recorded"
+
+_METHODS = {
+    "ngram": "n-gram",
+    "ngram_gpu": "n-gram",
+    "ngram_simple": "n-gram",
+    "ngram_mod": "n-gram",
+    "ngram_map_k": "n-gram",
+    "ngram_cache": "n-gram cache",
+    "prompt_lookup": "prompt lookup",
+    "standalone": "a standalone draft model",
+    "nextn": "MTP (NextN)",
+    "eagle": "EAGLE",
+    "eagle3": "EAGLE-3",
+    "mtp": "MTP",
+    "medusa": "Medusa",
+    "suffix": "suffix decoding",
+    "draft_model": "a draft model",
+    "draft": "a draft model",
+    "self": "the model as its own drafter",
+    "lookup": "prompt lookup",
+}
+
+
+def _ok(value: float | None) -> bool:
+    return value is not None and math.isfinite(value)
+
+
+def num(value: float | None, digits: int = 2) -> str:
+    """A plain number with `digits` decimals, or 'not measured'."""
+    return f"{value:,.{digits}f}" if _ok(value) else MISSING
+
+
+def tps(value: float | None) -> str:
+    """Tokens per second: 1 decimal below 1000, none above (3-4 significant figures)."""
+    if not _ok(value):
+        return MISSING
+    assert value is not None
+    return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:,.1f}"
+
+
+def ci(low: float | None, high: float | None, fmt: str = "tps") -> str:
+    """'[95% CI low–high]' in the same format as the estimate, or '' when not computed."""
+    if not (_ok(low) and _ok(high)):
+        return ""
+    show = tps if fmt == "tps" else (lambda v: num(v, 2))
+    return f"[95% CI {show(low)}–{show(high)}]"
+
+
+def span(low: float | None, high: float | None, fmt: str = "tps") -> str:
+    """'low–high' in the estimate's format, or '' when the interval was not computed."""
+    if not (_ok(low) and _ok(high)):
+        return ""
+    show = tps if fmt == "tps" else (lambda v: num(v, 2))
+    return f"{show(low)}–{show(high)}"
+
+
+def ratio(value: float | None) -> str:
+    """A speedup ratio: '1.23×'."""
+    return f"{value:.2f}×" if _ok(value) else MISSING
+
+
+def ratio_ci(value: float | None, low: float | None, high: float | None) -> str:
+    """'1.23× [95% CI 1.15–1.31]'."""
+    if not _ok(value):
+        return MISSING
+    interval = ci(low, high, fmt="ratio")
+    return f"{ratio(value)} {interval}" if interval else ratio(value)
+
+
+def pct(value: float | None, digits: int = 1) -> str:
+    """A fraction as a percentage: 0.123 → '12.3%'."""
+    return f"{100 * value:.{digits}f}%" if _ok(value) else MISSING  # type: ignore[operator]
+
+
+def pvalue(value: float | None) -> str:
+    """A p-value: '0.003', '<0.001'."""
+    if not _ok(value):
+        return MISSING
+    assert value is not None
+    return "<0.001" if value < 0.001 else f"{value:.3f}"
+
+
+def seconds(value: float | None) -> str:
+    """A duration: milliseconds below one second, else seconds."""
+    if not _ok(value):
+        return MISSING
+    assert value is not None
+    return f"{value * 1000:.0f} ms" if value < 1 else f"{value:.2f} s"
+
+
+def count(value: int | None) -> str:
+    """An integer count with thousands separators."""
+    return f"{value:,}" if value is not None else MISSING
+
+
+def date(iso: str | None) -> str:
+    """An ISO timestamp as '29 November 2026'."""
+    if not iso:
+        return NOT_RECORDED
+    try:
+        return datetime.fromisoformat(iso).strftime("%-d %B %Y")
+    except ValueError:
+        return iso
+
+
+def text(value: object, missing: str = MISSING) -> str:
+    """Any value as text; None and empty strings become `missing`."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return missing
+    return str(value)
+
+
+def method_name(method: str | None) -> str:
+    """A speculation method as people write it: ngram → n-gram, eagle3 → EAGLE-3."""
+    if not method:
+        return "speculation"
+    return _METHODS.get(method.strip().lower().replace("-", "_"), method)

@@ -1,0 +1,76 @@
+"""What a report is built from (analysis, check report, bundle) and how arms are named."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from diagnostic.analysis_models import Analysis, ArmResult
+from diagnostic.bundle import Bundle, run_id
+from diagnostic.facts import CheckReport, LogFacts
+from diagnostic.models import RunInfo
+from diagnostic.report import fmt as f
+
+__all__ = ["Inputs"]
+
+
+@dataclass
+class Inputs:
+    """The analysis, check's report (None when the logs were not checked) and the bundle."""
+
+    analysis: Analysis
+    bundle: Bundle
+    check: CheckReport | None = None
+    client: str | None = None
+    title: str | None = None
+    runs: list[RunInfo] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if not self.runs:
+            self.runs = self.bundle.runs()
+
+    @property
+    def log_facts(self) -> list[LogFacts]:
+        """Every log check read (empty when there is no check report)."""
+        return list(self.check.runs) if self.check is not None else []
+
+    def run_label(self, facts: LogFacts) -> str:
+        """The run id of a log (`<arm>-r<restart>`), else its path."""
+        if facts.label:
+            return facts.label
+        parts = facts.path.replace("\\", "/").split("/")
+        if "runs" in parts and parts.index("runs") + 1 < len(parts):
+            return parts[parts.index("runs") + 1]
+        return facts.path or f.MISSING
+
+    def arm_of(self, facts: LogFacts) -> str | None:
+        """The arm whose run wrote this log, when the log belongs to the bundle."""
+        label = self.run_label(facts)
+        return next((r.arm for r in self.runs if run_id(r.arm, r.restart) == label), None)
+
+    def arm_method(self, arm: ArmResult) -> str | None:
+        """The speculation method of an arm: plan params, else what its log says."""
+        if arm.params.get("method"):
+            return str(arm.params["method"])
+        for facts in self.log_facts:
+            if self.arm_of(facts) == arm.id and facts.spec.method:
+                return facts.spec.method
+        return None
+
+    def describe(self, arm: ArmResult) -> str:
+        """'n-gram at k=3' for sentences; 'arm X (k=3)' when the method is unknown."""
+        method = self.arm_method(arm)
+        if method:
+            return f.method_name(method) + (f" at k={arm.k}" if arm.k is not None else "")
+        return f"arm {arm.id}" + (f" (k={arm.k})" if arm.k is not None else "")
+
+    def setting(self, arm: ArmResult) -> str:
+        """'n-gram, k=3' for table cells, where the arm's name sits in the next column."""
+        if arm.is_baseline:
+            return "baseline"
+        if arm.aa_of:
+            return f"A/A repeat of {arm.aa_of}"
+        if arm.speculative is False:
+            return "no speculation"
+        method = self.arm_method(arm)
+        name = f.method_name(method) if method else "speculation"
+        return name + (f", k={arm.k}" if arm.k is not None else "")

@@ -1,0 +1,222 @@
+"""Report sections on data quality: restart variance, output equivalence, flags, failures."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from diagnostic.analysis_models import (
+    Analysis,
+    ArmResult,
+    ArmWorkload,
+)
+from diagnostic.bundle import Bundle
+from diagnostic.models import RunInfo
+from diagnostic.report import charts
+from diagnostic.report import fmt as f
+from diagnostic.report import select as sel
+from diagnostic.report.view import (
+    Chart,
+    DivergentPrompt,
+    EquivalenceRow,
+    EquivalenceView,
+    FailureRow,
+    FailuresView,
+    Flag,
+    KeyValue,
+    RestartRow,
+    VarianceView,
+)
+
+__all__ = ["equivalence", "failures", "variance"]
+
+_MAX_DIVERGENT = 3
+_MAX_REASON = 200
+
+
+# -- variance -----------------------------------------------------------------------------
+def _band_text(a: Analysis) -> str:
+    nb = a.noise_band
+    lo, hi = 1 / (1 + nb.delta), 1 + nb.delta
+    inside = f"a speedup interval inside [{f.num(lo, 3)}, {f.num(hi, 3)}] counts as no difference"
+    if nb.calibrated:
+        aa = f.ci(nb.aa_ci_low, nb.aa_ci_high, fmt="ratio")
+        return (
+            f"Noise band δ = {f.pct(nb.delta)}, measured from {nb.source} "
+            f"(A/A ratio {aa or f.MISSING}): {inside}."
+        )
+    return (
+        f"Noise band δ = {f.pct(nb.delta)} ({nb.source}); not measured, the bundle has no "
+        f"A/A arm: {inside}."
+    )
+
+
+def _restart_row(arm: ArmResult, aw: ArmWorkload) -> RestartRow:
+    means = ", ".join(f.tps(r.mean) for r in sorted(aw.restarts, key=lambda r: r.restart))
+    p = aw.planning
+    return RestartRow(
+        arm=arm.id,
+        workload=aw.workload,
+        restarts=means or f.MISSING,
+        cv_between=f.pct(p.cv_between) if p else f.MISSING,
+        cv_within=f.pct(p.cv_within) if p else f.MISSING,
+        restart_share=f.pct(p.restart_share, 0) if p else f.MISSING,
+        advice=(p.advice if p and p.advice else "—"),
+    )
+
+
+def variance(a: Analysis) -> VarianceView:
+    """Restart means per arm and workload, normalised to the baseline, with the A/A band."""
+    level = sel.levels(a)[0]
+    base = next((arm for arm in a.arms if arm.is_baseline), None)
+    strips, rows = [], []
+    for arm in sel.ordered_arms(a):
+        for w in sel.workloads(a):
+            aw = sel.arm_workload(arm, w, level)
+            if aw is None:
+                continue
+            rows.append(_restart_row(arm, aw))
+            ref = sel.arm_workload(base, w, level) if base else None
+            scale = ref.decode_tps.estimate if ref else None
+            values = [r.mean / scale for r in aw.restarts if r.mean is not None and scale]
+            if values:
+                strips.append(charts.Strip(arm.id, w, values))
+    chart = None
+    if strips:
+        d = a.noise_band.delta
+        chart = Chart(
+            title="Restart means divided by the baseline mean of the same workload; bar: arm "
+            "mean; band: A/A noise band [1/(1+δ), 1+δ].",
+            uri=charts.data_uri(charts.variance_chart(strips, band=(1 / (1 + d), 1 + d))),
+            alt="Strip plot of per-restart throughput relative to the baseline.",
+        )
+    return VarianceView(chart=chart, band=_band_text(a), rows=rows)
+
+
+# -- equivalence and data quality -----------------------------------------------------------
+def _equivalence_rows(a: Analysis) -> list[EquivalenceRow]:
+    rows = []
+    for eq in a.equivalence:
+        divergent = [
+            DivergentPrompt(
+                workload=p.workload,
+                prompt_id=p.prompt_id,
+                position=str(p.first_divergent_char)
+                if p.first_divergent_char is not None
+                else f.MISSING,
+                baseline=f.text(p.baseline_excerpt, "(empty)"),
+                arm=f.text(p.arm_excerpt, "(empty)"),
+            )
+            for p in eq.prompts
+            if not p.identical
+        ][:_MAX_DIVERGENT]
+        rows.append(
+            EquivalenceRow(
+                arm=eq.arm,
+                identical=f"{eq.n_identical} of {eq.n_prompts}",
+                rate=f.pct(eq.rate, 0),
+                divergent=divergent,
+            )
+        )
+    return rows
+
+
+def _drift_flags(arm: str, aw: ArmWorkload) -> list[Flag]:
+    out = []
+    for r in aw.restarts:
+        d = r.drift
+        if d is not None and d.flagged:
+            detail = (
+                f"first {d.n_first} requests {f.tps(d.first_mean)} tok/s against "
+                f"{f.tps(d.rest_mean)} for the rest (ratio {f.num(d.ratio, 2)}, "
+                f"p = {f.pvalue(d.p_value)})"
+            )
+            out.append(Flag(kind="warm-up drift", where=f"{arm} / restart {r.restart} / "
+                            f"{aw.workload}", detail=detail))  # fmt: skip
+    return out
+
+
+def _outlier_flag(arm: str, aw: ArmWorkload) -> Flag | None:
+    """Outliers of one arm and workload in one line: how many, where, which way."""
+    found = [(r.restart, o) for r in aw.restarts for o in r.outliers]
+    if not found:
+        return None
+    low = sum(o.side == "low" for _, o in found)
+    restarts = sorted({r for r, _ in found})
+    worst = min(found, key=lambda x: x[1].decode_tps)[1]
+    detail = (
+        f"{len(found)} request(s) outside the Tukey fences in {len(restarts)} of "
+        f"{len(aw.restarts)} restarts ({low} low, {len(found) - low} high; lowest "
+        f"{f.tps(worst.decode_tps)} tok/s, {worst.prompt_id}); kept in the statistics"
+    )
+    return Flag(kind="outliers", where=f"{arm} / {aw.workload}", detail=detail)
+
+
+def _flags(a: Analysis) -> list[Flag]:
+    names, level = set(sel.workloads(a)), sel.low_level(a)
+    out: list[Flag] = []
+    for arm in sel.ordered_arms(a):
+        for aw in arm.workloads:
+            if aw.workload in names and aw.concurrency == level:
+                out += _drift_flags(arm.id, aw)
+                out += [x for x in [_outlier_flag(arm.id, aw)] if x is not None]
+    return out
+
+
+def equivalence(a: Analysis) -> EquivalenceView:
+    """Greedy output equivalence, drift/outlier flags and excluded requests."""
+    note = (
+        "At temperature 0 speculation must not change the output: every arm's text for "
+        "each prompt is compared with the baseline's."
+    )
+    if not a.equivalence:
+        note += f" Equivalence: {f.MISSING} (no arm's output could be compared)."
+    ex = [
+        KeyValue(key=reason, value=f.count(n))
+        for reason, n in sorted(a.exclusions.by_reason.items())
+    ]
+    if a.exclusions.torn_lines:
+        ex.append(KeyValue(key="torn last lines dropped", value=f.count(a.exclusions.torn_lines)))
+    return EquivalenceView(note=note, rows=_equivalence_rows(a), flags=_flags(a), exclusions=ex)
+
+
+def _request_failures(bundle: Bundle, runs: list[RunInfo]) -> list[FailureRow]:
+    rows: list[FailureRow] = []
+    for run in runs:
+        errors = Counter(
+            (r.error or "")[:_MAX_REASON]
+            for r in bundle.read_requests(run.arm, run.restart).records
+            if r.error
+        )
+        rows.extend(
+            FailureRow(where=f"{run.arm} / restart {run.restart}", count=str(n), reason=reason)
+            for reason, n in errors.most_common()
+        )
+    return rows
+
+
+def failures(bundle: Bundle, runs: list[RunInfo]) -> FailuresView:
+    """Failed runs and failed requests, with their reasons (never counted in statistics)."""
+    rows = [
+        FailureRow(
+            where=f"{r.arm} / restart {r.restart}",
+            count="run",
+            reason=f"run {r.status}: {f.text(r.failure, 'no reason recorded')}",
+        )
+        for r in runs
+        if r.status != "ok"
+    ]
+    requests = _request_failures(bundle, runs)
+    failed_requests = sum(int(r.count) for r in requests)
+    rows.extend(requests)
+    bad_runs = len(rows) - len(requests)
+    runs_text = (
+        f"All {len(runs)} server runs completed"
+        if not bad_runs
+        else f"{bad_runs} of {len(runs)} server runs did not finish cleanly"
+    )
+    if not failed_requests:
+        summary = f"{runs_text} and no request failed."
+    else:
+        summary = (f"{runs_text}; {failed_requests} request(s) failed and are excluded from "
+                   "every statistic.")  # fmt: skip
+    return FailuresView(summary=summary, rows=rows)

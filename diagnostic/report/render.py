@@ -1,0 +1,53 @@
+"""Render a ReportContext to HTML (jinja2) and HTML to PDF (WeasyPrint with a sandboxed fetcher)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import jinja2
+
+from diagnostic.bundle import atomic_write_bytes
+from diagnostic.errors import DiagnosticError
+from diagnostic.report.view import ReportContext
+from diagnostic.resources import templates_dir
+
+__all__ = ["environment", "render_html", "render_pdf", "report_templates"]
+
+BASE_TEMPLATE = "base.html.j2"
+
+
+def report_templates() -> Path:
+    """The folder of the report templates and print CSS."""
+    return templates_dir() / "report"
+
+
+def environment() -> jinja2.Environment:
+    """The jinja2 environment: every value autoescaped, undefined names an error."""
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(report_templates()),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+    )
+
+
+def render_html(ctx: ReportContext) -> str:
+    """The report as one self-contained HTML document (CSS inline, charts as data: URIs)."""
+    try:
+        return environment().get_template(BASE_TEMPLATE).render(ctx=ctx)
+    except jinja2.TemplateError as exc:
+        raise DiagnosticError(
+            f"{report_templates()}: report template error ({exc}); reinstall diagnose"
+        ) from exc
+
+
+def render_pdf(html: str, out: Path) -> Path:
+    """Write `html` to `out` as a PDF; WeasyPrint may read only the templates folder."""
+    from diagnostic.pdf import html_to_pdf  # imported here: WeasyPrint is slow to load
+
+    pdf = html_to_pdf(html, report_templates())
+    try:
+        atomic_write_bytes(Path(out), pdf)
+    except OSError as exc:
+        raise DiagnosticError(f"{out}: cannot write the PDF ({exc}); check the folder") from None
+    return Path(out)

@@ -1,0 +1,106 @@
+"""Which numbers of an Analysis a report shows: workloads, levels, arms and best comparisons."""
+
+from __future__ import annotations
+
+from diagnostic.analysis_models import ALL_WORKLOADS, Analysis, ArmResult, ArmWorkload, Comparison
+
+__all__ = [
+    "arm_by_id",
+    "arm_workload",
+    "best_comparison",
+    "comparison",
+    "levels",
+    "low_level",
+    "ordered_arms",
+    "spec_comparisons",
+    "sweep_best_k",
+    "workloads",
+]
+
+
+def workloads(a: Analysis) -> list[str]:
+    """Workloads to report one by one ('all' only when nothing finer exists)."""
+    named = [w for w in a.workloads if w != ALL_WORKLOADS]
+    return named or [ALL_WORKLOADS]
+
+
+def levels(a: Analysis) -> list[int]:
+    """Concurrency levels, lowest first."""
+    return sorted(a.concurrency_levels) or [1]
+
+
+def low_level(a: Analysis) -> int:
+    """The lowest concurrency level: where the headline numbers come from."""
+    return levels(a)[0]
+
+
+def arm_by_id(a: Analysis, arm_id: str | None) -> ArmResult | None:
+    """The ArmResult of an arm id."""
+    return next((arm for arm in a.arms if arm.id == arm_id), None)
+
+
+def arm_workload(arm: ArmResult, workload: str, level: int) -> ArmWorkload | None:
+    """An arm's breakdown on one workload and concurrency level."""
+    return next(
+        (w for w in arm.workloads if w.workload == workload and w.concurrency == level), None
+    )
+
+
+def ordered_arms(a: Analysis) -> list[ArmResult]:
+    """Baseline first, then A/A arms, then the rest by k and name."""
+
+    def key(arm: ArmResult) -> tuple[int, int, str]:
+        rank = 0 if arm.is_baseline else 1 if arm.aa_of else 2
+        return rank, arm.k if arm.k is not None else -1, arm.id
+
+    return sorted(a.arms, key=key)
+
+
+def comparison(a: Analysis, arm: str, workload: str, level: int) -> Comparison | None:
+    """The comparison of one arm against the baseline on one workload and level."""
+    return next(
+        (
+            c
+            for c in a.comparisons
+            if c.arm == arm and c.workload == workload and c.concurrency == level
+        ),
+        None,
+    )
+
+
+def spec_comparisons(a: Analysis, workload: str) -> list[Comparison]:
+    """Comparisons of speculative arms on one workload at the lowest concurrency level
+    (every non-A/A arm when the plan does not say which arms speculate)."""
+    level = low_level(a)
+    comps = [
+        c
+        for c in a.comparisons
+        if c.kind == "spec" and c.workload == workload and c.concurrency == level
+    ]
+    speculative = {arm.id for arm in a.arms if arm.speculative}
+    return [c for c in comps if c.arm in speculative] or comps
+
+
+def sweep_best_k(a: Analysis, workload: str) -> int | None:
+    """The sweep's best k on a workload at the lowest level, when there is a sweep."""
+    if a.sweep is None:
+        return None
+    level = low_level(a)
+    return next(
+        (s.best_k for s in a.sweep.workloads if s.workload == workload and s.concurrency == level),
+        None,
+    )
+
+
+def best_comparison(a: Analysis, workload: str) -> Comparison | None:
+    """The configuration to recommend on a workload: the sweep's best k, else the WIN with the
+    highest ratio, else the highest ratio."""
+    comps = spec_comparisons(a, workload)
+    best_k = sweep_best_k(a, workload)
+    at_k = [c for c in comps if best_k and c.k == best_k]
+    if at_k:
+        return at_k[0]
+    wins = [c for c in comps if c.verdict == "WIN"]
+    return max(
+        wins or comps, key=lambda c: c.ratio if c.ratio is not None else float("-inf"), default=None
+    )

@@ -1,0 +1,278 @@
+"""The first page: cover facts and the executive summary (verdicts, root cause, profiles)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+from diagnostic.analysis_models import WITHIN_PROCESS_LABEL, Analysis, ArmResult, Comparison
+from diagnostic.models import RunInfo
+from diagnostic.report import advice, charts
+from diagnostic.report import capture as cap
+from diagnostic.report import fmt as f
+from diagnostic.report import select as sel
+from diagnostic.report.inputs import Inputs
+from diagnostic.report.view import Chart, Cover, FindingView, Profile, Summary, VerdictLine
+
+__all__ = ["DEFAULT_TITLE", "cover", "headline", "summary", "verdict_phrase"]
+
+DEFAULT_TITLE = "Speculative decoding performance review"
+Describe = Callable[[ArmResult], str]
+
+
+# -- cover ------------------------------------------------------------------------------
+def cover(inputs: Inputs) -> Cover:
+    """Cover facts; identity fields read 'not recorded', measured ones 'not measured'."""
+    m, a = inputs.bundle.manifest, inputs.analysis
+    return Cover(
+        title=inputs.title or a.title or DEFAULT_TITLE,
+        client=f.text(inputs.client or a.client or m.engagement.client, f.NOT_RECORDED),
+        site=f.text(m.engagement.site, f.NOT_RECORDED),
+        date=f.date(m.created_at),
+        consultant=f.text(m.engagement.consultant, f.NOT_RECORDED),
+        engine=_engines(inputs),
+        model=f.text(a.model or m.target.model or _first(_served_model(r) for r in inputs.runs)),
+        drafter=_drafters(inputs),
+        hardware=advice.hardware(inputs.runs),
+    )
+
+
+def _first(values: Iterable[str | None]) -> str | None:
+    return next((v for v in values if v), None)
+
+
+def _served_model(run: RunInfo) -> str | None:
+    """The model a run served: run.json, else the first id of the /v1/models answer."""
+    if run.model:
+        return run.model
+    for key, answer in run.endpoints.items():
+        data = answer.get("data") if "models" in key and isinstance(answer, dict) else None
+        if isinstance(data, list) and data and isinstance(data[0], dict) and data[0].get("id"):
+            return str(data[0]["id"])
+    return None
+
+
+def _engines(inputs: Inputs) -> str:
+    seen = dict.fromkeys(
+        f"{r.engine.name} {r.engine.version}" if r.engine.version else r.engine.name
+        for r in inputs.runs
+        if r.engine.name != "unknown"
+    )
+    return ", ".join(seen) or f.text(", ".join(inputs.analysis.engines))
+
+
+def _drafters(inputs: Inputs) -> str:
+    """Speculation methods seen in the logs (with the drafter), else in the plan's params."""
+    found: dict[str, None] = {}
+    for facts in inputs.log_facts:
+        if facts.spec.enabled:
+            name = f.method_name(facts.spec.method)
+            drafter = facts.spec.drafter
+            found[f"{name} (drafter {drafter})" if drafter else name] = None
+    for arm in inputs.analysis.arms:
+        if arm.speculative and not found and arm.params.get("method"):
+            found[f.method_name(str(arm.params["method"]))] = None
+    return ", ".join(found) or f.MISSING
+
+
+# -- summary ----------------------------------------------------------------------------
+def _band(a: Analysis) -> str:
+    return f"±{f.pct(a.noise_band.delta)}"
+
+
+def verdict_phrase(c: Comparison, workload: str, a: Analysis) -> str:
+    """'1.23× faster on code [95% CI 1.15–1.31]', 'no faster on prose', …"""
+    interval = f.ci(c.ci_low, c.ci_high, fmt="ratio")
+    value = f"{f.ratio(c.ratio)} {interval}".strip()
+    if c.verdict == "WIN":
+        return f"{f.ratio(c.ratio)} faster on {workload} {interval}".strip()
+    if c.verdict == "LOSS":
+        return f"slower on {workload} ({value})"
+    if c.verdict == "EQUIVALENT":
+        return f"no faster on {workload} ({value}, inside the {_band(a)} noise band)"
+    return f"undecided on {workload} ({value})"
+
+
+def _headline_arm(a: Analysis, best: dict[str, Comparison]) -> str:
+    """The arm the headline speaks of: the first workload's recommended WIN, else the arm
+    with the most wins and then the highest mean ratio."""
+    wins = [c.arm for c in best.values() if c.verdict == "WIN"]
+    if wins:
+        return wins[0]
+    per_arm: dict[str, list[Comparison]] = {}
+    for w in sel.workloads(a):
+        for c in sel.spec_comparisons(a, w):
+            per_arm.setdefault(c.arm, []).append(c)
+
+    def score(arm: str) -> tuple[int, float]:
+        comps = per_arm[arm]
+        return sum(c.verdict == "WIN" for c in comps), sum(c.ratio or 0.0 for c in comps)
+
+    return max(per_arm, key=lambda arm: (score(arm)[0], score(arm)[1] / len(per_arm[arm])))
+
+
+def headline(a: Analysis, describe: Describe) -> str:
+    """One sentence: the recommended setting's verdict on every workload, e.g. 'Speculation
+    with n-gram at k=3 is 1.23× faster on code [95% CI 1.15–1.31] and no faster on prose.'"""
+    best = {w: c for w in sel.workloads(a) if (c := sel.best_comparison(a, w)) is not None}
+    if not best:
+        return "No speculative configuration was compared with the baseline in this bundle."
+    arm_id, level = _headline_arm(a, best), sel.low_level(a)
+    name = _name(a, arm_id, describe)
+    phrases, others = [], []
+    for w, rec in best.items():
+        own = sel.comparison(a, arm_id, w, level)
+        if rec.arm != arm_id and rec.verdict == "WIN":
+            others.append(f"with {_name(a, rec.arm, describe)} it is {verdict_phrase(rec, w, a)}")
+        elif own is not None:
+            phrases.append(verdict_phrase(own, w, a))
+    clauses = [f"Speculation with {name} is {_join(phrases)}"] if phrases else []
+    text = "; ".join(clauses + others)
+    return text[0].upper() + text[1:] + "."
+
+
+def _name(a: Analysis, arm_id: str, describe: Describe) -> str:
+    arm = sel.arm_by_id(a, arm_id)
+    return describe(arm) if arm else arm_id
+
+
+def _join(parts: list[str]) -> str:
+    if len(parts) <= 1:
+        return "".join(parts)
+    return ", ".join(parts[:-1]) + " and " + parts[-1]
+
+
+def _verdict_line(a: Analysis, workload: str, describe: Describe) -> VerdictLine:
+    c = sel.best_comparison(a, workload)
+    if c is None:
+        return VerdictLine(
+            workload=workload,
+            verdict="NONE",
+            sentence=f"On {workload}, no speculative configuration was measured.",
+        )
+    arm = sel.arm_by_id(a, c.arm)
+    name = describe(arm) if arm else c.arm
+    restarts = (
+        f"{c.n_restarts_arm} restart(s) per arm"
+        if c.n_restarts_arm == c.n_restarts_baseline
+        else f"{c.n_restarts_arm} vs {c.n_restarts_baseline} restarts"
+    )
+    several = len(sel.spec_comparisons(a, workload)) > 1
+    lead = (
+        f"On {workload}, the best of {len(sel.spec_comparisons(a, workload))} configurations, "
+        f"{name},"
+        if several
+        else f"On {workload}, {name}"
+    )
+    body = {
+        "WIN": f"is {f.ratio(c.ratio)} as fast as no speculation",
+        "LOSS": f"is slower than no speculation: {f.ratio(c.ratio)} its throughput",
+        "EQUIVALENT": f"is no faster than no speculation ({f.ratio(c.ratio)})",
+        "INCONCLUSIVE": f"is not yet decided against no speculation ({f.ratio(c.ratio)})",
+    }[c.verdict]
+    interval = f.ci(c.ci_low, c.ci_high, fmt="ratio")
+    tail = f"{c.verdict}, {restarts}"
+    if c.verdict == "INCONCLUSIVE" and c.more_restarts_needed:
+        tail += f"; about {c.more_restarts_needed} restarts per arm would settle it"
+    if c.within_process_only:
+        tail += f"; {c.label or WITHIN_PROCESS_LABEL}"
+    sentence = f"{lead} {body} {interval} ({tail}).".replace("  ", " ")
+    return VerdictLine(workload=workload, verdict=c.verdict, sentence=sentence)
+
+
+def _profile(a: Analysis, workload: str, describe: Describe) -> Profile:
+    c = sel.best_comparison(a, workload)
+    if c is None:
+        return Profile(workload=workload, profile="no speculation", reason=f.MISSING)
+    arm = sel.arm_by_id(a, c.arm)
+    name = describe(arm) if arm else c.arm
+    measured = f"{f.ratio_ci(c.ratio, c.ci_low, c.ci_high)}, {c.verdict}"
+    if c.verdict == "WIN":
+        return Profile(workload=workload, profile=name, reason=measured)
+    return Profile(
+        workload=workload,
+        profile="no speculation",
+        reason=f"best speculative setting ({name}): {measured}",
+    )
+
+
+def _summary_chart(a: Analysis) -> Chart | None:
+    level, bars = sel.low_level(a), list[charts.Bar]()
+    base = sel.arm_by_id(a, a.baseline) if a.baseline else None
+    for w in sel.workloads(a):
+        c = sel.best_comparison(a, w)
+        for arm_id, is_base in ((base.id if base else None, True), (c.arm if c else None, False)):
+            arm = sel.arm_by_id(a, arm_id) if arm_id else None
+            aw = sel.arm_workload(arm, w, level) if arm else None
+            est = aw.decode_tps.estimate if aw is not None else None
+            if aw is None or est is None:
+                continue
+            e = aw.decode_tps
+            label = "no speculation" if is_base else "best speculative setting"
+            bars.append(charts.Bar(w, label, est, e.ci_low, e.ci_high, is_base))
+    if not bars:
+        return None
+    return Chart(
+        title="Decode throughput per workload: baseline and the best speculative setting "
+        "(95% CI across restarts).",
+        uri=charts.data_uri(charts.before_after_chart(bars, legend_on_top=True)),
+        alt="Bar chart of decode tokens per second, baseline against best speculative arm.",
+    )
+
+
+def summary(inputs: Inputs, actions: list[str], shown: int = 3) -> Summary:
+    """Executive summary: headline, verdict per workload, root cause, profiles, caveats and
+    the first `shown` recommendations (`actions`)."""
+    a, describe = inputs.analysis, inputs.describe
+    problems = cap.problems(inputs)
+    return Summary(
+        headline=headline(a, describe),
+        verdicts=[_verdict_line(a, w, describe) for w in sel.workloads(a)],
+        root_causes=_root_causes(problems),
+        root_cause_note=_root_note(inputs, problems),
+        profiles=[_profile(a, w, describe) for w in sel.workloads(a)],
+        chart=_summary_chart(a),
+        caveats=_caveats(a),
+        actions=actions[:shown],
+        more_actions=max(0, len(actions) - shown),
+    )
+
+
+def _root_causes(problems: list[FindingView], limit: int = 4) -> list[str]:
+    """One short line per problem for the first page; the details sit in chapter 1."""
+    lines = [f"{p.title or p.message} ({p.arms})" if p.arms else (p.title or p.message)
+             for p in problems]  # fmt: skip
+    if len(lines) > limit:
+        lines = [*lines[: limit - 1], f"and {len(lines) - limit + 1} more problem(s)"]
+    return lines
+
+
+def _root_note(inputs: Inputs, problems: list[FindingView]) -> str:
+    if inputs.check is None:
+        return "The server logs were not checked (no findings.json in the bundle)."
+    if problems:
+        return (
+            f"diagnose check found {len(problems)} problem(s) in the server logs; "
+            "see Capture and configuration evidence."
+        )
+    return "diagnose check found no configuration problem in the server logs."
+
+
+def _caveats(a: Analysis) -> list[str]:
+    out = []
+    if any(c.within_process_only for c in a.comparisons):
+        out.append(
+            f"Some intervals are {WITHIN_PROCESS_LABEL}: each arm ran in one server "
+            "process, so a restart could move the result."
+        )
+    if not a.noise_band.calibrated:
+        out.append(
+            f"The noise band δ = {f.pct(a.noise_band.delta)} is a default, not measured: "
+            "the bundle has no A/A arm."
+        )
+    excluded = sum(n for reason, n in a.exclusions.by_reason.items() if reason != "warmup")
+    if excluded:
+        out.append(
+            f"{excluded} measured request(s) were excluded from the statistics "
+            "(see Output equivalence and data quality)."
+        )
+    return out

@@ -1,0 +1,205 @@
+"""ReportContext: numbers match the Analysis, sentences say what was measured, gaps say so."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from analyse_bundles import build_h200_bundle
+from pydantic import BaseModel
+from report_bundles import check_report, sweep_bundle
+
+from diagnostic.analyse import analyse
+from diagnostic.analysis_models import WITHIN_PROCESS_LABEL, Analysis
+from diagnostic.bundle import Bundle
+from diagnostic.checklist import load_checklist, update_state
+from diagnostic.report import fmt
+from diagnostic.report import select as sel
+from diagnostic.report.advice import bundle_hash
+from diagnostic.report.context import Inputs, build_context
+from diagnostic.report.view import ReportContext
+
+# Fields that may legitimately be empty: intervals not computed, optional notes.
+MAY_BE_EMPTY = {"decode_ci", "ratio_ci", "note", "footnote", "reason", "title", "where", "line"}
+
+
+@pytest.fixture(scope="module")
+def sweep(tmp_path_factory: pytest.TempPathFactory) -> tuple[Bundle, Analysis]:
+    bundle = sweep_bundle(tmp_path_factory.mktemp("ctx") / "sweep", ks=(1, 3, 8))
+    bundle.write_json("findings.json", check_report(bundle))
+    return bundle, analyse(bundle)
+
+
+@pytest.fixture(scope="module")
+def sweep_ctx(sweep: tuple[Bundle, Analysis]) -> ReportContext:
+    bundle, analysis = sweep
+    return build_context(Inputs(analysis=analysis, bundle=bundle, check=check_report(bundle)))
+
+
+@pytest.fixture(scope="module")
+def h200(tmp_path_factory: pytest.TempPathFactory) -> tuple[Bundle, Analysis]:
+    bundle = build_h200_bundle(tmp_path_factory.mktemp("ctx") / "h200")
+    return bundle, analyse(bundle)
+
+
+def _strings(model: Any, path: str = "") -> list[tuple[str, str]]:
+    """Every string in a ReportContext with its dotted field path."""
+    if isinstance(model, BaseModel):
+        return [s for name in type(model).model_fields
+                for s in _strings(getattr(model, name), f"{path}.{name}")]  # fmt: skip
+    if isinstance(model, list):
+        return [s for i, item in enumerate(model) for s in _strings(item, f"{path}[{i}]")]
+    return [(path, model)] if isinstance(model, str) else []
+
+
+def test_before_after_numbers_are_the_analysis_numbers(h200: tuple[Bundle, Analysis]) -> None:
+    bundle, analysis = h200
+    ctx = build_context(Inputs(analysis=analysis, bundle=bundle))
+    code = next(t for t in ctx.before_after if t.title == "Workload: code")
+    for row in code.rows:
+        arm = sel.arm_by_id(analysis, row.arm)
+        assert arm is not None
+        est = sel.arm_workload(arm, "code", 1)
+        assert est is not None
+        e = est.decode_tps
+        assert row.decode_tps == fmt.tps(e.estimate)
+        assert row.decode_ci == f"{fmt.tps(e.ci_low)}–{fmt.tps(e.ci_high)}"
+        assert row.n == f"{e.n_requests // e.n_restarts} × {e.n_restarts}"
+        c = sel.comparison(analysis, row.arm, "code", 1)
+        if arm.is_baseline:
+            assert (row.ratio, row.verdict) == ("—", "BASELINE")
+        else:
+            assert c is not None
+            assert (row.ratio, row.verdict) == (fmt.ratio(c.ratio), c.verdict)
+    # One restart per arm: every interval is flagged, once, as within-process only.
+    assert code.footnote == f"† {WITHIN_PROCESS_LABEL}"
+    assert any(WITHIN_PROCESS_LABEL in c for c in ctx.summary.caveats)
+
+
+def test_real_bundle_cover_and_missing_facts(h200: tuple[Bundle, Analysis]) -> None:
+    bundle, analysis = h200
+    ctx = build_context(Inputs(analysis=analysis, bundle=bundle, client="ACME"))
+    assert ctx.cover.client == "ACME"
+    assert ctx.cover.engine == "vllm 0.26.0"
+    assert ctx.cover.model == "/root/model"  # from the real /v1/models answer
+    assert ctx.cover.hardware == "not measured"  # the converted runs carry no environment
+    assert ctx.cover.consultant == "not recorded"
+    assert ctx.capture_note.startswith("No server log was checked")
+
+
+def test_headline_and_verdicts_follow_the_sweep(sweep: tuple[Bundle, Analysis],
+                                                sweep_ctx: ReportContext) -> None:  # fmt: skip
+    _, analysis = sweep
+    best = sel.best_comparison(analysis, "code")
+    assert best is not None and best.verdict == "WIN"
+    phrase = (f"{fmt.ratio(best.ratio)} faster on code "
+              f"{fmt.ci(best.ci_low, best.ci_high, fmt='ratio')}")  # fmt: skip
+    assert ctx_headline(sweep_ctx).startswith(f"Speculation with n-gram at k={best.k} is {phrase}")
+    code_line = next(v for v in sweep_ctx.summary.verdicts if v.workload == "code")
+    assert code_line.verdict == "WIN" and f"n-gram at k={best.k}" in code_line.sentence
+    assert fmt.ci(best.ci_low, best.ci_high, fmt="ratio") in code_line.sentence
+    profiles = {p.workload: p.profile for p in sweep_ctx.summary.profiles}
+    assert profiles["code"] == f"n-gram at k={best.k}"
+
+
+def ctx_headline(ctx: ReportContext) -> str:
+    """The headline sentence (a helper so failures print it)."""
+    return ctx.summary.headline
+
+
+def test_root_cause_and_recommendations_come_from_check(sweep_ctx: ReportContext) -> None:
+    # One short line per problem on the first page: the rule's title and the arms concerned.
+    assert sweep_ctx.summary.root_causes == [
+        "Speculation downgraded CUDA-graph capture (base, ngram-k8)"
+    ]
+    assert sweep_ctx.summary.actions[0].startswith("Patch or configure capture")
+    first = sweep_ctx.recommendations[0]
+    assert first.text.startswith("Patch or configure capture")
+    assert "capture-downgraded-under-spec" in first.evidence
+    assert any(r.text.startswith("Serve code with n-gram") for r in sweep_ctx.recommendations)
+    assert [f.severity for f in sweep_ctx.findings] == ["error"]
+
+
+def test_capture_runs_are_grouped_per_arm(sweep: tuple[Bundle, Analysis],
+                                          sweep_ctx: ReportContext) -> None:  # fmt: skip
+    bundle, _ = sweep
+    arms = [a.name for a in bundle.manifest.plan.arms]
+    assert len(sweep_ctx.capture_runs) == len(arms)  # 3 restarts of each arm resolved alike
+    spec = [r for r in sweep_ctx.capture_runs if r.spec != "off"]
+    assert {(r.resolved, r.resolved_class) for r in spec} == {("PIECEWISE", "bad")}
+    assert sweep_ctx.spec_pairs is not None
+    assert {row[-2] for row in sweep_ctx.spec_pairs.rows} == {"CHANGED"}
+    assert {row[-1] for row in sweep_ctx.spec_pairs.rows} == {"3"}
+    assert sweep_ctx.spec_table is not None
+    resolved = next(r for r in sweep_ctx.spec_table.rows if r[0] == "Capture resolved")
+    assert resolved[1:] == ["FULL_AND_PIECEWISE", "PIECEWISE"]
+
+
+def test_sweep_section_matches_the_analysis(sweep: tuple[Bundle, Analysis],
+                                            sweep_ctx: ReportContext) -> None:  # fmt: skip
+    _, analysis = sweep
+    assert analysis.sweep is not None and sweep_ctx.sweep is not None
+    assert [t.title for t in sweep_ctx.sweep.tables] == ["Workload: code", "Workload: prose"]
+    code = next(s for s in analysis.sweep.workloads if s.workload == "code")
+    table = sweep_ctx.sweep.tables[0]
+    assert [r.k for r in table.rows] == [str(p.k) for p in code.points]
+    assert [r.ratio for r in table.rows[1:]] == [fmt.ratio(p.ratio) for p in code.points[1:]]
+    assert table.best_k.startswith(f"Best k on code: {code.best_k}")
+    assert sweep_ctx.sweep.chart is not None and sweep_ctx.sweep.acceptance_chart is not None
+
+
+def test_no_field_is_blank_none_or_nan(sweep_ctx: ReportContext) -> None:
+    for path, value in _strings(sweep_ctx):
+        if path.rsplit(".", 1)[-1] not in MAY_BE_EMPTY:
+            assert value.strip(), f"{path} is blank"
+        assert value not in ("None", "nan", "null"), f"{path} = {value!r}"
+
+
+def test_missing_measurements_read_not_measured(h200: tuple[Bundle, Analysis]) -> None:
+    bundle, analysis = h200
+    broken = analysis.model_copy(deep=True)
+    arm = next(a for a in broken.arms if a.id == "ngram3")
+    for aw in arm.workloads:
+        aw.decode_tps.estimate = aw.decode_tps.ci_low = aw.decode_tps.ci_high = None
+        aw.ttft_median_s = None
+        for r in aw.restarts:
+            r.tokens_per_chunk = None
+    arm.acceptance_length = None
+    ctx = build_context(Inputs(analysis=broken, bundle=bundle))
+    row = next(r for t in ctx.before_after if t.title == "Workload: code"
+               for r in t.rows if r.arm == "ngram3")  # fmt: skip
+    assert (row.decode_tps, row.decode_ci) == ("not measured", "")
+    assert row.ttft == row.tokens_per_chunk == row.acceptance == "not measured"
+
+
+def test_failures_and_divergent_output_are_reported(tmp_path: Path) -> None:
+    bundle = sweep_bundle(tmp_path / "b", ks=(1, 3), restarts=2, requests=4, hostile=True)
+    ctx = build_context(Inputs(analysis=analyse(bundle), bundle=bundle))
+    assert "2 request(s) failed" in ctx.failures.summary
+    (row,) = ctx.failures.rows
+    assert row.where == "ngram-k3 / restart 0" and row.reason.startswith("HTTP 500")
+    eq = {r.arm: r for r in ctx.equivalence.rows}
+    assert eq["ngram-k1"].rate == "100%" and eq["ngram-k3"].divergent
+    assert "<script>" in eq["ngram-k3"].divergent[0].arm  # raw here; escaped by the template
+
+
+def test_bundle_hash_covers_manifest_and_runs_only(tmp_path: Path) -> None:
+    bundle = sweep_bundle(tmp_path / "b", ks=(1,), restarts=2, requests=2)
+    first = bundle_hash(bundle)
+    assert first == bundle_hash(Bundle.open(bundle.path)) and len(first) == 64
+    bundle.write_json("findings.json", check_report(bundle))  # derived: not part of the hash
+    assert bundle_hash(bundle) == first
+    log = bundle.run_file("base", 0, "requests.jsonl")
+    log.write_bytes(log.read_bytes().replace(b'"prompt_tokens":40', b'"prompt_tokens":41', 1))
+    assert bundle_hash(bundle) != first
+
+
+def test_checklist_state_appears_when_recorded(tmp_path: Path) -> None:
+    bundle = sweep_bundle(tmp_path / "b", ks=(1,), restarts=2, requests=2)
+    analysis = analyse(bundle)
+    assert build_context(Inputs(analysis=analysis, bundle=bundle)).checklist == []
+    update_state(bundle, load_checklist("onsite"), notes=[("os-access", "VPN from 9:00")])
+    rows = build_context(Inputs(analysis=analysis, bundle=bundle)).checklist
+    assert any("VPN from 9:00" in r.evidence for r in rows)
+    assert {r.status for r in rows} <= {"done", "not done", "not applicable"}
