@@ -2,7 +2,73 @@
 
 from __future__ import annotations
 
+from types import TracebackType
+
 from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+
+__all__ = ["RichReporter", "console", "console_err"]
 
 console = Console()
 console_err = Console(stderr=True)
+
+
+class RichReporter:
+    """A Reporter drawing one progress bar per task (per run and workload) on stderr.
+
+    Use as a context manager: the live display stops on exit, even on Ctrl-C.
+    """
+
+    def __init__(self, target: Console | None = None) -> None:
+        self._progress = Progress(
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            TextColumn("eta"),
+            TimeRemainingColumn(),
+            TextColumn("{task.fields[status]}"),
+            console=target or console_err,
+            transient=False,
+        )
+        self._tasks: dict[str, TaskID] = {}
+
+    def __enter__(self) -> RichReporter:
+        self._progress.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self._progress.stop()
+
+    def start(self, label: str, total: int | None) -> None:
+        """Add a bar for a task (a second start of the same label resets it)."""
+        if label in self._tasks:
+            self._progress.reset(self._tasks[label], total=total, status="")
+            return
+        self._tasks[label] = self._progress.add_task(label, total=total, status="")
+
+    def advance(self, label: str, steps: int = 1, status: str | None = None) -> None:
+        """Move a bar on; `status` replaces the text after it (e.g. the last tok/s)."""
+        if label not in self._tasks:
+            self.start(label, None)
+        task = self._tasks[label]
+        self._progress.update(task, advance=steps)
+        if status is not None:
+            self._progress.update(task, status=status)
+
+    def note(self, message: str) -> None:
+        """Print a line above the bars."""
+        self._progress.console.print(message, markup=False, highlight=False)
