@@ -13,7 +13,9 @@ MASK = "<redacted>"
 # Names of variables, arguments or JSON keys whose values are secrets.
 _SECRET_WORDS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "AUTH")
 # Parts of names that contain a secret word but hold no secret (max_tokens, TOKENIZERS_...).
-_HARMLESS_PARTS = re.compile(r"TOKENS|TOKENIZER|TOKEN_SOURCE|TOKEN_IDS?\b")
+_HARMLESS_PARTS = re.compile(
+    r"TOKENS|TOKENIZER|TOKEN_SOURCE|TOKEN_IDS?\b|(BOS|EOS|PAD|UNK|SEP|CLS|NEXT|STOP|SPECIAL)_TOKEN"
+)
 
 _NAME = r"[A-Za-z_][A-Za-z0-9_.-]*"
 _PATTERNS: list[tuple[re.Pattern[str], str]] = [

@@ -46,7 +46,16 @@ def test_ordinary_facts_are_kept(text: str) -> None:
 def test_secret_names() -> None:
     for name in ("HF_TOKEN", "OPENAI_API_KEY", "DB_PASSWORD", "MY_SECRET", "api-key", "passwd"):
         assert is_secret_name(name)
-    for name in ("max_tokens", "num_speculative_tokens", "TOKENIZERS_PARALLELISM", "token_source"):
+    for name in (
+        "max_tokens",
+        "num_speculative_tokens",
+        "TOKENIZERS_PARALLELISM",
+        "token_source",
+        "bos_token",
+        "next_token",
+        "PATH",
+        "port",
+    ):
         assert not is_secret_name(name)
 
 

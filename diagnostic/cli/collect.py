@@ -1,19 +1,201 @@
-"""`diagnose collect`: not built yet (issue #4)."""
+"""`diagnose collect`: measure a running server's decode speed into a bundle."""
 
 from __future__ import annotations
 
+import os
+import sys
+from pathlib import Path
+
 import click
+from rich import box
+from rich.table import Table
 
-from diagnostic.errors import NotImplementedYet
+from diagnostic.cli._common import RichReporter, console
+from diagnostic.collect import CollectConfig, CollectSummary, collect
+from diagnostic.errors import DiagnosticError
 
 
-@click.command("collect", context_settings={"ignore_unknown_options": True})
-@click.argument("args", nargs=-1, type=click.UNPROCESSED)
-def command(args: tuple[str, ...]) -> None:
+def _workload_names(value: str | None) -> list[str] | None:
+    if value is None:
+        return None
+    names = [n.strip() for n in value.split(",") if n.strip()]
+    if not names:
+        raise click.BadParameter("give at least one workload name", param_hint="--workloads")
+    return names
+
+
+def _api_key(var: str | None) -> str | None:
+    if var is None:
+        return None
+    key = os.environ.get(var)
+    if not key:
+        raise DiagnosticError(f"--api-key-env {var}: the environment variable {var} is not set")
+    return key
+
+
+@click.command("collect")
+@click.argument("base_url")
+@click.option("--out", "out", type=click.Path(path_type=Path), required=True, help="Bundle folder.")
+@click.option("--arm", default="baseline", show_default=True, help="Name of this server config.")
+@click.option(
+    "--restart",
+    type=click.IntRange(min=0),
+    default=0,
+    show_default=True,
+    help="Restart index, when the server was restarted by hand for another sample.",
+)
+@click.option("--workloads", help="Comma-separated workloads (default: code,prose, or the files').")
+@click.option(
+    "--prompts",
+    "prompts",
+    multiple=True,
+    type=click.Path(path_type=Path),
+    help="JSONL prompt file: {prompt}, {messages} or Spec-Bench question.jsonl (repeatable).",
+)
+@click.option(
+    "--requests",
+    type=click.IntRange(min=1),
+    default=15,
+    show_default=True,
+    help="Measured requests per workload.",
+)
+@click.option(
+    "--warmup",
+    type=click.IntRange(min=0),
+    default=1,
+    show_default=True,
+    help="Discarded warm-up requests per workload.",
+)
+@click.option(
+    "--max-tokens",
+    type=click.IntRange(min=1),
+    default=256,
+    show_default=True,
+    help="Output tokens forced on every request (keep it equal across arms).",
+)
+@click.option(
+    "--concurrency",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="Requests in flight.",
+)
+@click.option(
+    "--api",
+    type=click.Choice(["completions", "chat"]),
+    default="completions",
+    show_default=True,
+    help="OpenAI API to call.",
+)
+@click.option("--model", help="Model name to send (default: the server's first model).")
+@click.option(
+    "--log",
+    "logs",
+    multiple=True,
+    type=click.Path(path_type=Path),
+    help="Server log file to copy into the run, redacted (repeatable).",
+)
+@click.option("--api-key-env", metavar="VAR", help="Environment variable holding the API key.")
+@click.option(
+    "--timeout",
+    "timeout_s",
+    type=click.FloatRange(min=1),
+    default=600.0,
+    show_default=True,
+    help="Seconds one request may take.",
+)
+@click.option("--resume", is_flag=True, help="Continue an interrupted collect of this run.")
+@click.option("--force", is_flag=True, help="Replace an existing bundle.")
+def command(
+    base_url: str,
+    out: Path,
+    arm: str,
+    restart: int,
+    workloads: str | None,
+    prompts: tuple[Path, ...],
+    requests: int,
+    warmup: int,
+    max_tokens: int,
+    concurrency: int,
+    api: str,
+    model: str | None,
+    logs: tuple[Path, ...],
+    api_key_env: str | None,
+    timeout_s: float,
+    resume: bool,
+    force: bool,
+) -> None:
     """Measure a running server's decode speed into a bundle.
+
+    Greedy, fixed-length, streamed requests (warm-up, then measured) per workload; each
+    record is stored as it completes, so --resume continues an interrupted collect. Run it
+    once per server configuration (--arm), and again with --restart N after restarting the
+    server by hand.
 
     \b
     Example:
       diagnose collect http://127.0.0.1:8000 --out bundle --arm baseline
+      diagnose collect http://127.0.0.1:8000 --out bundle --arm ngram-k3 --log server.log
     """
-    raise NotImplementedYet("`diagnose collect` is not implemented yet (issue #4)")
+    config = CollectConfig(
+        base_url=base_url,
+        out=out,
+        arm=arm,
+        restart=restart,
+        workloads=_workload_names(workloads),
+        prompts=list(prompts),
+        requests=requests,
+        warmup=warmup,
+        max_tokens=max_tokens,
+        concurrency=concurrency,
+        api="chat" if api == "chat" else "completions",
+        model=model,
+        logs=list(logs),
+        api_key=_api_key(api_key_env),
+        resume=resume,
+        force=force,
+        timeout_s=timeout_s,
+    )
+    with RichReporter() as reporter:
+        summary = collect(config, reporter=reporter)
+    _print_summary(summary)
+    if summary.status != "ok":
+        sys.exit(1)
+
+
+def _fmt(value: float | None, pattern: str) -> str:
+    return "-" if value is None else format(value, pattern)
+
+
+def _print_summary(summary: CollectSummary) -> None:
+    title = f"{summary.run}: {summary.engine} {summary.version or ''} {summary.model or ''}"
+    table = Table(title=title.strip(), box=box.SIMPLE_HEAD)
+    table.add_column("workload", no_wrap=True)
+    for name in ("reqs", "errors", "decode tok/s", "TTFT ms", "tokens /chunk"):
+        table.add_column(name, justify="right")
+    has_server = any(w.server_decode_tps is not None for w in summary.workloads)
+    if has_server:  # the server's own decode speed for the same requests: client overhead
+        table.add_column("server tok/s", justify="right")
+        table.add_column("client /server", justify="right", min_width=7)
+    for w in summary.workloads:
+        ttft = None if w.ttft_s is None else w.ttft_s * 1000
+        row = [
+            w.workload,
+            str(w.requests),
+            str(w.failures),
+            _fmt(w.decode_tps, ".1f"),
+            _fmt(ttft, ".0f"),
+            _fmt(w.tokens_per_chunk, ".2f"),
+        ]
+        if has_server:
+            row += [_fmt(w.server_decode_tps, ".1f"), _fmt(w.client_over_server, ".3f")]
+        table.add_row(*row)
+    console.print(table)
+    sources = sorted({s for w in summary.workloads for s in w.token_sources} - {"usage"})
+    if sources:
+        console.print(f"Tokens counted from: {', '.join(sources)} (the server sent no usage).")
+    if summary.resumed:
+        console.print(f"Resumed: {summary.resumed} requests were already in the bundle.")
+    console.print(f"Bundle: {summary.bundle}  status: {summary.status}", highlight=False)
+    if summary.failure:
+        console.print(f"[bold red]Run failed:[/] {summary.failure}", highlight=False)

@@ -1,0 +1,98 @@
+"""Per-workload medians of a run's records: what `diagnose collect` prints at the end."""
+
+from __future__ import annotations
+
+import math
+import statistics
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from diagnostic.models import RequestRecord
+
+__all__ = ["CollectSummary", "WorkloadSummary", "decode_tps", "summarize"]
+
+
+class WorkloadSummary(BaseModel):
+    """Medians over one workload's measured requests of a run."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    workload: str = Field(description="Workload name")
+    requests: int = Field(description="Measured requests recorded")
+    failures: int = Field(description="Measured requests with an error")
+    decode_tps: float | None = Field(None, description="Median decode tokens/s (client side)")
+    ttft_s: float | None = Field(None, description="Median time to first chunk")
+    tokens_per_chunk: float | None = Field(None, description="Median tokens per content chunk")
+    server_decode_tps: float | None = Field(
+        None, description="Median of the server's own decode tokens/s (llama.cpp timings)"
+    )
+    client_over_server: float | None = Field(
+        None, description="Median per-request ratio client decode tok/s / server's own"
+    )
+    token_sources: list[str] = Field(default_factory=list, description="token_source values seen")
+
+
+class CollectSummary(BaseModel):
+    """What `diagnose collect` did."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    bundle: Path = Field(description="Bundle folder")
+    run: str = Field(description="Run folder name, <arm>-r<restart>")
+    status: str = Field(description="Run status")
+    failure: str | None = Field(None, description="Why the run failed")
+    engine: str = Field(description="Engine name")
+    version: str | None = Field(None, description="Engine version")
+    model: str | None = Field(None, description="Model served")
+    resumed: int = Field(0, description="Requests already in the bundle, skipped")
+    workloads: list[WorkloadSummary] = Field(default_factory=list, description="Per workload")
+
+
+def decode_tps(record: RequestRecord) -> float | None:
+    """(completion_tokens − first chunk's tokens) / (last − first chunk time), DESIGN.md's
+    definition; the first chunk counts 1 token when the server does not report per chunk."""
+    times = record.chunk_times_s
+    if record.completion_tokens is None or len(times) < 2 or times[-1] <= times[0]:
+        return None
+    first = record.chunk_tokens[0] if record.chunk_tokens else 1
+    return (record.completion_tokens - first) / (times[-1] - times[0])
+
+
+def _server_tps(record: RequestRecord) -> float | None:
+    value = (record.server_timings or {}).get("predicted_per_second")
+    return float(value) if isinstance(value, int | float) and value > 0 else None
+
+
+def _median(values: list[float | None]) -> float | None:
+    kept = [v for v in values if v is not None and math.isfinite(v)]
+    return statistics.median(kept) if kept else None
+
+
+def summarize(records: list[RequestRecord]) -> list[WorkloadSummary]:
+    """Per-workload medians over measured requests (warm-ups and errors left out)."""
+    names = list(dict.fromkeys(r.workload for r in records))
+    return [_summary(n, [r for r in records if r.workload == n and not r.warmup]) for n in names]
+
+
+def _summary(name: str, measured: list[RequestRecord]) -> WorkloadSummary:
+    ok = [r for r in measured if not r.error]
+    client = [decode_tps(r) for r in ok]
+    server = [_server_tps(r) for r in ok]
+    ratios = [c / s if c is not None and s else None for c, s in zip(client, server, strict=True)]
+    per_chunk = [
+        r.completion_tokens / len(r.chunk_times_s)
+        for r in ok
+        if r.completion_tokens is not None and r.chunk_times_s
+    ]
+    return WorkloadSummary(
+        workload=name,
+        requests=len(measured),
+        failures=len(measured) - len(ok),
+        decode_tps=_median(client),
+        ttft_s=_median([r.ttft_s for r in ok]),
+        tokens_per_chunk=_median(list(per_chunk)),
+        server_decode_tps=_median(server),
+        client_over_server=_median(ratios),
+        token_sources=sorted({r.token_source for r in ok}),
+    )

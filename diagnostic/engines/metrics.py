@@ -1,0 +1,142 @@
+"""GET /metrics snapshots and the speculation counters in them (vLLM, llama.cpp, SGLang)."""
+
+from __future__ import annotations
+
+import httpx
+from prometheus_client.parser import text_string_to_metric_families
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = [
+    "MetricsSnapshot",
+    "SpecCounters",
+    "SpecDelta",
+    "fetch_metrics",
+    "parse_spec_counters",
+    "spec_delta",
+]
+
+_PREFIXES = ("vllm", "llamacpp", "sglang")
+# Counter names without the `_total` suffix, which the parser adds or strips as it sees fit.
+_COUNTERS = {
+    "num_drafts": "spec_decode_num_drafts",
+    "num_draft_tokens": "spec_decode_num_draft_tokens",
+    "num_accepted_tokens": "spec_decode_num_accepted_tokens",
+}
+_PER_POS = "spec_decode_num_accepted_tokens_per_pos"
+_GENERATED = ("generation_tokens", "tokens_predicted")  # vLLM/SGLang, llama.cpp
+# Gauges: SGLang's, and vLLM V0's acceptance rate.
+_GAUGES = {
+    "accept_length": ("spec_accept_length",),
+    "accept_rate": ("spec_accept_rate", "spec_decode_draft_acceptance_rate"),
+}
+
+
+class SpecCounters(BaseModel):
+    """Speculation counters of one /metrics text, summed over label sets (engines, models)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    engine: str | None = Field(None, description="Metric prefix seen: vllm, llamacpp or sglang")
+    num_drafts: float | None = Field(None, description="Verification steps with a draft")
+    num_draft_tokens: float | None = Field(None, description="Draft tokens proposed")
+    num_accepted_tokens: float | None = Field(None, description="Draft tokens accepted")
+    accepted_per_pos: list[float] = Field(
+        default_factory=list, description="Accepted tokens per draft position 0..k-1"
+    )
+    generation_tokens: float | None = Field(None, description="Output tokens generated")
+    accept_length: float | None = Field(None, description="Acceptance length gauge (SGLang)")
+    accept_rate: float | None = Field(None, description="Acceptance rate gauge (SGLang, vLLM V0)")
+
+
+class SpecDelta(BaseModel):
+    """Counter differences over an interval, and what follows from them."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    num_drafts: float | None = Field(None, description="Δ verification steps with a draft")
+    num_draft_tokens: float | None = Field(None, description="Δ draft tokens proposed")
+    num_accepted_tokens: float | None = Field(None, description="Δ draft tokens accepted")
+    mean_acceptance_length: float | None = Field(
+        None, description="1 + Δaccepted / Δdrafts (tokens per verification step)"
+    )
+    acceptance_rate: float | None = Field(None, description="Δaccepted / Δdraft tokens")
+    reset: bool = Field(False, description="A counter went down: the server restarted between")
+
+
+class MetricsSnapshot(BaseModel):
+    """One GET /metrics: the raw text (stored verbatim) and its parsed counters."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    text: str | None = Field(None, description="Raw Prometheus text; None when not served")
+    error: str | None = Field(None, description="Why there is no text or no parse")
+    counters: SpecCounters | None = Field(None, description="Speculation counters parsed")
+
+
+def fetch_metrics(client: httpx.Client) -> MetricsSnapshot:
+    """GET /metrics on a client with the server's base URL; never raises for HTTP faults."""
+    try:
+        response = client.get("/metrics")
+    except httpx.HTTPError as exc:
+        return MetricsSnapshot(error=f"GET /metrics failed: {type(exc).__name__}: {exc}")
+    if response.status_code != 200:
+        hint = " (llama-server needs --metrics, SGLang --enable-metrics)"
+        return MetricsSnapshot(error=f"GET /metrics answered HTTP {response.status_code}{hint}")
+    text = response.text
+    try:
+        counters = parse_spec_counters(text)
+    except ValueError as exc:
+        return MetricsSnapshot(text=text, error=f"/metrics is not Prometheus text: {exc}")
+    return MetricsSnapshot(text=text, counters=counters)
+
+
+def parse_spec_counters(text: str) -> SpecCounters:
+    """Speculation counters from Prometheus text; ValueError when the text does not parse."""
+    sums: dict[str, float] = {}
+    per_pos: dict[int, float] = {}
+    engine: str | None = None
+    for family in text_string_to_metric_families(text):
+        prefix = family.name.partition(":")[0]
+        if prefix not in _PREFIXES:
+            continue
+        engine = engine or prefix
+        for sample in family.samples:
+            name = sample.name.partition(":")[2]
+            if name.endswith("_created"):
+                continue
+            name = name.removesuffix("_total")
+            if name == _PER_POS and "position" in sample.labels:
+                pos = int(sample.labels["position"])
+                per_pos[pos] = per_pos.get(pos, 0.0) + sample.value
+            else:
+                sums[name] = sums.get(name, 0.0) + sample.value
+    return _counters(engine, sums, per_pos)
+
+
+def _counters(
+    engine: str | None, sums: dict[str, float], per_pos: dict[int, float]
+) -> SpecCounters:
+    fields: dict[str, float | None] = {key: sums.get(name) for key, name in _COUNTERS.items()}
+    fields["generation_tokens"] = next((sums[n] for n in _GENERATED if n in sums), None)
+    for key, names in _GAUGES.items():
+        fields[key] = next((sums[n] for n in names if n in sums), None)
+    positions = [per_pos.get(i, 0.0) for i in range(max(per_pos) + 1)] if per_pos else []
+    return SpecCounters(engine=engine, accepted_per_pos=positions, **fields)
+
+
+def spec_delta(before: SpecCounters, after: SpecCounters) -> SpecDelta:
+    """Counter differences between two snapshots of one server process."""
+    diffs: dict[str, float | None] = {}
+    for key in _COUNTERS:
+        a, b = getattr(after, key), getattr(before, key)
+        diffs[key] = None if a is None else a - (b or 0.0)
+    reset = any(d is not None and d < 0 for d in diffs.values())
+    drafts, drafted, accepted = (diffs[k] for k in _COUNTERS)
+    return SpecDelta(
+        num_drafts=drafts,
+        num_draft_tokens=drafted,
+        num_accepted_tokens=accepted,
+        mean_acceptance_length=1 + accepted / drafts if drafts and accepted is not None else None,
+        acceptance_rate=accepted / drafted if drafted and accepted is not None else None,
+        reset=reset,
+    )

@@ -1,0 +1,101 @@
+"""Session fixtures: real llama-server processes (scripts/real-server) on free ports."""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+import subprocess
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).parents[1]
+SCRIPT = ROOT / "scripts" / "real-server"
+NGRAM_FLAGS = (
+    "--spec-type",
+    "ngram-simple",
+    "--spec-ngram-simple-size-n",
+    "2",
+    "--spec-ngram-simple-size-m",
+    "3",
+)
+
+StartServer = Callable[..., str]
+_LOGS: dict[str, Path] = {}  # base URL -> the log scripts/real-server writes for it
+
+
+def free_port() -> int:
+    """A TCP port nothing listens on right now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _server_binary() -> Path:
+    """Where scripts/real-server caches llama-server (found without installing anything)."""
+    version = re.search(r"^VERSION=(\S+)$", SCRIPT.read_text(), re.M)
+    assert version, f"{SCRIPT}: no VERSION= line"
+    cache = Path(os.environ.get("DIAGNOSE_CACHE", Path.home() / ".cache" / "diagnose"))
+    return cache / f"llama.cpp-{version.group(1)}" / "bin" / "llama-server"
+
+
+@pytest.fixture(scope="session")
+def real_server() -> Iterator[StartServer]:
+    """Start a real llama-server with extra flags (one per distinct flag set); stop at the end.
+
+    Fails, never skips, when llama-server is not installed: CI installs it (scripts/test).
+    """
+    binary = _server_binary()
+    if not binary.is_file():
+        pytest.fail(
+            f"llama-server is not installed ({binary} missing): run `scripts/real-server install`"
+            " (~10 min, once); the engine tests need the real server",
+            pytrace=False,
+        )
+    running: dict[tuple[str, ...], tuple[int, str]] = {}
+
+    def start(*flags: str) -> str:
+        if flags not in running:
+            port = free_port()
+            argv = [str(SCRIPT), "start", "--port", str(port), "--", *flags]
+            done = subprocess.run(argv, capture_output=True, text=True, timeout=300, check=False)
+            if done.returncode != 0:
+                pytest.fail(f"{' '.join(argv)} failed:\n{done.stderr[-2000:]}", pytrace=False)
+            url = done.stdout.strip().splitlines()[-1]
+            running[flags] = (port, url)
+            logged = re.search(r"log: (\S+)", done.stderr)  # "server pid N, log: PATH"
+            default = _server_binary().parents[2] / "run" / f"server-{port}.log"
+            _LOGS[url] = Path(logged.group(1)) if logged else default
+        return running[flags][1]
+
+    yield start
+    for port, _ in running.values():
+        subprocess.run(
+            [str(SCRIPT), "stop", "--port", str(port)], capture_output=True, timeout=60, check=False
+        )
+
+
+@pytest.fixture(scope="session")
+def llama_server(real_server: StartServer) -> str:
+    """Base URL of a real llama-server without speculation."""
+    return real_server()
+
+
+@pytest.fixture(scope="session")
+def llama_server_ngram(real_server: StartServer) -> str:
+    """Base URL of a real llama-server with n-gram speculation (k=3)."""
+    return real_server(*NGRAM_FLAGS)
+
+
+@pytest.fixture
+def dead_url() -> str:
+    """A local base URL where nothing listens."""
+    return f"http://127.0.0.1:{free_port()}"
+
+
+@pytest.fixture(scope="session")
+def server_log() -> Callable[[str], Path]:
+    """The log file scripts/real-server writes for the server at a base URL."""
+    return _LOGS.__getitem__
