@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 from analyse_bundles import H200, REAL_RUNS
 
-from diagnostic.acceptance import acceptance_from_texts, log_acceptance_length, parse_counters
+from diagnostic.acceptance import acceptance_from_texts, log_acceptance_length
+from diagnostic.engines.metrics import parse_spec_counters
 
 LLAMACPP = REAL_RUNS / "llamacpp-cpu"
 
@@ -48,10 +49,11 @@ def test_baseline_without_speculation_has_no_acceptance() -> None:
 
 def test_llamacpp_counters_with_prefix() -> None:
     text = _read(LLAMACPP / "ls_ngram_k4_metrics.txt")
-    counters = parse_counters(text)
-    assert counters.prefix == "llamacpp"
-    assert (counters.drafts, counters.draft_tokens, counters.accepted) == (378, 1506, 912)
-    assert counters.per_pos == {0: 258, 1: 246, 2: 222, 3: 186}
+    counters = parse_spec_counters(text)
+    assert counters.engine == "llamacpp"
+    c = counters
+    assert (c.num_drafts, c.num_draft_tokens, c.num_accepted_tokens) == (378, 1506, 912)
+    assert counters.accepted_per_pos == [258, 246, 222, 186]
     acc = acceptance_from_texts(text, None, _read(LLAMACPP / "server_ngram_k4.log"))
     assert acc is not None
     assert acc.mean_acceptance_length == pytest.approx(1 + 912 / 378)

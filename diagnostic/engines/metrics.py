@@ -53,14 +53,29 @@ class SpecDelta(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
+    engine: str | None = Field(None, description="Metric prefix of the later snapshot")
     num_drafts: float | None = Field(None, description="Δ verification steps with a draft")
     num_draft_tokens: float | None = Field(None, description="Δ draft tokens proposed")
     num_accepted_tokens: float | None = Field(None, description="Δ draft tokens accepted")
+    accepted_per_pos: list[float] = Field(
+        default_factory=list, description="Δ accepted tokens per draft position 0..k-1"
+    )
+    accept_length: float | None = Field(
+        None, description="Acceptance length gauge of the later snapshot (SGLang)"
+    )
     mean_acceptance_length: float | None = Field(
         None, description="1 + Δaccepted / Δdrafts (tokens per verification step)"
     )
     acceptance_rate: float | None = Field(None, description="Δaccepted / Δdraft tokens")
-    reset: bool = Field(False, description="A counter went down: the server restarted between")
+    reset: bool = Field(
+        False, description="A counter went down (restart): the deltas are the later counts alone"
+    )
+
+    @property
+    def counted(self) -> bool:
+        """True when the engine exposes speculation counters (even at zero)."""
+        counters = (self.num_drafts, self.num_draft_tokens, self.num_accepted_tokens)
+        return any(c is not None for c in counters) or bool(self.accepted_per_pos)
 
 
 class MetricsSnapshot(BaseModel):
@@ -124,19 +139,29 @@ def _counters(
     return SpecCounters(engine=engine, accepted_per_pos=positions, **fields)
 
 
-def spec_delta(before: SpecCounters, after: SpecCounters) -> SpecDelta:
-    """Counter differences between two snapshots of one server process."""
-    diffs: dict[str, float | None] = {}
-    for key in _COUNTERS:
-        a, b = getattr(after, key), getattr(before, key)
-        diffs[key] = None if a is None else a - (b or 0.0)
-    reset = any(d is not None and d < 0 for d in diffs.values())
-    drafts, drafted, accepted = (diffs[k] for k in _COUNTERS)
+def spec_delta(before: SpecCounters | None, after: SpecCounters) -> SpecDelta:
+    """Counter differences between two snapshots of one server process; `after` alone when
+    there is no `before` or a counter went down (the process restarted in between)."""
+    reset = before is not None and any(
+        (getattr(after, key) or 0.0) < (getattr(before, key) or 0.0) for key in _COUNTERS
+    )
+    base = SpecCounters() if before is None or reset else before
+    drafts, drafted, accepted = (_minus(getattr(after, k), getattr(base, k)) for k in _COUNTERS)
+    below = base.accepted_per_pos
     return SpecDelta(
+        engine=after.engine,
         num_drafts=drafts,
         num_draft_tokens=drafted,
         num_accepted_tokens=accepted,
+        accepted_per_pos=[
+            a - (below[i] if i < len(below) else 0.0) for i, a in enumerate(after.accepted_per_pos)
+        ],
+        accept_length=after.accept_length,
         mean_acceptance_length=1 + accepted / drafts if drafts and accepted is not None else None,
         acceptance_rate=accepted / drafted if drafted and accepted is not None else None,
         reset=reset,
     )
+
+
+def _minus(after: float | None, before: float | None) -> float | None:
+    return None if after is None else after - (before or 0.0)
