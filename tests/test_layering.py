@@ -25,6 +25,7 @@ LAYERS = {
     "plan": 1,
     "schedule": 1,
     "acceptance": 1,
+    "pdf": 1,
     "checks": 2,
     "check": 2,
     "collect": 2,
