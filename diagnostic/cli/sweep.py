@@ -1,19 +1,359 @@
-"""`diagnose sweep`: not built yet (issue #5)."""
+"""`diagnose sweep`: restart the server per configuration, in interleaved blocks, from a plan."""
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
 import click
+from click.core import ParameterSource
+from pydantic import BaseModel, ConfigDict, Field
+from rich import box
+from rich.table import Table
 
-from diagnostic.errors import NotImplementedYet
+from diagnostic.cli._common import RichReporter, console, console_err
+from diagnostic.errors import DiagnosticError
+from diagnostic.plan import ENGINES, Plan, expand_plan, load_plan, plan_from_preset, to_toml
+from diagnostic.redact import redact_text
+from diagnostic.schedule import EstimateAssumptions
+from diagnostic.sweep import OVERALL, SweepSummary, sweep
+
+CURRENT = "  this run"
+_PRESET_OPTIONS = (
+    "model",
+    "drafter",
+    "method",
+    "ks",
+    "restarts",
+    "requests",
+    "warmup",
+    "max_tokens",
+    "workloads",
+    "port",
+    "server",
+    "extra_args",
+    "no_aa",
+    "save_plan",
+)
 
 
-@click.command("sweep", context_settings={"ignore_unknown_options": True})
-@click.argument("args", nargs=-1, type=click.UNPROCESSED)
-def command(args: tuple[str, ...]) -> None:
+class _TwoBars:
+    """Keeps the display to two bars: the whole sweep, and the workload running now."""
+
+    def __init__(self, inner: RichReporter) -> None:
+        self.inner = inner
+
+    def start(self, label: str, total: int | None) -> None:
+        """The sweep's bar, or the one reused for each run and workload."""
+        self.inner.start(label if label == OVERALL else CURRENT, total)
+
+    def advance(self, label: str, steps: int = 1, status: str | None = None) -> None:
+        """Move the matching bar."""
+        self.inner.advance(label if label == OVERALL else CURRENT, steps, status)
+
+    def note(self, message: str) -> None:
+        """Print above the bars."""
+        self.inner.note(message)
+
+
+@contextlib.contextmanager
+def _terminate_as_interrupt() -> Iterator[None]:
+    """SIGTERM, or SIGHUP from a closed ssh session, stops the server the way Ctrl-C does."""
+
+    def interrupt(signum: int, frame: FrameType | None) -> None:
+        raise KeyboardInterrupt(signal.Signals(signum).name)
+
+    previous = {sig: signal.signal(sig, interrupt) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _ks(value: str | None) -> list[int]:
+    if value is None:
+        return []
+    try:
+        return [int(k) for k in value.split(",") if k.strip()]
+    except ValueError:
+        raise click.BadParameter("give draft lengths as integers, e.g. 1,2,3,5,7") from None
+
+
+def _api_key(var: str | None) -> str | None:
+    if var is None:
+        return None
+    key = os.environ.get(var)
+    if not key:
+        raise DiagnosticError(f"--api-key-env {var}: the environment variable {var} is not set")
+    return key
+
+
+_OUT = click.Path(path_type=Path)
+
+
+@click.command("sweep")
+@click.argument("plan_file", required=False, type=_OUT)
+@click.option("--out", type=_OUT, help="Bundle folder to write.")
+@click.option("--resume", is_flag=True, help="Continue a sweep: skip runs done, redo the others.")
+@click.option("--force", is_flag=True, help="Replace an existing bundle (or --save-plan file).")
+@click.option("--dry-run", is_flag=True, help="Print the schedule and a time estimate only.")
+@click.option("--stop-on-failure", is_flag=True, help="Stop at the first failed start.")
+@click.option(
+    "--adaptive",
+    is_flag=True,
+    help="Analyse at planned looks (after blocks 3, 5, 8, … up to restarts); stop once decided.",
+)
+@click.option("--engine", type=click.Choice(ENGINES), help="Preset: generate the plan.")
+@click.option("--model", help="Preset: model served (path or hub id).")
+@click.option("--drafter", help="Preset: draft model (EAGLE, EAGLE-3, draft model).")
+@click.option("--method", help="Preset: eagle, eagle3, ngram, mtp, draft_model, standalone, draft.")
+@click.option("--k", "ks", metavar="K,K,…", help="Preset: draft lengths, e.g. 1,2,3,5,7.")
+@click.option(
+    "--restarts",
+    type=click.IntRange(min=1),
+    default=5,
+    show_default=True,
+    help="Preset: server starts per arm.",
+)
+@click.option(
+    "--requests",
+    type=click.IntRange(min=1),
+    default=15,
+    show_default=True,
+    help="Preset: measured requests per restart and workload.",
+)
+@click.option(
+    "--warmup",
+    type=click.IntRange(min=0),
+    default=1,
+    show_default=True,
+    help="Preset: warm-up requests per restart and workload.",
+)
+@click.option(
+    "--max-tokens",
+    type=click.IntRange(min=1),
+    default=256,
+    show_default=True,
+    help="Preset: output tokens per request.",
+)
+@click.option(
+    "--workloads",
+    default="code,prose",
+    show_default=True,
+    help="Preset: comma-separated workloads.",
+)
+@click.option("--port", type=click.IntRange(1, 65535), help="Preset: port (default per engine).")
+@click.option("--server", help="Preset: server command (default: vllm serve, llama-server, …).")
+@click.option("--extra-args", default="", help="Preset: flags added to every launch.")
+@click.option("--no-aa", is_flag=True, help="Preset: leave out the A/A arm (baseline-aa).")
+@click.option("--save-plan", type=_OUT, help="Preset: write the plan to this file.")
+@click.option("--api-key-env", metavar="VAR", help="Environment variable holding the API key.")
+@click.option(
+    "--timeout",
+    "timeout_s",
+    type=click.FloatRange(min=1),
+    help="Seconds one request may take (default 600).",
+)
+@click.option(
+    "--assume-startup",
+    type=click.FloatRange(min=0),
+    default=60.0,
+    show_default=True,
+    help="Estimate: seconds a server takes to start.",
+)
+@click.option(
+    "--assume-tps",
+    type=click.FloatRange(min=0.1),
+    default=50.0,
+    show_default=True,
+    help="Estimate: decode tokens per second.",
+)
+@click.pass_context
+def command(
+    ctx: click.Context,
+    plan_file: Path | None,
+    out: Path | None,
+    resume: bool,
+    force: bool,
+    dry_run: bool,
+    stop_on_failure: bool,
+    adaptive: bool,
+    engine: str | None,
+    api_key_env: str | None,
+    timeout_s: float | None,
+    assume_startup: float,
+    assume_tps: float,
+    **preset: Any,
+) -> None:
     """Restart the server per configuration, in interleaved blocks, from a plan.
 
+    Each scheduled start launches the arm's command (bash -c, own process group, log in
+    runs/<arm>-r<n>/server.log, secrets redacted), waits for health, measures like `collect`,
+    then stops the server and waits for the port. Blocks start every arm once in a seeded
+    random order. A failed start is recorded and the sweep goes on; Ctrl-C stops cleanly and
+    --resume continues without repeating a request.
+
     \b
-    Example:
+    Examples:
+      diagnose sweep plan.toml --out bundle --dry-run
       diagnose sweep plan.toml --out bundle
+      diagnose sweep --engine vllm --model M --drafter D --method eagle3 --k 1,2,3,5,7 \\
+          --restarts 5 --out bundle --save-plan plan.toml
     """
-    raise NotImplementedYet("`diagnose sweep` is not implemented yet (issue #5)")
+    if plan_file is not None:
+        _no_preset_options(ctx, engine)
+        plan = load_plan(plan_file)
+    elif engine is None:
+        raise click.UsageError("give a PLAN.toml, or --engine with --model, --method and --k")
+    else:
+        plan = _preset(engine, force=force, **preset)
+    for warning in plan.warnings:
+        console_err.print(f"[yellow]Warning:[/] {warning}", highlight=False)
+    if out is None and not dry_run:
+        if engine is not None:
+            return  # the preset was printed (and saved): nothing to run
+        raise click.UsageError("give --out BUNDLE (or --dry-run to see the schedule)")
+    options = SweepOptions(
+        out=out,
+        resume=resume,
+        force=force,
+        stop_on_failure=stop_on_failure,
+        adaptive=adaptive,
+        api_key=_api_key(api_key_env),
+        request_timeout_s=timeout_s,
+        assumptions=EstimateAssumptions(startup_s=assume_startup, decode_tps=assume_tps),
+    )
+    if dry_run:
+        _print_schedule(sweep(plan, dry_run=True, **options.kwargs()))
+        return
+    with _terminate_as_interrupt(), RichReporter() as reporter:
+        summary = sweep(plan, reporter=_TwoBars(reporter), **options.kwargs())
+    _print_outcomes(summary)
+    if summary.count("failed") or summary.stopped_early:
+        sys.exit(1)
+
+
+class SweepOptions(BaseModel):
+    """The stage options the command line chose."""
+
+    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
+
+    out: Path | None = Field(description="Bundle folder")
+    resume: bool = Field(description="Continue a sweep")
+    force: bool = Field(description="Replace an existing bundle")
+    stop_on_failure: bool = Field(description="Stop at the first failed start")
+    adaptive: bool = Field(description="Stop at a planned look once every comparison is decided")
+    api_key: str | None = Field(None, repr=False, description="Bearer token, never stored")
+    request_timeout_s: float | None = Field(None, description="Seconds one request may take")
+    assumptions: EstimateAssumptions = Field(description="What the time estimate assumes")
+
+    def kwargs(self) -> dict[str, Any]:
+        """Keyword arguments of `sweep`."""
+        return {name: getattr(self, name) for name in type(self).model_fields}
+
+
+def _no_preset_options(ctx: click.Context, engine: str | None) -> None:
+    given = [
+        "--" + name.replace("_", "-")
+        for name in _PRESET_OPTIONS
+        if ctx.get_parameter_source(name) is ParameterSource.COMMANDLINE
+    ]
+    if engine is not None or given:
+        raise click.UsageError(
+            "give a PLAN file or preset options (--engine …), not both; edit the plan instead "
+            f"of passing {', '.join(given or ['--engine'])}"
+        )
+
+
+def _preset(engine: str, *, force: bool, **options: Any) -> Plan:
+    if not options["model"] or not options["method"] or not options["ks"]:
+        raise click.UsageError("a preset needs --model, --method and --k")
+    save: Path | None = options.pop("save_plan")
+    file = plan_from_preset(
+        engine,
+        model=options["model"],
+        drafter=options["drafter"],
+        method=options["method"],
+        ks=_ks(options["ks"]),
+        restarts=options["restarts"],
+        requests=options["requests"],
+        warmup=options["warmup"],
+        max_tokens=options["max_tokens"],
+        workloads=[w.strip() for w in options["workloads"].split(",") if w.strip()],
+        port=options["port"],
+        server=options["server"],
+        extra_args=options["extra_args"],
+        aa=not options["no_aa"],
+    )
+    words = " ".join(sys.argv[1:]) if sys.argv[1:2] == ["sweep"] else "sweep (preset)"
+    text = to_toml(file, header=redact_text(f"Generated by: diagnose {words}"))
+    console.print(text, markup=False, highlight=False, soft_wrap=True)
+    if save is not None:
+        if save.exists() and not force:
+            raise DiagnosticError(
+                f"{save} already exists; choose another --save-plan or add --force"
+            )
+        save.write_text(text, encoding="utf-8")
+        console_err.print(f"Plan saved to {save}", highlight=False)
+    return expand_plan(file, source=str(save) if save is not None else "preset")
+
+
+def _duration(seconds: float) -> str:
+    minutes = round(seconds / 60)
+    if minutes < 1:
+        return f"{seconds:.0f} s"
+    return f"{minutes // 60} h {minutes % 60:02d} min" if minutes >= 60 else f"{minutes} min"
+
+
+def _print_schedule(summary: SweepSummary) -> None:
+    table = Table(title=f"Schedule of {summary.plan_source}", box=box.SIMPLE_HEAD)
+    for name in ("#", "block", "arm", "restart"):
+        table.add_column(name, justify="right" if name != "arm" else "left")
+    for s in summary.schedule:
+        block = "-" if s.block is None else str(s.block + 1)
+        table.add_row(str(s.index + 1), block, s.arm, str(s.restart))
+    console.print(table)
+    e, a = summary.estimate, summary.estimate.assumptions
+    console.print(
+        f"{e.starts} starts, {e.requests} requests: about {_duration(e.total_s)} "
+        f"({_duration(e.per_start_s)} per start, assuming {a.startup_s:g} s start-up, "
+        f"{a.stop_s:g} s stop, {a.decode_tps:g} tok/s decode, {a.request_overhead_s:g} s per "
+        "request; tune with --assume-startup / --assume-tps)",
+        highlight=False,
+    )
+    if summary.looks:
+        looks = ", ".join(str(n) for n in summary.looks)
+        console.print(f"--adaptive: the analysis looks after blocks {looks}", highlight=False)
+
+
+def _print_outcomes(summary: SweepSummary) -> None:
+    table = Table(title=f"Sweep into {summary.bundle}", box=box.SIMPLE_HEAD)
+    for name in ("block", "arm", "restart", "status", "start-up s", "why"):
+        table.add_column(name, justify="right" if name in ("block", "restart") else "left")
+    for o in summary.outcomes:
+        why = (o.failure or "").splitlines()[0][:90] if o.failure else ""
+        startup = "-" if o.startup_s is None else f"{o.startup_s:.1f}"
+        block = "-" if o.start.block is None else str(o.start.block + 1)
+        style = {"ok": "green", "failed": "red", "interrupted": "yellow"}.get(o.status, "")
+        status = f"[{style}]{o.status}[/]" if style else o.status
+        table.add_row(block, o.start.arm, str(o.start.restart), status, startup, why)
+    console.print(table)
+    counts = ", ".join(
+        f"{summary.count(s)} {s}" for s in ("ok", "skipped", "failed") if summary.count(s)
+    )
+    console.print(f"{counts}. Bundle: {summary.bundle}", highlight=False)
+    if summary.stopped_at_look:
+        console.print(
+            f"--adaptive: every comparison decided after {summary.stopped_at_look} blocks."
+        )
+    if summary.stopped_early:
+        console.print("Stopped at the first failure (--stop-on-failure); continue with --resume.")
+    elif summary.count("failed"):
+        console.print("Failed starts can be retried with --resume (details in each run.json).")

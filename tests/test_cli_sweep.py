@@ -1,0 +1,159 @@
+"""`diagnose sweep` on the command line: plan files, presets, dry runs, exit codes."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from conftest import ROOT, free_port
+
+from diagnostic.bundle import Bundle
+from diagnostic.cli import main
+from diagnostic.plan import load_plan
+
+SAMPLE = ROOT / "samples" / "plans" / "llamacpp-cpu.toml"
+
+
+def _invoke(*args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(main, ["sweep", *args])
+    assert "Traceback" not in result.output, result.output
+    return result.exit_code, result.output
+
+
+def _plan_file(tmp_path: Path, launch: str, **extra: str) -> Path:
+    lines = [f"{k} = {v}" for k, v in extra.items()]
+    path = tmp_path / "plan.toml"
+    path.write_text(
+        '[plan]\nrestarts = 1\nrequests = 1\nwarmup = 0\nmax_tokens = 8\nworkloads = ["code"]\n'
+        f"port = {free_port()}\n" + "\n".join(lines) + "\n"
+        f'[[arms]]\nname = "baseline"\nlaunch = "{launch}"\n'
+    )
+    return path
+
+
+def test_preset_prints_the_plan_and_saves_it(tmp_path: Path) -> None:
+    saved = tmp_path / "plan.toml"
+    code, out = _invoke(
+        "--engine", "vllm", "--model", "meta/Llama-3.1-8B", "--drafter", "yuhuili/EAGLE3",
+        "--method", "eagle3", "--k", "1,2,3,5,7", "--restarts", "3", "--save-plan", str(saved),
+    )  # fmt: skip
+    assert code == 0, out
+    assert "[[arms]]" in out and 'name = "eagle3-k{k}"' in out
+    assert "sweep = { k = [1, 2, 3, 5, 7] }" in out
+    plan = load_plan(saved)
+    assert [a.name for a in plan.arms][:2] == ["baseline", "baseline-aa"]
+    assert plan.options.restarts == 3
+    assert '"num_speculative_tokens":5' in plan.arm("eagle3-k5").launch
+    # never overwrite a plan someone may have edited
+    again = ["--engine", "vllm", "--model", "M", "--method", "ngram", "--k", "2"]
+    code, out = _invoke(*again, "--save-plan", str(saved))
+    assert code == 2 and "already exists" in out
+
+
+def test_preset_mistakes_are_usage_errors(tmp_path: Path) -> None:
+    code, out = _invoke("--engine", "sglang", "--model", "M", "--method", "eagle3", "--k", "2")
+    assert code == 2 and "needs a drafter" in out
+    code, out = _invoke("--engine", "llamacpp", "--model", "M", "--method", "ngram", "--k", "a,b")
+    assert code == 2 and "integers" in out
+    code, out = _invoke("--engine", "llamacpp", "--model", "M")
+    assert code == 2 and "needs --model, --method and --k" in out
+
+
+def test_a_plan_file_and_preset_options_do_not_mix() -> None:
+    code, out = _invoke(str(SAMPLE), "--restarts", "7", "--dry-run")
+    assert code == 2 and "--restarts" in out and "edit the plan" in out
+    code, out = _invoke()
+    assert code == 2 and "PLAN.toml" in out
+
+
+def test_dry_run_prints_schedule_and_estimate() -> None:
+    code, out = _invoke(str(SAMPLE), "--dry-run", "--assume-startup", "2", "--assume-tps", "35")
+    assert code == 0, out
+    assert "selfdraft-k4" in out and "ngram-k8" in out
+    assert "27 starts, 864 requests" in out and "2 s start-up" in out
+
+
+def test_a_missing_plan_is_an_error_without_traceback(tmp_path: Path) -> None:
+    code, out = _invoke(str(tmp_path / "none.toml"), "--out", str(tmp_path / "b"))
+    assert code == 2 and "Error:" in out and "no such plan file" in out
+
+
+def test_failed_starts_give_exit_code_1_and_a_table(tmp_path: Path) -> None:
+    plan = _plan_file(tmp_path, "echo boom >&2; exit 4 # {port}")
+    code, out = _invoke(str(plan), "--out", str(tmp_path / "b"))
+    assert code == 1
+    assert "failed" in out and "exited with status 4" in out
+    assert "--resume" in out
+    assert Bundle.open(tmp_path / "b").runs()[0].status == "failed"
+    code, out = _invoke(str(plan), "--out", str(tmp_path / "b"))
+    assert code == 2 and "--resume" in out  # the bundle exists
+
+
+@pytest.mark.engine
+def test_a_real_one_start_sweep_from_the_command_line(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [str(ROOT / "scripts" / "real-server"), "path"],
+        capture_output=True,
+        text=True,
+        timeout=3600,
+    )
+    if done.returncode != 0:
+        pytest.fail(f"llama-server is not installed: {done.stderr[-1000:]}", pytrace=False)
+    env = dict(line.split("=", 1) for line in done.stdout.splitlines() if "=" in line)
+    plan = _plan_file(
+        tmp_path, "$LLAMA_SERVER -m $MODEL --host 127.0.0.1 --port {port} -t 2 -c 1024 --metrics"
+    )
+    result = subprocess.run(
+        [
+            str(ROOT / ".venv" / "bin" / "diagnose"),
+            "sweep",
+            str(plan),
+            "--out",
+            str(tmp_path / "b"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, **env},
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "1 ok. Bundle:" in result.stdout
+    run = Bundle.open(tmp_path / "b").runs()[0]
+    assert run.status == "ok" and run.capture is not None and "resolved" in run.capture
+
+
+def _static_server(tmp_path: Path) -> str:
+    """A launch whose server listens but never answers a completion (POST is 501)."""
+    root = tmp_path / "www"
+    root.mkdir()
+    return f"exec {sys.executable} -m http.server {{port}} --bind 127.0.0.1 --directory {root}"
+
+
+def test_sigterm_stops_the_server_and_marks_the_run_interrupted(tmp_path: Path) -> None:
+    plan = _plan_file(tmp_path, _static_server(tmp_path), health_timeout_s="120")
+    out = tmp_path / "b"
+    proc = subprocess.Popen(
+        [str(ROOT / ".venv" / "bin" / "diagnose"), "sweep", str(plan), "--out", str(out)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    log = out / "runs" / "baseline-r0" / "server.log"
+    deadline = time.monotonic() + 60
+    while not (log.is_file() and "GET /health" in log.read_text()):
+        assert time.monotonic() < deadline and proc.poll() is None, "the server never started"
+        time.sleep(0.1)
+    proc.send_signal(signal.SIGTERM)
+    output, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 130, output
+    run = Bundle.open(out).runs()[0]
+    assert run.status == "interrupted" and "(SIGTERM)" in (run.failure or "")
+    assert run.launch is not None and run.launch.pid
+    with pytest.raises(ProcessLookupError):
+        os.killpg(run.launch.pid, 0)

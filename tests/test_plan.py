@@ -1,0 +1,338 @@
+"""Plan files: the TOML contract, sweep expansion, errors naming the fix, presets, TOML output."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from diagnostic.plan import (
+    PlanError,
+    TemplateError,
+    infer_speculative,
+    load_plan,
+    parse_plan,
+    plan_from_preset,
+    substitute,
+    to_toml,
+)
+
+DATA = Path(__file__).parent / "data" / "plan"
+ISSUE_PLAN = (DATA / "issue5.toml").read_text()
+SAMPLE = Path(__file__).parents[1] / "samples" / "plans" / "llamacpp-cpu.toml"
+
+
+def _plan(body: str, plan: str = "") -> str:
+    return f"[plan]\n{plan}\n{body}"
+
+
+BASE_ARM = '[[arms]]\nname = "baseline"\nlaunch = "srv --port {port}"\n'
+
+
+def test_the_issue_plan_expands_to_one_arm_per_k() -> None:
+    plan = parse_plan(ISSUE_PLAN, source="plan.toml")
+    assert [a.name for a in plan.arms] == [
+        "baseline",
+        "eagle3-k1",
+        "eagle3-k2",
+        "eagle3-k3",
+        "eagle3-k5",
+        "eagle3-k7",
+    ]
+    k3 = plan.arm("eagle3-k3")
+    assert k3.params == {"k": 3}
+    assert k3.launch == (
+        "vllm serve MODEL --port 8000 --speculative-config "
+        """'{"method":"eagle3","model":"D","num_speculative_tokens":3}'"""
+    )
+    assert k3.speculative is True
+    assert plan.arm("baseline").speculative is False
+    assert plan.arm("baseline").env == {"CUDA_VISIBLE_DEVICES": "0"}
+    assert plan.base_url == "http://127.0.0.1:8000"
+    assert plan.baseline == "baseline"
+
+
+def test_the_manifest_spec_carries_arms_params_and_options() -> None:
+    spec = parse_plan(ISSUE_PLAN, source="plan.toml").spec()
+    assert spec.order == "blocks" and spec.restarts == 5 and spec.requests == 15
+    assert spec.workloads == ["code", "prose"] and spec.baseline == "baseline"
+    assert [a.params for a in spec.arms][1:] == [{"k": k} for k in (1, 2, 3, 5, 7)]
+
+
+def test_manifest_launch_and_env_are_redacted() -> None:
+    text = _plan(
+        '[[arms]]\nname = "baseline"\n'
+        'launch = "srv --port {port} --api-key sk-abcdefghijklmnopqrstu"\n'
+        'env = { HF_TOKEN = "hf_abcdefghijklmnopqrstuvwxyz" }\n'
+    )
+    arm = parse_plan(text, source="p.toml").spec().arms[0]
+    assert "sk-abcdefghijklmnopqrstu" not in (arm.launch or "")
+    assert arm.env["HF_TOKEN"] != "hf_abcdefghijklmnopqrstuvwxyz"
+
+
+def test_aa_arm_without_launch_repeats_its_reference() -> None:
+    text = _plan(BASE_ARM + '[[arms]]\nname = "baseline-aa"\naa_of = "baseline"\n')
+    plan = parse_plan(text, source="p.toml")
+    aa = plan.arm("baseline-aa")
+    assert aa.launch == plan.arm("baseline").launch == "srv --port 8000"
+    assert aa.aa_of == "baseline"
+    assert not any("A/A arm" in w for w in plan.warnings)
+
+
+def test_aa_arm_launched_differently_is_warned() -> None:
+    text = _plan(
+        BASE_ARM + '[[arms]]\nname = "aa"\naa_of = "baseline"\nlaunch = "srv --port {port} -x"\n'
+    )
+    assert any("does not launch exactly like" in w for w in parse_plan(text, source="p").warnings)
+
+
+def test_few_requests_are_warned_not_refused() -> None:
+    plan = parse_plan(_plan(BASE_ARM, "requests = 3"), source="p.toml")
+    assert plan.options.requests == 3
+    assert any("requests = 3 is below 15" in w for w in plan.warnings)
+
+
+def test_two_sweep_keys_give_the_product() -> None:
+    text = _plan(
+        BASE_ARM + '[[arms]]\nname = "ng-n{n}-k{k}"\nlaunch = "srv --port {port} -n {n} -k {k}"\n'
+        "sweep = { n = [2, 3], k = [1, 4] }\n"
+    )
+    names = [a.name for a in parse_plan(text, source="p").arms]
+    assert names == ["baseline", "ng-n2-k1", "ng-n2-k4", "ng-n3-k1", "ng-n3-k4"]
+
+
+def test_base_url_and_env_are_templates() -> None:
+    text = _plan(
+        '[[arms]]\nname = "baseline"\nlaunch = "srv --port {port}"\nenv = { P = "{port}" }\n',
+        'port = 9100\nbase_url = "http://localhost:{port}/"',
+    )
+    plan = parse_plan(text, source="p")
+    assert plan.base_url == "http://localhost:9100/"
+    assert plan.arm("baseline").env == {"P": "9100"}
+
+
+@pytest.mark.parametrize(
+    ("body", "plan", "needle"),
+    [
+        (BASE_ARM, "restart = 3", "unknown key `restart` (did you mean `restarts`?)"),
+        (BASE_ARM + "colour = 1\n", "", "[[arms]] #1: unknown key `colour`"),
+        (BASE_ARM, 'restarts = "5"', "[plan] restarts: input should be a valid integer"),
+        (BASE_ARM, "restarts = 0", "[plan] restarts"),
+        (BASE_ARM, 'order = "random"', "[plan] order"),
+        ('[[arms]]\nname = "baseline"\nlaunch = "srv --port 8000"\n', "", "launch has no {port}"),
+        (BASE_ARM + BASE_ARM, "", "two arms are named 'baseline'"),
+        (BASE_ARM, 'baseline = "base"', "[plan] baseline = 'base' is not an arm"),
+        (
+            '[[arms]]\nname = "spec"\nlaunch = "srv --port {port}"\n',
+            "",
+            "no arm is named 'baseline'",
+        ),
+        (
+            BASE_ARM
+            + '[[arms]]\nname = "x"\nlaunch = "srv --port {port} {k}"\nsweep = { k = [1] }\n',
+            "",
+            "name has no {k}",
+        ),
+        (
+            BASE_ARM + '[[arms]]\nname = "x{k}"\nlaunch = "s --port {port}"\nsweep = { k = [] }\n',
+            "",
+            "sweep.k is empty",
+        ),
+        (BASE_ARM + '[[arms]]\nname = "aa"\naa_of = "nope"\n', "", "aa_of = 'nope', which is not"),
+        (BASE_ARM + '[[arms]]\nname = "x"\n', "", "missing key `launch`"),
+        (
+            '[[arms]]\nname = "baseline"\nlaunch = "srv --port {port} -m ${MODEL}"\n',
+            "",
+            "write $MODEL or ${{MODEL}}",
+        ),
+        (
+            '[[arms]]\nname = "baseline"\nlaunch = "srv --port {port} {\\"a\\": 1}"\n',
+            "",
+            "write {{ and }} for literal braces",
+        ),
+        (
+            '[[arms]]\nname = "base line"\nlaunch = "srv --port {port}"\n',
+            'baseline = "base line"',
+            "cannot name a folder",
+        ),
+        ("", "", "missing key `arms`"),
+        (BASE_ARM, 'workloads = ["code", "poetry"]', "unknown workload 'poetry'; use a built-in"),
+        (BASE_ARM, 'workloads = ["code", "code"]', "lists a workload twice"),
+        (BASE_ARM, "restarts = ", "not valid TOML"),
+    ],
+)
+def test_mistakes_name_the_file_and_the_fix(body: str, plan: str, needle: str) -> None:
+    with pytest.raises(PlanError) as err:
+        parse_plan(_plan(body, plan), source="site/plan.toml")
+    assert str(err.value).startswith("site/plan.toml: ")
+    assert needle in str(err.value)
+
+
+def test_load_plan_reports_a_missing_file(tmp_path: Path) -> None:
+    with pytest.raises(PlanError, match="no such plan file"):
+        load_plan(tmp_path / "nope.toml")
+
+
+@pytest.mark.parametrize(
+    ("template", "values", "expected"),
+    [
+        ("--port {port}", {"port": 80}, "--port 80"),
+        ("'{{\"k\":{k}}}'", {"k": 3}, "'{\"k\":3}'"),
+        ("{{{k}}}", {"k": 1}, "{1}"),
+        ("--draft-tokens {k+1} --steps {k} {k - 1}", {"k": 3}, "--draft-tokens 4 --steps 3 2"),
+        ("$MODEL ${{MODEL}}", {}, "$MODEL ${MODEL}"),
+    ],
+)
+def test_substitute(template: str, values: dict[str, int], expected: str) -> None:
+    assert substitute(template, values) == expected
+
+
+@pytest.mark.parametrize("template", ["{x}", "{", "}", "{k*2}", "{}"])
+def test_substitute_rejects_unknown_or_lone_braces(template: str) -> None:
+    with pytest.raises(TemplateError):
+        substitute(template, {"k": 1})
+
+
+@given(st.text(alphabet="ab{}$ k", max_size=30))
+@settings(max_examples=200, deadline=None)
+def test_doubled_braces_always_round_trip(text: str) -> None:
+    escaped = text.replace("{", "{{").replace("}", "}}")
+    assert substitute(escaped, {"k": 1}) == text
+
+
+@pytest.mark.parametrize(
+    ("launch", "speculative"),
+    [
+        ("vllm serve M --port 8000", False),
+        ('vllm serve M --speculative-config \'{"method":"ngram"}\'', True),
+        ("python -m sglang.launch_server --speculative-algorithm EAGLE3", True),
+        ("llama-server -m M --spec-type ngram-simple --spec-ngram-simple-size-m 4", True),
+        ("llama-server -m M --spec-type none", False),
+        ("llama-server -m M -md D --spec-draft-n-max 4", True),
+        ("llama-server -m M --metrics", False),
+    ],
+)
+def test_infer_speculative(launch: str, speculative: bool) -> None:
+    assert infer_speculative(launch) is speculative
+
+
+def test_speculative_can_be_given() -> None:
+    text = _plan(
+        BASE_ARM + '[[arms]]\nname = "env-spec"\nlaunch = "srv --port {port}"\nspeculative = true\n'
+    )
+    assert parse_plan(text, source="p").arm("env-spec").speculative is True
+
+
+# -- presets and TOML output ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("engine", "method", "drafter", "needle_k3"),
+    [
+        (
+            "vllm",
+            "eagle3",
+            "D",
+            """--speculative-config '{"method":"eagle3","model":"D","num_speculative_tokens":3}'""",
+        ),
+        ("vllm", "ngram", None, """'{"method":"ngram","num_speculative_tokens":3}'"""),
+        (
+            "sglang",
+            "eagle3",
+            "D",
+            "--speculative-algorithm EAGLE3 --speculative-draft-model-path D "
+            "--speculative-num-steps 3 --speculative-eagle-topk 1 --speculative-num-draft-tokens 4",
+        ),
+        ("sglang", "ngram", None, "--speculative-algorithm NGRAM --speculative-num-draft-tokens 3"),
+        (
+            "llamacpp",
+            "ngram",
+            None,
+            "--spec-type ngram-simple --spec-ngram-simple-size-n 2 --spec-ngram-simple-size-m 3",
+        ),
+        ("llamacpp", "draft", "D.gguf", "-md D.gguf --spec-type draft-simple --spec-draft-n-max 3"),
+    ],
+)
+def test_presets_round_trip_through_toml(
+    engine: str, method: str, drafter: str | None, needle_k3: str
+) -> None:
+    file = plan_from_preset(engine, model="org/M", drafter=drafter, method=method, ks=[1, 3, 5])
+    text = to_toml(file, header="generated by a test")
+    assert tomllib.loads(text)  # valid TOML
+    plan = parse_plan(text, source="saved.toml")
+    assert plan.file == file
+    names = [a.name for a in plan.arms]
+    assert names[:2] == ["baseline", "baseline-aa"] and len(names) == 5
+    k3 = plan.arms[3]
+    assert k3.params == {"k": 3} and k3.speculative
+    assert needle_k3 in k3.launch
+    assert plan.arm("baseline-aa").launch == plan.arm("baseline").launch
+    assert "--port" in plan.arm("baseline").launch
+
+
+def test_preset_quotes_odd_model_paths_for_the_shell() -> None:
+    file = plan_from_preset(
+        "vllm", model="/models/my model{1}", method="eagle3", drafter="d'x", ks=[2]
+    )
+    plan = parse_plan(to_toml(file), source="p")
+    assert "'/models/my model{1}'" in plan.arm("baseline").launch
+    assert """"model":"d'"'"'x\"""" in plan.arms[-1].launch
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "needle"),
+    [
+        ({"engine": "trt"}, "unknown engine 'trt'"),
+        ({"method": "medusa"}, "has no method 'medusa'"),
+        ({"drafter": None}, "needs a drafter"),
+        ({"ks": [0, 2]}, "distinct draft lengths >= 1"),
+        ({"ks": [2, 2]}, "distinct draft lengths >= 1"),
+    ],
+)
+def test_preset_mistakes(kwargs: dict[str, object], needle: str) -> None:
+    args: dict[str, object] = {
+        "engine": "vllm",
+        "model": "M",
+        "method": "eagle3",
+        "drafter": "D",
+        "ks": [1],
+    }
+    args.update(kwargs)
+    engine = args.pop("engine")
+    with pytest.raises(PlanError, match=needle):
+        plan_from_preset(engine, **args)  # type: ignore[arg-type]
+
+
+def test_toml_output_escapes_strings() -> None:
+    file = plan_from_preset("llamacpp", model='C:\\m "q".gguf', method="ngram", ks=[2])
+    text = to_toml(file)
+    assert parse_plan(text, source="p").file == file
+
+
+def test_the_sample_plan_is_valid() -> None:
+    plan = load_plan(SAMPLE)
+    names = [a.name for a in plan.arms]
+    assert names == [
+        "baseline",
+        "baseline-aa",
+        "ngram-k1",
+        "ngram-k2",
+        "ngram-k3",
+        "ngram-k4",
+        "ngram-k6",
+        "ngram-k8",
+        "selfdraft-k4",
+    ]
+    o = plan.options
+    assert (o.restarts, o.requests, o.warmup, o.max_tokens) == (3, 15, 1, 64)
+    assert o.workloads == ["code", "prose"]
+    assert plan.arm("baseline-aa").aa_of == "baseline"
+    assert "--spec-ngram-simple-size-m 6" in plan.arm("ngram-k6").launch
+    assert (
+        "-md $MODEL --spec-type draft-simple --spec-draft-n-max 4"
+        in plan.arm("selfdraft-k4").launch
+    )
+    assert plan.warnings == []

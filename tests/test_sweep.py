@@ -1,0 +1,471 @@
+"""The sweep: real llama-server starts per arm in interleaved blocks, faults, Ctrl-C, resume."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from analyse_bundles import REAL_RUNS, synthetic_record
+from conftest import ROOT, free_port
+
+from diagnostic.bundle import Bundle
+from diagnostic.errors import BundleError, DiagnosticError
+from diagnostic.launch import port_in_use, start_server
+from diagnostic.models import RunInfo
+from diagnostic.plan import Plan, load_plan, parse_plan
+from diagnostic.schedule import build_schedule
+from diagnostic.sweep import OVERALL, SweepSummary, adaptive_looks, capture_facts, sweep
+
+SERVER = (
+    "$LLAMA_SERVER -m $MODEL -a gemma --host 127.0.0.1 --port {port} -t 2 -tb 2 -c 2048 -np 1"
+    " --metrics"
+)
+NGRAM = " --spec-type ngram-simple --spec-ngram-simple-size-n 2 --spec-ngram-simple-size-m {k}"
+
+
+class Recorder:
+    """A reporter that keeps what it was told."""
+
+    def __init__(self) -> None:
+        self.totals: dict[str, int | None] = {}
+        self.steps: dict[str, int] = {}
+        self.statuses: list[str] = []
+        self.notes: list[str] = []
+
+    def start(self, label: str, total: int | None) -> None:
+        self.totals[label] = total
+        self.steps.setdefault(label, 0)
+
+    def advance(self, label: str, steps: int = 1, status: str | None = None) -> None:
+        self.steps[label] = self.steps.get(label, 0) + steps
+        if status and label == OVERALL:
+            self.statuses.append(status)
+
+    def note(self, message: str) -> None:
+        self.notes.append(message)
+
+
+def _plan(tmp_path: Path, arms: str, **options: object) -> Plan:
+    settings = {
+        "restarts": 2,
+        "requests": 2,
+        "warmup": 1,
+        "max_tokens": 16,
+        "workloads": ["code"],
+        "port": free_port(),
+        "health_timeout_s": 60,
+        "seed": 3,
+    }
+    settings.update(options)
+    lines = [f"{k} = {_toml(v)}" for k, v in settings.items()]
+    path = tmp_path / "plan.toml"
+    path.write_text("[plan]\n" + "\n".join(lines) + "\n\n" + arms)
+    return load_plan(path)
+
+
+def _toml(value: object) -> str:
+    if isinstance(value, str):
+        return f'"{value}"'
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml(v) for v in value) + "]"
+    return str(value)
+
+
+def _arm(name: str, launch: str, extra: str = "") -> str:
+    return f'[[arms]]\nname = "{name}"\nlaunch = "{launch}"\n{extra}\n'
+
+
+def _runs(bundle: Path) -> dict[str, RunInfo]:
+    return {f"{r.arm}-r{r.restart}": r for r in Bundle.open(bundle).runs()}
+
+
+def _counter(prom: str, name: str) -> float:
+    match = re.search(rf"^llamacpp:{name}(?:_total)?\s+(\S+)$", prom, re.M)
+    assert match, f"{name} missing from /metrics"
+    return float(match.group(1))
+
+
+def _group_gone(pid: int) -> bool:
+    try:
+        os.killpg(pid, 0)
+    except ProcessLookupError:
+        return True
+    return False
+
+
+# -- without a server: dry run, preflight, failures ------------------------------------------
+
+
+def test_dry_run_prints_the_schedule_and_touches_nothing(tmp_path: Path) -> None:
+    plan = load_plan(ROOT / "samples" / "plans" / "llamacpp-cpu.toml")
+    summary = sweep(plan, out=tmp_path / "b", dry_run=True)
+    assert not (tmp_path / "b").exists()
+    assert len(summary.schedule) == 9 * 3
+    assert summary.count("planned") == 27
+    first_block = [s.arm for s in summary.schedule if s.block == 0]
+    assert sorted(first_block) == sorted(a.name for a in plan.arms)
+    e = summary.estimate
+    assert e.requests == 27 * 2 * 16
+    assert e.total_s == pytest.approx(27 * e.per_start_s)
+
+
+def test_unset_shell_variables_fail_before_any_start(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("NO_SUCH_SERVER_VAR", raising=False)
+    plan = _plan(tmp_path, _arm("baseline", "$NO_SUCH_SERVER_VAR --port {port}"))
+    with pytest.raises(DiagnosticError, match=r"\$NO_SUCH_SERVER_VAR \(arms baseline\)"):
+        sweep(plan, out=tmp_path / "b")
+    assert not (tmp_path / "b").exists()
+
+
+def test_a_missing_prompt_file_fails_before_any_start(tmp_path: Path) -> None:
+    plan = _plan(tmp_path, _arm("baseline", "true --port {port}"), workloads=["mine.jsonl"])
+    with pytest.raises(DiagnosticError, match=r"mine\.jsonl"):
+        sweep(plan, out=tmp_path / "b")
+    assert not (tmp_path / "b").exists()
+
+
+def test_prompt_files_are_found_beside_the_plan(tmp_path: Path) -> None:
+    (tmp_path / "mine.jsonl").write_text('{"prompt": "def f(x):"}\n')
+    plan = _plan(
+        tmp_path, _arm("baseline", "exit 1 # {port}"), workloads=["mine.jsonl"], restarts=1
+    )
+    summary = sweep(plan, out=tmp_path / "b")
+    assert summary.count("failed") == 1
+    assert Bundle.open(tmp_path / "b").manifest.plan.workloads == ["mine"]
+
+
+def test_starts_that_exit_at_once_are_recorded_failed_and_the_sweep_goes_on(tmp_path: Path) -> None:
+    plan = _plan(
+        tmp_path,
+        _arm("baseline", "echo cannot load model >&2; exit 7 # {port}")
+        + _arm("hang", "echo loading; exec sleep 60 # {port}"),
+        health_timeout_s=1,
+    )
+    recorder = Recorder()
+    t0 = time.monotonic()
+    summary = sweep(plan, out=tmp_path / "b", reporter=recorder, grace_s=5)
+    assert time.monotonic() - t0 < 30
+    assert summary.count("failed") == 4
+    runs = _runs(tmp_path / "b")
+    for name in ("baseline-r0", "baseline-r1"):
+        assert runs[name].status == "failed"
+        assert "exited with status 7 during start-up" in (runs[name].failure or "")
+        assert "cannot load model" in (runs[name].failure or "")
+        assert runs[name].launch is not None and runs[name].launch.exit_code == 7
+    for name in ("hang-r0", "hang-r1"):
+        assert "did not become healthy within 1 s" in (runs[name].failure or "")
+        assert runs[name].launch is not None and runs[name].launch.exit_code == -15
+    assert recorder.steps[OVERALL] == recorder.totals[OVERALL] == 4 * 3
+    assert len([n for n in recorder.notes if "failed" in n]) == 4
+
+
+def test_stop_on_failure_stops_after_the_first_failure(tmp_path: Path) -> None:
+    plan = _plan(tmp_path, _arm("baseline", "exit 1 # {port}") + _arm("other", "exit 1 # {port}"))
+    summary = sweep(plan, out=tmp_path / "b", stop_on_failure=True)
+    assert summary.stopped_early and len(summary.outcomes) == 1
+    assert len(Bundle.open(tmp_path / "b").runs()) == 1
+
+
+def test_an_existing_bundle_needs_resume_or_force(tmp_path: Path) -> None:
+    plan = _plan(tmp_path, _arm("baseline", "exit 1 # {port}"), restarts=1)
+    sweep(plan, out=tmp_path / "b")
+    with pytest.raises(BundleError, match="--resume"):
+        sweep(plan, out=tmp_path / "b")
+    summary = sweep(plan, out=tmp_path / "b", force=True)
+    assert summary.count("failed") == 1
+
+
+def test_resume_refuses_a_different_plan(tmp_path: Path) -> None:
+    plan = _plan(tmp_path, _arm("baseline", "exit 1 # {port}"), restarts=1)
+    sweep(plan, out=tmp_path / "b")
+    other = parse_plan(
+        (tmp_path / "plan.toml").read_text().replace("max_tokens = 16", "max_tokens = 32"),
+        source="other.toml",
+    )
+    with pytest.raises(BundleError, match=r"plan differs .*\(max_tokens\)"):
+        sweep(other, out=tmp_path / "b", resume=True)
+
+
+def test_a_port_held_by_another_process_fails_the_start(tmp_path: Path) -> None:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen()
+        port = sock.getsockname()[1]
+        plan = _plan(tmp_path, _arm("baseline", "exit 0 # {port}"), restarts=1, port=port)
+        summary = sweep(plan, out=tmp_path / "b", grace_s=0.5)
+    assert summary.count("failed") == 1
+    assert f"port {port} is in use" in (summary.outcomes[0].failure or "")
+
+
+# -- the real engine ---------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def real_env() -> Iterator[None]:
+    """$LLAMA_SERVER and $MODEL for the launch templates (waits for a build in progress)."""
+    done = subprocess.run(
+        [str(ROOT / "scripts" / "real-server"), "path"],
+        capture_output=True,
+        text=True,
+        timeout=3600,
+        check=False,
+    )
+    if done.returncode != 0:
+        pytest.fail(
+            "`scripts/real-server path` failed: llama-server is not installed and could not be "
+            f"built; run `scripts/real-server install` (CI does)\n{done.stderr[-2000:]}",
+            pytrace=False,
+        )
+    saved = {k: os.environ.get(k) for k in ("LLAMA_SERVER", "MODEL")}
+    for line in done.stdout.splitlines():
+        key, _, value = line.partition("=")
+        if key in saved:
+            os.environ[key] = value
+    yield
+    for key, value in saved.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
+
+
+def _watch(bundle: Path, run: str, action: Callable[[RunInfo], None]) -> threading.Thread:
+    """Once `run` has a measured record, call action(run.json) from a thread."""
+
+    def loop() -> None:
+        deadline = time.monotonic() + 240
+        path = bundle / "runs" / run / "requests.jsonl"
+        while time.monotonic() < deadline:
+            if path.is_file() and '"warmup":false' in path.read_text():
+                action(
+                    Bundle.open(bundle).find_run(
+                        *run.rsplit("-r", 1)[:1], int(run.rsplit("-r", 1)[1])
+                    )
+                )  # type: ignore[arg-type]
+                return
+            time.sleep(0.05)
+
+    thread = threading.Thread(target=loop, daemon=True)
+    thread.start()
+    return thread
+
+
+@pytest.mark.engine
+def test_a_small_plan_runs_end_to_end_and_resumes_without_duplicates(
+    tmp_path: Path, real_env: None
+) -> None:
+    plan = _plan(
+        tmp_path,
+        _arm("baseline", SERVER) + _arm("ngram-k{k}", SERVER + NGRAM, "sweep = { k = [2, 4] }"),
+    )
+    recorder = Recorder()
+    summary = sweep(plan, out=tmp_path / "b", reporter=recorder)
+    assert [o.status for o in summary.outcomes] == ["ok"] * 6, summary.outcomes
+    bundle = Bundle.open(tmp_path / "b")
+    assert [a.name for a in bundle.manifest.plan.arms] == ["baseline", "ngram-k2", "ngram-k4"]
+    assert bundle.manifest.plan.order == "blocks" and bundle.manifest.plan.restarts == 2
+
+    expected = build_schedule(["baseline", "ngram-k2", "ngram-k4"], restarts=2, seed=3)
+    runs = sorted(bundle.runs(), key=lambda r: r.started_at)
+    assert [(r.arm, r.restart, r.block) for r in runs] == [
+        (s.arm, s.restart, s.block) for s in expected
+    ]
+    for run in runs:
+        assert run.status == "ok" and run.engine.name == "llamacpp"
+        assert run.launch is not None and run.launch.pid and run.launch.exit_code is not None
+        assert run.launch.startup_s is not None and 0 < run.launch.startup_s < 60
+        assert "$LLAMA_SERVER" in run.launch.command  # the template, not the expanded path
+        records = bundle.read_requests(run.arm, run.restart).records
+        assert len(records) == 3
+        assert len({(r.workload, r.seq) for r in records}) == 3
+        bad = [r for r in records if r.error is not None or r.completion_tokens != 16]
+        assert not bad, bad
+        log = bundle.run_file(run.arm, run.restart, "server.log").read_text()
+        assert "listening on" in log
+        after = bundle.run_file(run.arm, run.restart, "metrics_after.prom").read_text()
+        if run.arm == "baseline":
+            assert "draft acceptance" not in log
+        else:
+            k = int(run.arm.removeprefix("ngram-k"))
+            assert "draft acceptance" in log
+            drafts = _counter(after, "spec_decode_num_drafts")
+            tokens = _counter(after, "spec_decode_num_draft_tokens")
+            assert drafts > 0 and tokens / drafts <= k  # the {k} reached the server
+    assert not port_in_use("127.0.0.1", plan.options.port)
+    assert recorder.steps[OVERALL] == recorder.totals[OVERALL] == 6 * 3
+    assert any("tok/s" in s and "code" in s for s in recorder.statuses)
+
+    again = sweep(plan, out=tmp_path / "b", resume=True)
+    assert again.count("skipped") == 6
+    for run in Bundle.open(tmp_path / "b").runs():
+        assert len(bundle.read_requests(run.arm, run.restart).records) == 3
+
+
+@pytest.mark.engine
+def test_a_server_killed_mid_run_fails_that_run_only_and_resume_redoes_it(
+    tmp_path: Path, real_env: None
+) -> None:
+    plan = _plan(
+        tmp_path,
+        _arm("baseline", SERVER) + _arm("broken", "echo no such flag >&2; exit 2 # {port}"),
+        requests=3,
+        order="sequential",
+    )
+
+    def kill(run: RunInfo) -> None:
+        assert run.launch is not None and run.launch.pid
+        os.killpg(run.launch.pid, signal.SIGKILL)
+
+    watcher = _watch(tmp_path / "b", "baseline-r0", kill)
+    summary = sweep(plan, out=tmp_path / "b")
+    watcher.join(timeout=5)
+    assert [(o.start.arm, o.start.restart, o.status) for o in summary.outcomes] == [
+        ("baseline", 0, "failed"),
+        ("baseline", 1, "ok"),
+        ("broken", 0, "failed"),
+        ("broken", 1, "failed"),
+    ]
+    runs = _runs(tmp_path / "b")
+    killed = runs["baseline-r0"]
+    assert "exited with status -9 during the measurement" in (killed.failure or "")
+    assert killed.launch is not None and killed.launch.exit_code == -9
+    assert "exited with status 2 during start-up" in (runs["broken-r0"].failure or "")
+
+    resumed = sweep(plan, out=tmp_path / "b", resume=True)
+    assert [o.status for o in resumed.outcomes] == ["ok", "skipped", "failed", "failed"]
+    bundle = Bundle.open(tmp_path / "b")
+    redone = bundle.find_run("baseline", 0)
+    assert redone is not None and redone.status == "ok" and redone.failure is None
+    assert redone.logs == ["server.attempt1.log", "server.log"]
+    folder = bundle.run_dir("baseline", 0)
+    assert (folder / "requests.attempt1.jsonl").is_file()  # the failed attempt, kept aside
+    records = bundle.read_requests("baseline", 0).records
+    assert len(records) == 4 and all(r.error is None for r in records)
+    assert len({r.seq for r in records}) == 4
+
+
+@pytest.mark.engine
+def test_ctrl_c_stops_the_server_and_resume_finishes_without_duplicates(
+    tmp_path: Path, real_env: None
+) -> None:
+    plan = _plan(tmp_path, _arm("baseline", SERVER), requests=3, restarts=2)
+    watcher = _watch(tmp_path / "b", "baseline-r0", lambda run: os.kill(os.getpid(), signal.SIGINT))
+    with pytest.raises(KeyboardInterrupt):
+        sweep(plan, out=tmp_path / "b")
+        time.sleep(5)  # the signal arrives during the sweep; never get here
+    watcher.join(timeout=5)
+    bundle = Bundle.open(tmp_path / "b")
+    run = bundle.find_run("baseline", 0)
+    assert run is not None and run.status == "interrupted"
+    assert run.launch is not None and run.launch.pid and _group_gone(run.launch.pid)
+    assert not port_in_use("127.0.0.1", plan.options.port)
+    assert bundle.find_run("baseline", 1) is None
+    before = bundle.read_requests("baseline", 0).records
+    assert 1 <= len(before) < 4
+
+    summary: SweepSummary = sweep(plan, out=tmp_path / "b", resume=True)
+    assert [o.status for o in summary.outcomes] == ["ok", "ok"]
+    after = Bundle.open(tmp_path / "b").read_requests("baseline", 0).records
+    assert len(after) == 4 and len({r.seq for r in after}) == 4
+    assert [r.model_dump() for r in after[: len(before)]] == [r.model_dump() for r in before]
+
+
+# -- capture facts and --adaptive (offline) ----------------------------------------------
+
+
+def test_capture_facts_come_from_the_check_parsers() -> None:
+    log = REAL_RUNS / "h200-vllm-0.26-mla" / "mla-triton-ngram3" / "server.log"
+    facts = capture_facts(log)
+    assert facts is not None
+    assert facts["configured"] == "FULL_AND_PIECEWISE" and facts["resolved"] == "PIECEWISE"
+    assert capture_facts(Path("/nonexistent/server.log")) is None
+
+
+def test_adaptive_looks_follow_the_restarts(tmp_path: Path) -> None:
+    arms = _arm("baseline", "exit 1 # {port}")
+    assert adaptive_looks(_plan(tmp_path, arms, restarts=2)) == [2]
+    assert adaptive_looks(_plan(tmp_path, arms, restarts=8)) == [3, 5, 8]
+    assert adaptive_looks(_plan(tmp_path, arms, restarts=20)) == [3, 5, 8, 20]
+    with pytest.raises(DiagnosticError, match="order"):
+        adaptive_looks(_plan(tmp_path, arms, restarts=5, order="sequential"))
+
+
+@pytest.mark.parametrize(("spread", "decided"), [(0.005, True), (0.3, False)])
+def test_adaptive_stops_at_the_first_look_where_everything_is_decided(
+    tmp_path: Path, spread: float, decided: bool
+) -> None:
+    arms = (
+        _arm("baseline", "exit 1 # {port}")
+        + '[[arms]]\nname = "baseline-aa"\naa_of = "baseline"\n\n'
+        + _arm("spec", "exit 1 # {port} --spec-type ngram-simple", "speculative = true")
+    )
+    plan = _plan(tmp_path, arms, restarts=8, requests=15, max_tokens=256)
+    out = tmp_path / "b"
+    sweep(plan, out=out, stop_on_failure=True)  # creates the bundle (first start fails)
+    bundle = Bundle.open(out)
+    # Three blocks already measured: spec 1.5x faster, tight restart-to-restart noise.
+    for start in build_schedule([a.name for a in plan.arms], restarts=8, seed=3)[:9]:
+        tps = 150.0 if start.arm == "spec" else 100.0
+        tps *= 1 + spread * (start.restart - 1) * (1 if start.arm == "spec" else -1)
+        bundle.write_run(
+            RunInfo(arm=start.arm, restart=start.restart, block=start.block, status="ok")
+        )
+        for seq in range(16):
+            bundle.append_request(
+                synthetic_record(start.arm, start.restart, seq, tps, warmup=seq == 0)
+            )
+    recorder = Recorder()
+    summary = sweep(plan, out=out, resume=True, adaptive=True, reporter=recorder)
+    assert summary.looks == [3, 5, 8]
+    if decided:
+        assert summary.stopped_at_look == 3
+        assert [o.status for o in summary.outcomes] == ["skipped"] * 9
+        assert any("every comparison decided" in n for n in recorder.notes)
+    else:  # it goes on to the next blocks (whose starts fail here: `exit 1`)
+        assert summary.stopped_at_look is None and len(summary.outcomes) == 24
+        assert any("not every comparison is decided" in n for n in recorder.notes)
+
+
+def test_resume_stops_a_server_left_running_by_a_killed_sweep(tmp_path: Path) -> None:
+    root = tmp_path / "www"
+    root.mkdir()
+    plan = _plan(tmp_path, _arm("baseline", "exit 5 # {port}"), restarts=1)
+    out = tmp_path / "b"
+    sweep(plan, out=out)
+    # What a SIGKILLed sweep leaves: run.json "running" and its server still on the port.
+    port = plan.options.port
+    leftover = start_server(
+        f"exec {sys.executable} -m http.server {port} --bind 127.0.0.1 --directory {root}",
+        env={},
+        log_path=tmp_path / "leftover.log",
+        marker=f"{out.resolve()}:baseline-r0",
+    )
+    deadline = time.monotonic() + 30
+    while not port_in_use("127.0.0.1", port):
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    bundle = Bundle.open(out)
+    run = bundle.find_run("baseline", 0)
+    assert run is not None and run.launch is not None
+    run.status = "running"
+    run.launch.pid = leftover.pid
+    bundle.write_run(run)
+    recorder = Recorder()
+    summary = sweep(plan, out=out, resume=True, reporter=recorder, grace_s=5)
+    assert leftover.popen.wait(timeout=5) == -15
+    leftover.stop(grace_s=1)
+    assert any(f"pid {leftover.pid}" in n for n in recorder.notes)
+    # the start then went ahead (and failed on its own account, not on a busy port)
+    assert "exited with status 5" in (summary.outcomes[0].failure or "")
