@@ -73,7 +73,7 @@ def test_layout_matches_design(bundle: Bundle) -> None:
 
 
 def test_refuses_overwrite_without_force(bundle: Bundle) -> None:
-    with pytest.raises(BundleError, match="already exists.*--force"):
+    with pytest.raises(BundleError, match=r"already exists.*--force"):
         Bundle.create(bundle.path, _manifest())
     fresh = Bundle.create(bundle.path, _manifest(), force=True)
     assert fresh.runs() == []
@@ -105,7 +105,7 @@ def test_torn_last_line_is_reported_dropped_and_repaired(bundle: Bundle) -> None
         fh.write(_record(2).model_dump_json().encode()[:40])
     log = bundle.read_requests("baseline", 0)
     assert [r.seq for r in log.records] == [0, 1] and log.torn_line == 3
-    with pytest.raises(BundleError, match="torn.*--resume"):
+    with pytest.raises(BundleError, match=r"torn.*--resume"):
         bundle.append_request(_record(2))
     assert bundle.drop_torn_line("baseline", 0) == 3
     bundle.append_request(_record(2))
@@ -139,7 +139,7 @@ def test_corrupt_manifest_names_line(bundle: Bundle) -> None:
 def test_missing_bundle_and_manifest(tmp_path: Path) -> None:
     with pytest.raises(BundleError, match="no such bundle"):
         Bundle.open(tmp_path / "nope")
-    with pytest.raises(BundleError, match="manifest.json: missing"):
+    with pytest.raises(BundleError, match=r"manifest\.json: missing"):
         Bundle.open(tmp_path)
 
 

@@ -109,10 +109,11 @@ def ctx_headline(ctx: ReportContext) -> str:
 
 
 def test_root_cause_and_recommendations_come_from_check(sweep_ctx: ReportContext) -> None:
-    # One short line per problem on the first page: the rule's title and the arms concerned.
-    assert sweep_ctx.summary.root_causes == [
-        "Speculation downgraded CUDA-graph capture (base, ngram-k8)"
-    ]
+    # One short line per problem on the first page: the rule's title and the arms concerned,
+    # an error quoting the log line that shows it.
+    (cause,) = sweep_ctx.summary.root_causes
+    assert cause.text == "Speculation downgraded CUDA-graph capture (base, ngram-k8)"
+    assert cause.quote is not None and cause.quote.text
     assert sweep_ctx.summary.actions[0].startswith("Patch or configure capture")
     first = sweep_ctx.recommendations[0]
     assert first.text.startswith("Patch or configure capture")

@@ -16,9 +16,9 @@ from weasyprint import HTML
 
 from diagnostic.analyse import analyse
 from diagnostic.bundle import Bundle
+from diagnostic.pdf import RefusedURL, SandboxedFetcher, check_url
 from diagnostic.report import build_report, render_html, render_pdf
 from diagnostic.report.build import report_context
-from diagnostic.pdf import RefusedURL, SandboxedFetcher, check_url
 from diagnostic.report.render import environment, report_templates
 from diagnostic.report.view import ReportContext
 

@@ -54,7 +54,7 @@ def command(
       diagnose report bundle -o report.pdf --client "ACME"
     """
     kind = _format(fmt, out)
-    if kind != "json":
+    if kind == "pdf" or kind == "html":
         from diagnostic.report import build_report  # imported here: WeasyPrint loads slowly
 
         with RichReporter() as reporter:

@@ -57,7 +57,13 @@ class Inputs:
         return None
 
     def describe(self, arm: ArmResult) -> str:
-        """'n-gram at k=3' for sentences; 'arm X (k=3)' when the method is unknown."""
+        """'n-gram at k=3' for sentences, with the arm's name when another arm reads the same
+        ('n-gram at k=3 (fa-ngram-k3)'); 'arm X (k=3)' when the method is unknown."""
+        text = self._plain_description(arm)
+        twins = [a for a in self.analysis.arms if self._plain_description(a) == text]
+        return f"{text} ({arm.id})" if len(twins) > 1 else text
+
+    def _plain_description(self, arm: ArmResult) -> str:
         method = self.arm_method(arm)
         if method:
             return f.method_name(method) + (f" at k={arm.k}" if arm.k is not None else "")

@@ -11,7 +11,16 @@ from diagnostic.report import capture as cap
 from diagnostic.report import fmt as f
 from diagnostic.report import select as sel
 from diagnostic.report.inputs import Inputs
-from diagnostic.report.view import Chart, Cover, FindingView, Profile, Summary, VerdictLine
+from diagnostic.report.view import (
+    Cause,
+    Chart,
+    Cover,
+    Evidence,
+    FindingView,
+    Profile,
+    Summary,
+    VerdictLine,
+)
 
 __all__ = ["DEFAULT_TITLE", "cover", "headline", "summary", "verdict_phrase"]
 
@@ -227,6 +236,7 @@ def summary(inputs: Inputs, actions: list[str], shown: int = 3) -> Summary:
     return Summary(
         headline=headline(a, describe),
         verdicts=[_verdict_line(a, w, describe) for w in sel.workloads(a)],
+        losses=_losses(a, describe),
         root_causes=_root_causes(problems),
         root_cause_note=_root_note(inputs, problems),
         profiles=[_profile(a, w, describe) for w in sel.workloads(a)],
@@ -237,13 +247,37 @@ def summary(inputs: Inputs, actions: list[str], shown: int = 3) -> Summary:
     )
 
 
-def _root_causes(problems: list[FindingView], limit: int = 4) -> list[str]:
-    """One short line per problem for the first page; the details sit in chapter 1."""
-    lines = [f"{p.title or p.message} ({p.arms})" if p.arms else (p.title or p.message)
-             for p in problems]  # fmt: skip
-    if len(lines) > limit:
-        lines = [*lines[: limit - 1], f"and {len(lines) - limit + 1} more problem(s)"]
-    return lines
+def _losses(a: Analysis, describe: Describe) -> list[str]:
+    """Every speculative setting measured slower than the baseline, one line per workload."""
+    out = []
+    for w in sel.workloads(a):
+        for c in sel.spec_comparisons(a, w):
+            if c.verdict == "LOSS":
+                out.append(
+                    f"With {_name(a, c.arm, describe)}, decoding is {verdict_phrase(c, w, a)}."
+                )
+    return out
+
+
+def _root_causes(problems: list[FindingView], limit: int = 4) -> list[Cause]:
+    """One short line per problem for the first page, errors quoting the log line that shows
+    them; the details sit in chapter 1."""
+    causes = [
+        Cause(
+            text=f"{p.title or p.message} ({p.arms})" if p.arms else (p.title or p.message),
+            quote=_telling_line(p.evidence) if p.severity == "error" else None,
+        )
+        for p in problems
+    ]
+    if len(causes) > limit:
+        more = Cause(text=f"and {len(causes) - limit + 1} more problem(s)")
+        causes = [*causes[: limit - 1], more]
+    return causes
+
+
+def _telling_line(evidence: list[Evidence]) -> Evidence | None:
+    """The WARNING line of a finding when it has one (the engine saying what it changed)."""
+    return next((e for e in evidence if "WARNING" in e.text), evidence[0] if evidence else None)
 
 
 def _root_note(inputs: Inputs, problems: list[FindingView]) -> str:

@@ -94,12 +94,20 @@ class Profile(_View):
     reason: str = Field(description="The measurement behind it")
 
 
+class Cause(_View):
+    """A problem found in the logs, for the first page, with the log line that shows it."""
+
+    text: str = Field(description="What went wrong, and in which arms")
+    quote: Evidence | None = Field(None, description="The most telling log line, when quoted")
+
+
 class Summary(_View):
     """Executive summary."""
 
     headline: str = Field(description="One sentence for the engineering lead")
     verdicts: list[VerdictLine] = Field(description="One line per workload")
-    root_causes: list[str] = Field(description="Problems found by check; empty when none")
+    losses: list[str] = Field(description="Speculative settings measured slower, per workload")
+    root_causes: list[Cause] = Field(description="Problems found by check; empty when none")
     root_cause_note: str = Field(description="Sentence shown above or instead of the causes")
     profiles: list[Profile] = Field(description="Recommended serving profiles")
     chart: Chart | None = Field(None, description="Baseline vs recommended, per workload")

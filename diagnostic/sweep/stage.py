@@ -9,7 +9,6 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from diagnostic import __version__
-from diagnostic.analyse import DEFAULT_LOOKS, analyse
 from diagnostic.bundle import Bundle
 from diagnostic.collect import RunSettings
 from diagnostic.errors import BundleError, DiagnosticError
@@ -117,6 +116,8 @@ def adaptive_looks(plan: Plan) -> list[int]:
     o = plan.options
     if o.order != "blocks":
         raise DiagnosticError(f'{plan.source}: --adaptive needs [plan] order = "blocks"')
+    from diagnostic.analyse import DEFAULT_LOOKS  # imported here: scipy loads slowly
+
     return [*[n for n in DEFAULT_LOOKS if n < o.restarts][:3], o.restarts]
 
 
@@ -125,6 +126,8 @@ def _decided(bundle: Bundle, start: Start, looks: list[int], reporter: Reporter)
     blocks = (start.block or 0) + 1
     if blocks not in looks or blocks == looks[-1]:
         return False
+    from diagnostic.analyse import analyse  # imported here: scipy loads slowly
+
     try:
         verdict = analyse(Bundle.open(bundle.path), looks=looks).adaptive
     except (DiagnosticError, ValueError) as exc:

@@ -1,0 +1,127 @@
+"""Smoke tests of benchmarks/: the paced server keeps its count and pace; the scripts run small."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import httpx
+import pytest
+
+BENCHMARKS = Path(__file__).parents[1] / "benchmarks"
+
+
+def _load(name: str) -> ModuleType:
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, BENCHMARKS / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # dataclasses look their module up while the class is built
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def paced() -> ModuleType:
+    return _load("paced_server")
+
+
+def _events(body: bytes) -> list[str]:
+    return [line[6:] for line in body.decode().split("\n") if line.startswith("data: ")]
+
+
+@pytest.mark.parametrize("tpc", [1, 4])
+def test_paced_server_streams_the_asked_tokens_at_the_asked_pace(
+    paced: ModuleType, tpc: int
+) -> None:
+    payload = {
+        "prompt": f"smoke-{tpc}",
+        "max_tokens": 40,
+        "stream": True,
+        "stream_options": {"include_usage": True, "continuous_usage_stats": True},
+        "pace_rate": 400,
+        "pace_tpc": tpc,
+    }
+    with paced.PacedServer() as server, httpx.Client(base_url=server.url) as client:
+        response = client.post("/v1/completions", json=payload)
+        emits = client.get("/v1/emits").json()
+    assert response.status_code == 200
+    assert response.headers["content-type"] == "text/event-stream"
+    events = _events(response.content)
+    assert events[-1] == "[DONE]"
+    *content, usage_event = [httpx.Response(200, content=e).json() for e in events[:-1]]
+    assert usage_event["choices"] == []
+    assert usage_event["usage"]["completion_tokens"] == 40
+    assert len(content) == 40 // tpc
+    assert all(c["choices"][0]["text"].count("x") == tpc for c in content)
+    assert [c["usage"]["completion_tokens"] for c in content] == list(range(tpc, 41, tpc))
+    assert content[-1]["choices"][0]["finish_reason"] == "length"
+    record = emits[f"smoke-{tpc}"]
+    assert sum(record["tokens"]) == 40 and len(record["times"]) == 40 // tpc
+    # The pace: never ahead of the schedule (a lower bound only; no timing assertion).
+    dt = tpc / 400
+    assert record["times"][-1] - record["times"][0] >= (len(content) - 1) * dt - 1e-6
+    assert 0 < paced.decode_rate(record["times"], record["tokens"]) <= 400 * 1.001
+
+
+def test_paced_server_without_usage_request_sends_no_usage(paced: ModuleType) -> None:
+    payload = {"prompt": "plain", "max_tokens": 3, "stream": True, "pace_rate": 1000}
+    with paced.PacedServer() as server, httpx.Client(base_url=server.url) as client:
+        events = _events(client.post("/v1/completions", json=payload).content)
+        missing = client.get("/nowhere")
+    assert events[-1] == "[DONE]" and len(events) == 4
+    assert all("usage" not in e for e in events[:-1])
+    assert missing.status_code == 404
+
+
+def test_paced_server_never_sends_a_chunk_early(paced: ModuleType) -> None:
+    # Chunk i leaves no earlier than t0 + i·dt (the absolute schedule).
+    payload = {"prompt": "clock", "max_tokens": 20, "stream": True, "pace_rate": 200}
+    with paced.PacedServer() as server, httpx.Client(base_url=server.url) as client:
+        client.post("/v1/completions", json=payload)
+        times = client.get("/v1/emits").json()["clock"]["times"]
+    assert len(times) == 20
+    assert all(t - times[0] >= i * 0.005 - 1e-6 for i, t in enumerate(times))
+
+
+def test_decode_rate_counts_tokens_after_the_first_chunk(paced: ModuleType) -> None:
+    assert paced.decode_rate([0.0, 0.5, 1.0], [4, 4, 4]) == 8.0
+    assert paced.decode_rate([1.0], [4]) is None
+
+
+def test_client_fidelity_measures_one_tiny_point() -> None:
+    fidelity = _load("client_fidelity")
+    paced = _load("paced_server")
+    point = fidelity.Point(2000.0, 4, 2)
+    with paced.PacedServer() as server:
+        for client in fidelity.CLIENTS:
+            result = fidelity.measure(server.url, point, client, 0, 2, 32)
+            assert result.failed == 0 and len(result.true) == 2
+            assert all(m > 0 for m in result.measured)
+            assert len(result.lags_ms) == 2 * 32 // 4
+    row = fidelity.summarise(point, [result])
+    assert "| 2000 | 4 | 2 |" in fidelity.table([row])
+
+
+def test_time_to_verdict_runs_a_few_simulations(capsys: pytest.CaptureFixture[str]) -> None:
+    ttv = _load("time_to_verdict")
+    ttv.main(["--sims", "3", "--restart-cv", "0.05"])
+    out = capsys.readouterr().out
+    assert "adaptive 3/5/8/12" in out and "fixed 12 blocks" in out
+    assert "| 5% |" in out
+
+
+def test_time_to_verdict_adaptive_stops_at_a_planned_look() -> None:
+    ttv = _load("time_to_verdict")
+    import numpy as np
+
+    rng = np.random.default_rng(1)
+    big = ttv.Scenario(effect=0.5, restart_cv=0.01, request_cv=0.01)
+    spec, base = ttv.simulate(rng, big, 12)
+    assert ttv.adaptive(spec, base, ttv.Design(), 0.02) == ttv.Outcome(3, "WIN")
+    none = ttv.Scenario(effect=0.0, restart_cv=0.3, request_cv=0.1)
+    spec, base = ttv.simulate(rng, none, 12)
+    assert ttv.adaptive(spec, base, ttv.Design(), 0.02).blocks in (3, 5, 8, 12)
