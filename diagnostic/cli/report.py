@@ -54,14 +54,14 @@ def command(
       diagnose report bundle -o report.pdf --client "ACME"
     """
     kind = _format(fmt, out)
-    if kind == "pdf" or kind == "html":
+    if kind in ("pdf", "html"):
         from diagnostic.report import build_report  # imported here: WeasyPrint loads slowly
 
         with RichReporter() as reporter:
             path = build_report(
                 bundle,
                 out or Path(f"report.{kind}"),
-                kind,
+                "pdf" if kind == "pdf" else "html",
                 client=client,
                 title=title,
                 reporter=reporter,
