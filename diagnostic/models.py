@@ -164,6 +164,20 @@ class RequestRecord(Strict):
     )
 
 
+def decode_tps(record: RequestRecord) -> float | None:
+    """Decode tokens/s of one request, DESIGN.md's definition: (completion_tokens − tokens of
+    the first chunk) / (last − first chunk time). The first chunk's tokens come from
+    chunk_tokens when the server reported them, else count as 1. None when there is no
+    interval (fewer than 2 chunks, no token count, nothing after the first chunk)."""
+    times = record.chunk_times_s
+    if record.completion_tokens is None or len(times) < 2 or times[-1] <= times[0]:
+        return None
+    first = record.chunk_tokens[0] if record.chunk_tokens else 1
+    if record.completion_tokens <= first:
+        return None
+    return (record.completion_tokens - first) / (times[-1] - times[0])
+
+
 class LenientRequestRecord(RequestRecord):
     """A RequestRecord that keeps unknown fields (written by a newer minor version)."""
 

@@ -16,10 +16,9 @@ from analyse_bundles import (
 
 from diagnostic import theory
 from diagnostic.analyse import analyse
-from diagnostic.analyse.requests import decode_tps
 from diagnostic.analysis_models import Analysis, ArmResult, Comparison
 from diagnostic.bundle import Bundle
-from diagnostic.models import ArmSpec, RunInfo
+from diagnostic.models import ArmSpec, RunInfo, decode_tps
 
 
 @pytest.fixture(scope="module")

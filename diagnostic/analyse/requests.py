@@ -7,9 +7,9 @@ from dataclasses import dataclass, field
 
 from diagnostic.analysis_models import Exclusion, Exclusions
 from diagnostic.bundle import Bundle
-from diagnostic.models import RequestRecord, RunInfo
+from diagnostic.models import RequestRecord, RunInfo, decode_tps
 
-__all__ = ["Loaded", "Sample", "decode_tps", "exclusion_reason", "load_samples"]
+__all__ = ["Loaded", "Sample", "exclusion_reason", "load_samples"]
 
 REASON_RUN_FAILED = "run failed"
 REASON_WARMUP = "warmup"
@@ -45,20 +45,6 @@ class Loaded:
     exclusions: Exclusions
     texts: list[RequestRecord] = field(default_factory=list)
     first_chunk_assumed: int = 0
-
-
-def decode_tps(record: RequestRecord) -> float | None:
-    """(completion_tokens − tokens of the first chunk) / (last − first chunk time). The first
-    chunk's tokens come from chunk_tokens when the server reported them, else count as 1.
-    None when there is no interval (fewer than 2 chunks, no token count, nothing after the
-    first chunk)."""
-    times = record.chunk_times_s
-    if record.completion_tokens is None or len(times) < 2 or times[-1] <= times[0]:
-        return None
-    first = record.chunk_tokens[0] if record.chunk_tokens else 1
-    if record.completion_tokens <= first:
-        return None
-    return (record.completion_tokens - first) / (times[-1] - times[0])
 
 
 def exclusion_reason(record: RequestRecord, max_tokens: int) -> str | None:

@@ -3,7 +3,7 @@
 from diagnostic.collect.run import METRICS_AFTER, METRICS_BEFORE, collect_run
 from diagnostic.collect.settings import RunSettings, plan_jobs
 from diagnostic.collect.stage import CollectConfig, collect
-from diagnostic.collect.summary import CollectSummary, WorkloadSummary, decode_tps, summarize
+from diagnostic.collect.summary import CollectSummary, WorkloadSummary, summarize
 
 __all__ = [
     "METRICS_AFTER",
@@ -14,7 +14,6 @@ __all__ = [
     "WorkloadSummary",
     "collect",
     "collect_run",
-    "decode_tps",
     "plan_jobs",
     "summarize",
 ]

@@ -20,12 +20,11 @@ from diagnostic.client import (
     run_pool,
 )
 from diagnostic.collect.settings import RunSettings, plan_jobs
-from diagnostic.collect.summary import decode_tps
 from diagnostic.engines.endpoints import Fingerprint, fingerprint
 from diagnostic.engines.metrics import fetch_metrics
 from diagnostic.environment import capture_environment
 from diagnostic.errors import BundleError
-from diagnostic.models import RequestRecord, RunInfo, utc_now
+from diagnostic.models import RequestRecord, RunInfo, decode_tps, utc_now
 from diagnostic.progress import Reporter
 
 __all__ = ["METRICS_AFTER", "METRICS_BEFORE", "collect_run"]

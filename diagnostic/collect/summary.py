@@ -8,9 +8,9 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from diagnostic.models import RequestRecord
+from diagnostic.models import RequestRecord, decode_tps
 
-__all__ = ["CollectSummary", "WorkloadSummary", "decode_tps", "summarize"]
+__all__ = ["CollectSummary", "WorkloadSummary", "summarize"]
 
 
 class WorkloadSummary(BaseModel):
@@ -47,16 +47,6 @@ class CollectSummary(BaseModel):
     model: str | None = Field(None, description="Model served")
     resumed: int = Field(0, description="Requests already in the bundle, skipped")
     workloads: list[WorkloadSummary] = Field(default_factory=list, description="Per workload")
-
-
-def decode_tps(record: RequestRecord) -> float | None:
-    """(completion_tokens − first chunk's tokens) / (last − first chunk time), DESIGN.md's
-    definition; the first chunk counts 1 token when the server does not report per chunk."""
-    times = record.chunk_times_s
-    if record.completion_tokens is None or len(times) < 2 or times[-1] <= times[0]:
-        return None
-    first = record.chunk_tokens[0] if record.chunk_tokens else 1
-    return (record.completion_tokens - first) / (times[-1] - times[0])
 
 
 def _server_tps(record: RequestRecord) -> float | None:
