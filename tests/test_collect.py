@@ -24,13 +24,12 @@ from diagnostic.collect import (
     RunSettings,
     collect,
     collect_run,
-    decode_tps,
     plan_jobs,
     summarize,
 )
 from diagnostic.engines.metrics import SpecDelta, parse_spec_counters, spec_delta
 from diagnostic.errors import BundleError, DiagnosticError
-from diagnostic.models import Manifest, RequestRecord, RunInfo
+from diagnostic.models import Manifest, RequestRecord, RunInfo, decode_tps
 from diagnostic.progress import NullReporter
 from diagnostic.workloads import builtin
 
