@@ -207,7 +207,13 @@ class Bundle:
     def _read_run(self, path: Path) -> RunInfo:
         data = _load_json(path)
         _check_version(path, data)
-        return _validate(RunInfo, path, data)
+        info = _validate(RunInfo, path, data)
+        if not _SAFE_NAME.match(info.arm) or run_id(info.arm, info.restart) != path.parent.name:
+            raise BundleError(
+                f"{path}: arm {info.arm!r} restart {info.restart} does not match its folder "
+                f"{path.parent.name!r}; the bundle was edited or damaged"
+            )
+        return info
 
     # -- run files (server.log, metrics_*.prom, endpoint answers) ------------------------
     def run_file(self, arm: str, restart: int, name: str) -> Path:
