@@ -63,8 +63,8 @@ def test_paced_server_streams_the_asked_tokens_at_the_asked_pace(
     assert sum(record["tokens"]) == 40 and len(record["times"]) == 40 // tpc
     # The pace: never ahead of the schedule (a lower bound only; no timing assertion).
     dt = tpc / 400
-    assert record["times"][-1] - record["times"][0] >= (len(content) - 1) * dt - 1e-6
-    assert 0 < paced.decode_rate(record["times"], record["tokens"]) <= 400 * 1.001
+    assert record["times"][-1] >= record["t0"] + (len(content) - 1) * dt
+    assert paced.decode_rate(record["times"], record["tokens"]) > 0
 
 
 def test_paced_server_without_usage_request_sends_no_usage(paced: ModuleType) -> None:
@@ -82,9 +82,10 @@ def test_paced_server_never_sends_a_chunk_early(paced: ModuleType) -> None:
     payload = {"prompt": "clock", "max_tokens": 20, "stream": True, "pace_rate": 200}
     with paced.PacedServer() as server, httpx.Client(base_url=server.url) as client:
         client.post("/v1/completions", json=payload)
-        times = client.get("/v1/emits").json()["clock"]["times"]
+        record = client.get("/v1/emits").json()["clock"]
+    times, t0 = record["times"], record["t0"]
     assert len(times) == 20
-    assert all(t - times[0] >= i * 0.005 - 1e-6 for i, t in enumerate(times))
+    assert all(t >= t0 + i * 0.005 for i, t in enumerate(times))
 
 
 def test_decode_rate_counts_tokens_after_the_first_chunk(paced: ModuleType) -> None:

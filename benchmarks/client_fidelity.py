@@ -1,0 +1,497 @@
+"""Benchmark: decode tok/s as `diagnose collect`'s client measures it vs the paced server's truth.
+
+Usage::
+
+    python benchmarks/client_fidelity.py [--reps 5] [--tokens 256] [--ttft-ms 0] [--candidate]
+                                         [--stress] [--only REGEX] [--json out.json]
+
+Starts benchmarks/paced_server.py in its own process, then for every point (single stream at
+100, 500, 2,000 and 5,000 tok/s; 16 and 64 concurrent streams at 100 tok/s each; tokens per
+chunk 1 and 4) runs, side by side in the same run and on the same server:
+
+- diagnose: the request path `diagnose collect` uses (diagnostic.collect.run._run_jobs: the
+  synchronous StreamClient for one stream, AsyncStreamClient + run_pool above), decode tok/s
+  by diagnostic.models.decode_tps (what collect and analyse use) on the RequestRecord;
+- aiohttp: a plain aiohttp client written the way `vllm bench serve` makes requests (one
+  shared ClientSession, a semaphore for concurrency, `response.content.iter_any()`, SSE
+  messages split on blank lines, `data: ` stripped, time.perf_counter() per token message);
+- with --candidate, at several streams: collect's async pool over httpx-aiohttp's transport,
+  the change proposed for diagnostic/client.py (benchmarks/README.md says why).
+
+Both send the same payload, so the server streams identically; both compute decode tok/s the
+same way: (completion_tokens − first chunk's tokens) / (last − first chunk time). The truth
+is that formula on the server's own emit times, per request. Each point runs --reps times
+(the clients take turns going first); the table shows, per client, the median over
+repetitions of the median per-request error, the 90th percentile of |error|, the per-chunk
+lag (client arrival − server emit) and the client's CPU time per chunk.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import codecs
+import json
+import os
+import re
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import httpx
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from paced_server import decode_rate  # noqa: E402
+
+from diagnostic.client import (  # noqa: E402
+    AsyncStreamClient,
+    ClientOptions,
+    Job,
+    RequestLabel,
+    build_payload,
+    run_pool,
+)
+from diagnostic.collect.run import _run_jobs  # noqa: E402  (exactly what collect runs)
+from diagnostic.models import (  # noqa: E402
+    RequestRecord,
+    decode_tps,
+)
+
+SERVER = Path(__file__).with_name("paced_server.py")
+CLIENTS = ("diagnose", "aiohttp")
+CANDIDATE = "diagnose+aiohttp-transport"
+GOALS = {("single", 2000.0): 0.5, ("multi", 64): 1.0}
+
+
+@dataclass(frozen=True)
+class Point:
+    """One measured setting: per-stream rate, tokens per chunk, streams in flight."""
+
+    rate: float
+    tpc: int
+    concurrency: int
+    ttft_s: float = 0.0  # the server's wait between response headers and the first chunk
+
+    @property
+    def key(self) -> str:
+        """Short unique name, used in prompts (the server keys its emit records by prompt)."""
+        return f"r{self.rate:g}-t{self.tpc}-c{self.concurrency}"
+
+    def goal(self) -> float | None:
+        """The issue's error goal in percent, where it sets one."""
+        if self.concurrency == 1:
+            return GOALS.get(("single", self.rate))
+        return GOALS.get(("multi", self.concurrency))
+
+
+@dataclass(frozen=True)
+class Measured:
+    """What a client saw of one request: decode tok/s and when each content chunk arrived
+    (absolute time.perf_counter(): CLOCK_MONOTONIC, the clock the server process reads too)."""
+
+    tps: float
+    arrivals: list[float]
+
+
+@dataclass
+class RepResult:
+    """One client's repetition at one point: per-request true and measured decode tok/s, and
+    per-chunk lag (client arrival − server emit, ms) where both saw the same chunks."""
+
+    client: str
+    true: list[float] = field(default_factory=list)
+    measured: list[float] = field(default_factory=list)
+    lags_ms: list[float] = field(default_factory=list)
+    failed: int = 0
+    cpu_us_per_chunk: float = 0.0
+
+    def errors(self) -> list[float]:
+        """Per-request relative error measured/true − 1."""
+        return [m / t - 1 for m, t in zip(self.measured, self.true, strict=True)]
+
+
+def grid(stress: bool, ttft_s: float = 0.0) -> list[Point]:
+    """The issue's points; --stress adds 500 tok/s per stream at 16 and 64 streams."""
+    single = (100.0, 500.0, 2000.0, 5000.0)
+    points = [Point(r, tpc, 1, ttft_s) for r in single for tpc in (1, 4)]
+    per_stream = (100.0, 500.0) if stress else (100.0,)
+    points += [Point(r, t, c, ttft_s) for c in (16, 64) for r in per_stream for t in (1, 4)]
+    return points
+
+
+def _payload_options(url: str, point: Point, tokens: int) -> ClientOptions:
+    extra = {"pace_rate": point.rate, "pace_tpc": point.tpc, "pace_ttft_s": point.ttft_s}
+    return ClientOptions(base_url=url, max_tokens=tokens, extra_body=extra)
+
+
+def run_diagnose(url: str, point: Point, prompts: list[str], tokens: int) -> dict[str, Measured]:
+    """diagnose's own request path; prompt → what it measured (failed requests left out)."""
+    options = _payload_options(url, point, tokens)
+    jobs = [_job(p, i, point.concurrency) for i, p in enumerate(prompts)]
+    records: list[RequestRecord] = []
+    origin = time.perf_counter()
+    _run_jobs(jobs, options, point.concurrency, origin, records.append)
+    return _as_measured(records, origin)
+
+
+def _as_measured(records: list[RequestRecord], origin: float) -> dict[str, Measured]:
+    out = {}
+    for record in records:
+        value = decode_tps(record) if record.error is None else None
+        if value is not None:
+            start = origin + record.t_send
+            out[record.prompt_id] = Measured(value, [start + t for t in record.chunk_times_s])
+    return out
+
+
+def _job(prompt: str, seq: int, concurrency: int) -> Job:
+    label = RequestLabel(
+        arm="fidelity",
+        restart=0,
+        seq=seq,
+        workload="paced",
+        prompt_id=prompt,
+        warmup=False,
+        concurrency=concurrency,
+    )
+    return Job(label=label, prompt=prompt)
+
+
+class _SSEMessages:
+    """Bytes → complete SSE messages, the way vLLM's StreamedResponseHandler splits them."""
+
+    def __init__(self) -> None:
+        self.buffer = ""
+        self._decoder = codecs.getincrementaldecoder("utf-8")()
+
+    def add(self, data: bytes) -> list[str]:
+        self.buffer += self._decoder.decode(data)
+        messages = []
+        while "\n\n" in self.buffer:
+            message, self.buffer = self.buffer.split("\n\n", 1)
+            if message.strip():
+                messages.append(message.strip())
+        # vLLM strips each read, so a message's own "\n\n" may be gone: a remainder that is
+        # already valid JSON (or [DONE]) counts as complete.
+        rest = self.buffer.removeprefix("data: ").strip()
+        if self.buffer.startswith("data: ") and rest:
+            try:
+                if rest != "[DONE]":
+                    json.loads(rest)
+                messages.append(self.buffer.strip())
+                self.buffer = ""
+            except json.JSONDecodeError:
+                pass
+        return messages
+
+
+async def _aiohttp_request(
+    session: aiohttp.ClientSession, url: str, payload: dict[str, Any]
+) -> Measured | None:
+    """One streamed request as vllm bench serve makes it; None when it failed."""
+    times: list[float] = []
+    first_tokens: int | None = None
+    completion: int | None = None
+    async with session.post(url, json=payload) as response:
+        if response.status != 200:
+            return None
+        messages = _SSEMessages()
+        async for data in response.content.iter_any():
+            data = data.strip()
+            if not data:
+                continue
+            for message in messages.add(data):
+                if message.startswith(":"):
+                    continue
+                chunk = message.removeprefix("data: ")
+                if chunk == "[DONE]":
+                    continue
+                event = json.loads(chunk)
+                usage = event.get("usage") or {}
+                if event.get("choices"):
+                    times.append(time.perf_counter())
+                    if first_tokens is None:
+                        first_tokens = usage.get("completion_tokens", 1)
+                if usage:
+                    completion = usage.get("completion_tokens")
+    if completion is None or first_tokens is None or len(times) < 2:
+        return None
+    return Measured((completion - first_tokens) / (times[-1] - times[0]), times)
+
+
+async def _aiohttp_pool(
+    url: str, payloads: list[dict[str, Any]], concurrency: int
+) -> list[Measured | None]:
+    connector = aiohttp.TCPConnector(limit=concurrency, keepalive_timeout=60)
+    timeout = aiohttp.ClientTimeout(total=6 * 60 * 60)
+    async with aiohttp.ClientSession(connector=connector, timeout=timeout) as session:
+        semaphore = asyncio.Semaphore(concurrency)
+
+        async def limited(payload: dict[str, Any]) -> Measured | None:
+            async with semaphore:
+                return await _aiohttp_request(session, url, payload)
+
+        return await asyncio.gather(*(limited(p) for p in payloads))
+
+
+def run_aiohttp(url: str, point: Point, prompts: list[str], tokens: int) -> dict[str, Measured]:
+    """The vLLM-style aiohttp client, same payload as diagnose; prompt → what it measured."""
+    options = _payload_options(url, point, tokens)
+    payloads = [build_payload(options, _job(p, i, 1)) for i, p in enumerate(prompts)]
+    results = asyncio.run(_aiohttp_pool(url + "/v1/completions", payloads, point.concurrency))
+    return {p: v for p, v in zip(prompts, results, strict=True) if v is not None}
+
+
+def run_candidate(url: str, point: Point, prompts: list[str], tokens: int) -> dict[str, Measured]:
+    """A proposed fix, measured without editing diagnostic/client.py: collect's async pool
+    (AsyncStreamClient + run_pool, unchanged) over httpx-aiohttp's AiohttpTransport instead of
+    httpcore. Needs `pip install httpx-aiohttp`; only for points with several streams."""
+    from httpx_aiohttp import AiohttpTransport
+
+    options = _payload_options(url, point, tokens)
+    jobs = [_job(p, i, point.concurrency) for i, p in enumerate(prompts)]
+    records: list[RequestRecord] = []
+    origin = time.perf_counter()
+
+    async def pool() -> None:
+        limits = httpx.Limits(max_connections=point.concurrency + 1)
+        transport = AiohttpTransport(limits=limits)
+        c = point.concurrency
+        async with AsyncStreamClient(options, concurrency=c, transport=transport) as client:
+            await run_pool(client, jobs, concurrency=c, t0=origin, on_record=records.append)
+
+    asyncio.run(pool())
+    return _as_measured(records, origin)
+
+
+RUNNERS: dict[str, Callable[[str, Point, list[str], int], dict[str, Measured]]] = {
+    "diagnose": run_diagnose,
+    "aiohttp": run_aiohttp,
+    CANDIDATE: run_candidate,
+}
+
+
+def server_truth(url: str) -> dict[str, Measured]:
+    """prompt → decode tok/s on the server's own emit times, and those times (the server
+    forgets them once read)."""
+    emits = httpx.get(url + "/v1/emits", timeout=30).json()
+    out = {}
+    for prompt, e in emits.items():
+        rate = decode_rate(e["times"], e["tokens"])
+        if rate is not None:
+            out[prompt] = Measured(rate, e["times"])
+    return out
+
+
+def _cpu_s() -> float:
+    # This process runs only the client (the server has its own), so its CPU is the client's.
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def measure(url: str, point: Point, client: str, rep: int, n: int, tokens: int) -> RepResult:
+    """One client's repetition at one point, matched request by request with the truth."""
+    prompts = [f"{client}-{point.key}-{rep}-{i}" for i in range(n)]
+    cpu0 = _cpu_s()
+    measured = RUNNERS[client](url, point, prompts, tokens)
+    cpu = _cpu_s() - cpu0
+    truth = server_truth(url)
+    chunks = n * -(-tokens // point.tpc)
+    result = RepResult(client, cpu_us_per_chunk=cpu / chunks * 1e6)
+    for prompt in prompts:
+        seen, true = measured.get(prompt), truth.get(prompt)
+        if seen is None or true is None:
+            result.failed += 1
+            continue
+        result.true.append(true.tps)
+        result.measured.append(seen.tps)
+        if len(seen.arrivals) == len(true.arrivals):
+            lags = zip(seen.arrivals, true.arrivals, strict=True)
+            result.lags_ms += [(a - e) * 1e3 for a, e in lags]
+    return result
+
+
+@dataclass
+class ClientRow:
+    """One client's figures at one point: medians over repetitions of each repetition's median
+    (what `collect` summarises per workload); p90 |error| and lag over all requests pooled."""
+
+    tps: float
+    error: float
+    error_vs_nominal: float
+    p90_abs_error: float
+    lag_p50_ms: float
+    lag_p99_ms: float
+    cpu_us_per_chunk: float
+    failed: int
+
+
+@dataclass
+class Row:
+    """One point of the table."""
+
+    point: Point
+    true: float
+    true_vs_nominal: float
+    clients: dict[str, ClientRow]
+
+
+def _client_row(point: Point, reps: list[RepResult]) -> ClientRow:
+    ok = [r for r in reps if r.true]
+    errors = sorted(abs(e) for r in ok for e in r.errors())
+    lags = sorted(lag for r in ok for lag in r.lags_ms)
+    nan = float("nan")
+    return ClientRow(
+        tps=statistics.median(statistics.fmean(r.measured) for r in ok) if ok else nan,
+        error=statistics.median(statistics.median(r.errors()) for r in ok) if ok else nan,
+        error_vs_nominal=statistics.median(
+            statistics.fmean(r.measured) / point.rate - 1 for r in ok
+        )
+        if ok
+        else nan,
+        p90_abs_error=errors[int(len(errors) * 0.9)] if errors else nan,
+        lag_p50_ms=lags[len(lags) // 2] if lags else nan,
+        lag_p99_ms=lags[int(len(lags) * 0.99)] if lags else nan,
+        cpu_us_per_chunk=statistics.median(r.cpu_us_per_chunk for r in reps) if reps else nan,
+        failed=sum(r.failed for r in reps),
+    )
+
+
+def summarise(point: Point, reps: list[RepResult]) -> Row:
+    """The row of one point: true rate = median over repetitions of the mean server rate."""
+    true = statistics.median(statistics.fmean(r.true) for r in reps if r.true)
+    names = list(dict.fromkeys(r.client for r in reps))
+    clients = {c: _client_row(point, [r for r in reps if r.client == c]) for c in names}
+    return Row(point, true, true / point.rate - 1, clients)
+
+
+def table(rows: list[Row], clients: Sequence[str] = CLIENTS) -> str:
+    """Markdown table; errors signed (+: the client saw a faster server than the truth)."""
+    cols = [
+        f"{c} tok/s (err; vs nominal) | {c} p90 abs err | {c} lag p50/p99 ms | {c} CPU µs/chunk"
+        for c in clients
+    ]
+    head = "| tok/s per stream | tpc | streams | true tok/s (vs nominal) | " + " | ".join(cols)
+    lines = [head + " | goal (diagnose) |", "|---:" * (4 + 4 * len(clients)) + "|---|"]
+    for r in rows:
+        cells = [
+            f"{r.point.rate:g}",
+            str(r.point.tpc),
+            str(r.point.concurrency),
+            f"{r.true:.1f} ({r.true_vs_nominal:+.2%})",
+        ]
+        for c in clients:
+            cells += _client_cells(r.clients.get(c))
+        goal = r.point.goal()
+        verdict = ""
+        if goal is not None:
+            met = abs(r.clients["diagnose"].error) * 100 < goal
+            verdict = f"< {goal}%: " + ("met" if met else "MISSED")
+        lines.append("| " + " | ".join([*cells, verdict]) + " |")
+    return "\n".join(lines)
+
+
+def _client_cells(x: ClientRow | None) -> list[str]:
+    if x is None:
+        return ["—", "—", "—", "—"]
+    fail = f", {x.failed} failed" if x.failed else ""
+    return [
+        f"{x.tps:.1f} ({x.error:+.2%}; {x.error_vs_nominal:+.2%}{fail})",
+        f"{x.p90_abs_error:.2%}",
+        f"{x.lag_p50_ms:.2f} / {x.lag_p99_ms:.2f}",
+        f"{x.cpu_us_per_chunk:.0f}",
+    ]
+
+
+def start_server() -> tuple[subprocess.Popen[str], str]:
+    """The paced server in its own process (its own GIL); its base URL."""
+    proc = subprocess.Popen(
+        [sys.executable, str(SERVER), "--port", "0"], stdout=subprocess.PIPE, text=True
+    )
+    assert proc.stdout is not None
+    line = proc.stdout.readline().strip()
+    if not line.startswith("listening on "):
+        proc.kill()
+        raise SystemExit(f"paced server did not start: {line!r}")
+    return proc, line.removeprefix("listening on ")
+
+
+def run_grid(
+    url: str, points: list[Point], clients: Sequence[str], args: argparse.Namespace
+) -> list[Row]:
+    """Every point, every repetition, every client (the order rotates between repetitions);
+    the candidate runs only where several streams share one event loop."""
+    rows = []
+    for point in points:
+        n = args.requests if point.concurrency == 1 else args.waves * point.concurrency
+        here = [c for c in clients if c != CANDIDATE or point.concurrency > 1]
+        reps: list[RepResult] = []
+        for rep in range(args.reps):
+            order = here[rep % len(here) :] + here[: rep % len(here)]
+            reps += [measure(url, point, c, rep, n, args.tokens) for c in order]
+        rows.append(summarise(point, reps))
+        print(table(rows[-1:], clients).splitlines()[-1], file=sys.stderr, flush=True)
+        if args.json:
+            raw = [asdict(r) for r in reps]
+            _append_json(args.json, {"point": asdict(point), "reps": raw})
+    return rows
+
+
+def _append_json(path: Path, item: dict[str, Any]) -> None:
+    data = json.loads(path.read_text()) if path.exists() else []
+    data.append(item)
+    path.write_text(json.dumps(data, indent=1))
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Run the grid and print the table with the machine's load before and after."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--reps", type=int, default=5, help="repetitions per point")
+    parser.add_argument("--tokens", type=int, default=256, help="max_tokens per request")
+    parser.add_argument("--requests", type=int, default=3, help="requests per rep, 1 stream")
+    parser.add_argument("--waves", type=int, default=2, help="requests per stream per rep")
+    parser.add_argument("--stress", action="store_true", help="add 500 tok/s per stream")
+    parser.add_argument("--only", default="", help="regex on point keys, e.g. 'c64$'")
+    parser.add_argument("--json", type=Path, help="append raw per-request results here")
+    parser.add_argument(
+        "--ttft-ms", type=float, default=0.0, help="server wait between headers and 1st chunk"
+    )
+    parser.add_argument(
+        "--candidate", action="store_true", help=f"also measure {CANDIDATE} (httpx-aiohttp)"
+    )
+    args = parser.parse_args(argv)
+    points = [p for p in grid(args.stress, args.ttft_ms / 1000) if re.search(args.only, p.key)]
+    clients = [*CLIENTS, CANDIDATE] if args.candidate else list(CLIENTS)
+    proc, url = start_server()
+    try:
+        for client in clients:  # warm-up: lazy imports of the sync and async paths
+            for concurrency in (1, 2) if client != CANDIDATE else (2,):
+                measure(url, Point(1000.0, 1, concurrency), client, -concurrency, 2, 32)
+        load0, t0 = os.getloadavg(), time.time()
+        rows = run_grid(url, points, clients, args)
+        load1 = os.getloadavg()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+    print(table(rows, clients))
+    print(
+        f"\n{len(points)} points x {args.reps} reps, {args.tokens} tokens/request, "
+        f"first chunk {args.ttft_ms:g} ms after the headers, "
+        f"{time.time() - t0:.0f} s; cores: {os.cpu_count()}; load average (1/5/15 min) "
+        f"before {load0[0]:.2f}/{load0[1]:.2f}/{load0[2]:.2f}, "
+        f"after {load1[0]:.2f}/{load1[1]:.2f}/{load1[2]:.2f}"
+    )
+
+
+if __name__ == "__main__":
+    main()
