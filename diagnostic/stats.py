@@ -286,16 +286,18 @@ def restarts_to_decide(
     se_log: float, n_per_arm: int, ratio: float, delta: float, level: float = 0.95, cap: int = 100
 ) -> int | None:
     """Restarts per arm likely to turn an INCONCLUSIVE ratio into a decision, if the ratio and
-    the per-restart SD (se_log·sqrt(n/2)) stay as measured: the smallest R whose half width
-    z·sd·sqrt(2/R) fits between log(ratio) and the nearest band edge. None beyond `cap`."""
+    the per-restart SD (se_log·sqrt(n/2)) stay as measured: the smallest R above n_per_arm
+    whose half width t(level, R−1)·sd·sqrt(2/R) fits between log(ratio) and the nearest band
+    edge, with `level` the one the verdict uses (multiplicity included). None beyond `cap`."""
     band = math.log1p(delta)
     room = abs(abs(math.log(ratio)) - band)
     if room <= 0 or se_log <= 0:
         return None
     sd = se_log * math.sqrt(n_per_arm / 2.0)
-    z = float(sps.norm.ppf(0.5 + level / 2))
-    needed = math.ceil(2.0 * (z * sd / room) ** 2)
-    return needed if needed <= cap else None
+    for r in range(max(n_per_arm + 1, 2), cap + 1):
+        if float(sps.t.ppf(0.5 + level / 2, r - 1)) * sd * math.sqrt(2.0 / r) <= room:
+            return r
+    return None
 
 
 def pocock_alpha(n_looks: int) -> float:

@@ -155,17 +155,17 @@ def _finish(
         n_restarts_baseline=len(p.base.groups),
         within_process_only=within,
         label=WITHIN_PROCESS_LABEL if within else None,
-        more_restarts_needed=_more_restarts(p.result, decision, delta),
+        more_restarts_needed=_more_restarts(p.result, decision, delta, level),
         stopping=None if within else _stopping(p, m, delta, looks),
     )
 
 
-def _more_restarts(result: RatioResult, decision: str, delta: float) -> int | None:
+def _more_restarts(result: RatioResult, decision: str, delta: float, level: float) -> int | None:
+    """Restarts per arm (in all, not added) likely to decide an INCONCLUSIVE comparison."""
     ci = result.ci
     if decision != "INCONCLUSIVE" or result.method == "within-process" or not ci.se_log:
         return None
-    needed = stats.restarts_to_decide(ci.se_log, result.n_now, ci.ratio, delta)
-    return None if needed is None else max(1, needed - result.n_now)
+    return stats.restarts_to_decide(ci.se_log, result.n_now, ci.ratio, delta, level=level)
 
 
 def _stopping(p: Pending, m: int, delta: float, looks: Sequence[int]) -> StoppingStatus:

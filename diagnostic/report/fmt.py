@@ -43,6 +43,9 @@ _METHODS = {
     "suffix": "suffix decoding",
     "draft_model": "a draft model",
     "draft": "a draft model",
+    "draft_simple": "a draft model",
+    "draft_eagle3": "EAGLE-3",
+    "draft_mtp": "MTP",
     "self": "the model as its own drafter",
     "lookup": "prompt lookup",
 }

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from diagnostic.analysis_models import Analysis, ArmResult
@@ -11,6 +12,14 @@ from diagnostic.models import RunInfo
 from diagnostic.report import fmt as f
 
 __all__ = ["Inputs"]
+
+# Where launch commands name the speculation method: vLLM's --speculative-config JSON,
+# SGLang's --speculative-algorithm, llama.cpp's --spec-type (the last of a comma list).
+_LAUNCH_METHOD = (
+    re.compile(r'"method"\s*:\s*"(?P<m>[A-Za-z0-9_-]+)"'),
+    re.compile(r"--speculative[-_]algorithm[= ]+(?P<m>[A-Za-z0-9_-]+)"),
+    re.compile(r"--spec-type[= ]+(?:[A-Za-z0-9_-]+,)*(?P<m>[A-Za-z0-9_-]+)"),
+)
 
 
 @dataclass
@@ -48,12 +57,17 @@ class Inputs:
         return next((r.arm for r in self.runs if run_id(r.arm, r.restart) == label), None)
 
     def arm_method(self, arm: ArmResult) -> str | None:
-        """The speculation method of an arm: plan params, else what its log says."""
+        """The speculation method of an arm: plan params, else what its log says, else the
+        flag of its launch command."""
         if arm.params.get("method"):
             return str(arm.params["method"])
         for facts in self.log_facts:
             if self.arm_of(facts) == arm.id and facts.spec.method:
                 return facts.spec.method
+        launch = next((a.launch for a in self.bundle.manifest.plan.arms if a.name == arm.id), None)
+        for pattern in _LAUNCH_METHOD if launch and arm.speculative is not False else ():
+            if match := pattern.search(launch or ""):
+                return match["m"]
         return None
 
     def describe(self, arm: ArmResult) -> str:
