@@ -6,12 +6,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from real_runs import REAL_RUNS
+
 from diagnostic.bundle import Bundle
 from diagnostic.models import ArmSpec, EngineInfo, Manifest, PlanSpec, RequestRecord, RunInfo
 
-REAL_RUNS = Path(__file__).parents[2] / "shared" / "real-runs"
-if not REAL_RUNS.is_dir():  # the checkout may live elsewhere than /work/main
-    REAL_RUNS = Path("/work/shared/real-runs")
 H200 = REAL_RUNS / "h200-vllm-0.26"
 
 # A plan a consultant would be happy with: baseline, its A/A twin and a k sweep.

@@ -7,13 +7,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from real_runs import REAL_RUNS
 
 from diagnostic.facts import LogFacts
 
 CASES = Path(__file__).parent / "data" / "logs"
-REAL_RUNS = Path(__file__).parents[2] / "shared" / "real-runs"
-if not REAL_RUNS.is_dir():  # a checkout without shared/ beside it (the developer machine)
-    REAL_RUNS = Path("/work/shared/real-runs")
 
 
 def expected_of(log: Path) -> dict[str, Any]:

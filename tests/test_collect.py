@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from real_runs import REAL_RUNS
 
 from diagnostic.bundle import Bundle
 from diagnostic.cli import main
@@ -34,7 +35,7 @@ from diagnostic.progress import NullReporter
 from diagnostic.workloads import builtin
 
 ROOT = Path(__file__).parents[1]
-VLLM = ROOT.parent / "shared" / "real-runs" / "h200-vllm-0.26"
+VLLM = REAL_RUNS / "h200-vllm-0.26"
 MAX_TOKENS = 16
 
 

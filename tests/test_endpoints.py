@@ -7,10 +7,10 @@ from pathlib import Path
 
 import httpx
 import pytest
+from real_runs import REAL_RUNS as REAL
 
 from diagnostic.engines.endpoints import INFO_PATHS, fetch_answers, fingerprint, identify
 
-REAL = Path(__file__).parents[2] / "shared" / "real-runs"
 LLAMACPP = REAL / "llamacpp-cpu"
 VLLM_RUNS = sorted(p.parent for p in REAL.glob("h200-vllm-*/*/endpoints.json"))
 

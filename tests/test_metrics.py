@@ -6,10 +6,10 @@ from pathlib import Path
 
 import httpx
 import pytest
+from real_runs import REAL_RUNS as REAL
 
 from diagnostic.engines.metrics import fetch_metrics, parse_spec_counters, spec_delta
 
-REAL = Path(__file__).parents[2] / "shared" / "real-runs"
 VLLM = REAL / "h200-vllm-0.26"
 LLAMACPP = REAL / "llamacpp-cpu"
 ALL_TEXTS = sorted([*REAL.glob("h200-vllm-*/*/metrics_*.prom"), *LLAMACPP.glob("*metrics.txt")])
