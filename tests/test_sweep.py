@@ -248,7 +248,8 @@ def _watch(bundle: Path, run: str, action: Callable[[RunInfo], None]) -> threadi
         deadline = time.monotonic() + 240
         path = bundle / "runs" / run / "requests.jsonl"
         while time.monotonic() < deadline:
-            if path.is_file() and '"warmup":false' in path.read_text():
+            # bytes: a read racing an append may cut a UTF-8 character in two
+            if path.is_file() and b'"warmup":false' in path.read_bytes():
                 action(
                     Bundle.open(bundle).find_run(
                         *run.rsplit("-r", 1)[:1], int(run.rsplit("-r", 1)[1])
