@@ -71,6 +71,7 @@ def test_chat_stream_against_the_real_server(llama_server: str) -> None:
 def test_greedy_output_repeats_on_the_real_server(llama_server: str) -> None:
     with StreamClient(options(llama_server)) as client:
         first, second = (client.request(job(i), t0=0.0) for i in range(2))
+    assert first.error is None and second.error is None, (first.error, second.error)
     assert first.text == second.text
 
 

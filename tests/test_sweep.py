@@ -21,6 +21,7 @@ from diagnostic.errors import BundleError, DiagnosticError
 from diagnostic.launch import port_in_use, start_server
 from diagnostic.models import RunInfo
 from diagnostic.plan import Plan, load_plan, parse_plan
+from diagnostic.progress import NullReporter
 from diagnostic.schedule import build_schedule
 from diagnostic.sweep import OVERALL, SweepSummary, adaptive_looks, capture_facts, sweep
 
@@ -357,18 +358,26 @@ def test_a_server_killed_mid_run_fails_that_run_only_and_resume_redoes_it(
     assert len({r.seq for r in records}) == 4
 
 
+class _CtrlCAfter(NullReporter):
+    """Raises KeyboardInterrupt in the main thread, as Ctrl-C does, at the n-th progress step
+    (a request just stored), so the interrupt lands mid-measurement deterministically."""
+
+    def __init__(self, steps: int) -> None:
+        self.left = steps
+
+    def advance(self, label: str, steps: int = 1, status: str | None = None) -> None:
+        self.left -= steps
+        if self.left == 0:
+            raise KeyboardInterrupt
+
+
 @pytest.mark.engine
 def test_ctrl_c_stops_the_server_and_resume_finishes_without_duplicates(
     tmp_path: Path, real_env: None
 ) -> None:
-    # enough requests that the signal lands while measuring, not while the server stops
-    # (stopping ignores signals on purpose)
     plan = _plan(tmp_path, _arm("baseline", SERVER), requests=12, restarts=2)
-    watcher = _watch(tmp_path / "b", "baseline-r0", lambda run: os.kill(os.getpid(), signal.SIGINT))
     with pytest.raises(KeyboardInterrupt):
-        sweep(plan, out=tmp_path / "b")
-        time.sleep(5)  # the signal arrives during the sweep; never get here
-    watcher.join(timeout=5)
+        sweep(plan, out=tmp_path / "b", reporter=_CtrlCAfter(3))
     bundle = Bundle.open(tmp_path / "b")
     run = bundle.find_run("baseline", 0)
     assert run is not None and run.status == "interrupted"
