@@ -31,6 +31,8 @@ MANIFEST = "manifest.json"
 RUN_JSON = "run.json"
 REQUESTS = "requests.jsonl"
 M = TypeVar("M", bound=BaseModel)
+_UMASK = os.umask(0o022)
+os.umask(_UMASK)
 _SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+=-]*$")
 
 
@@ -44,6 +46,7 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        os.fchmod(fd, 0o666 & ~_UMASK)  # mkstemp makes 0600; a report is meant to be shared
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
