@@ -152,3 +152,13 @@ def test_evidence_of_a_long_config_line_shows_the_mode() -> None:
     )
     assert "cudagraph_mode" in facts.capture.evidence[0].text
     assert len(facts.capture.evidence[0].text) < 400
+
+
+def test_engine_line_without_its_config_marker_does_not_crash() -> None:
+    # Found by hypothesis: a mutated engine line whose "with config:" lost its colon.
+    line = (
+        "(EngineCore_DP0 pid=630) INFO 11-02 10:00:05 [core.py:93] Initializing a V1 LLM "
+        "engine (v0.13.0) with config model='deepseek-ai/DeepSeek-V3', speculative_config="
+    )
+    facts = parse_log([line])
+    assert facts.engine == "vllm"

@@ -262,7 +262,10 @@ class Parser(LogParser):
         if m:
             self.facts.version = self.facts.version or m["v"]
             self.generation = m["gen"] or "V0"
-        kv = _kv.split_kv(text.split("with config:", 1)[1])
+        _, found, config = text.partition("with config:")
+        if not found:  # a mutated or wrapped line that lost its "with config:" marker
+            return
+        kv = _kv.split_kv(config)
         self.facts.model = self.facts.model or _kv.unquote(kv.get("model"))
         tp = kv.get("tensor_parallel_size", "")
         if tp.isdigit():
