@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
 
 # Bundle format history (bump SCHEMA_VERSION and add an upgrade in bundle.py on any change
 # that an older reader would misread; adding an optional field is not such a change):
@@ -15,6 +15,22 @@ SCHEMA_VERSION = 1
 
 RunStatus = Literal["running", "ok", "failed", "interrupted"]
 TokenSource = Literal["usage", "chunks", "tokenizer"]
+
+
+def _one_level(value: Any) -> Any:
+    return [value] if isinstance(value, int) and not isinstance(value, bool) else value
+
+
+def _distinct_levels(value: list[int]) -> list[int]:
+    if not value or any(level < 1 for level in value) or len(set(value)) != len(value):
+        raise ValueError("concurrency levels must be distinct integers >= 1")
+    return value
+
+
+# Concurrency levels as plans and settings take them: one integer or a list of distinct ones.
+ConcurrencyLevels = Annotated[
+    list[int], BeforeValidator(_one_level), AfterValidator(_distinct_levels)
+]
 
 
 def utc_now() -> str:

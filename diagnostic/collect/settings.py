@@ -8,7 +8,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from diagnostic.client import ClientOptions, Job, RequestLabel
-from diagnostic.models import RunInfo
+from diagnostic.models import ConcurrencyLevels, RunInfo
 from diagnostic.workloads import BUILTIN, Prompt, Workload, builtin, load_prompt_file
 
 __all__ = ["RunSettings", "plan_jobs"]
@@ -24,7 +24,7 @@ class RunSettings(BaseModel):
     requests: int = Field(15, ge=1, description="Measured requests per workload")
     warmup: int = Field(1, ge=0, description="Discarded warm-up requests per workload")
     max_tokens: int = Field(256, ge=1, description="Output length forced on every request")
-    concurrency: list[int] = Field(
+    concurrency: ConcurrencyLevels = Field(
         default_factory=lambda: [1], min_length=1, description="Levels of requests in flight"
     )
     api: Literal["completions", "chat"] = Field("completions", description="OpenAI API used")
@@ -54,18 +54,6 @@ class RunSettings(BaseModel):
                 f"workload names must be distinct (a request is named by workload "
                 f"and seq): {', '.join(names)}"
             )
-        return value
-
-    @field_validator("concurrency", mode="before")
-    @classmethod
-    def _one_level(cls, value: Any) -> Any:
-        return [value] if isinstance(value, int) and not isinstance(value, bool) else value
-
-    @field_validator("concurrency")
-    @classmethod
-    def _positive(cls, value: list[int]) -> list[int]:
-        if any(level < 1 for level in value) or len(set(value)) != len(value):
-            raise ValueError("concurrency levels must be distinct integers >= 1")
         return value
 
     def client_options(self, model: str | None) -> ClientOptions:

@@ -3,22 +3,19 @@
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterator
 from typing import Any
 
 __all__ = ["balance", "literal", "split_kv", "unquote"]
 
-_OPEN = {"(": ")", "[": "]", "{": "}", "<": ">"}
-_CLOSE = {v: k for k, v in _OPEN.items()}
 MAX_LITERAL = 64 << 10  # literal_eval on huge or deeply nested text is slow; keep it bounded
 
 
-def _items(text: str) -> list[str]:
-    """Split on top-level commas: outside quotes and (), [], {}, <>."""
-    items: list[str] = []
+def _unquoted(text: str, start: int, opening: str, closing: str) -> Iterator[tuple[int, str, int]]:
+    """(index, character, brackets open after it) for every character outside quotes."""
     depth = 0
     quote = ""
-    start = 0
-    i = 0
+    i = start
     n = len(text)
     while i < n:
         ch = text[i]
@@ -29,14 +26,23 @@ def _items(text: str) -> list[str]:
                 quote = ""
         elif ch in "'\"":
             quote = ch
-        elif ch in _OPEN:
-            depth += 1
-        elif ch in _CLOSE and depth:
-            depth -= 1
-        elif ch == "," and depth == 0:
+        else:
+            if ch in opening:
+                depth += 1
+            elif ch in closing and depth:
+                depth -= 1
+            yield i, ch, depth
+        i += 1
+
+
+def _items(text: str) -> list[str]:
+    """Split on top-level commas: outside quotes and (), [], {}, <>."""
+    items: list[str] = []
+    start = 0
+    for i, ch, depth in _unquoted(text, 0, "([{<", ")]}>"):
+        if ch == "," and depth == 0:
             items.append(text[start:i])
             start = i + 1
-        i += 1
     items.append(text[start:])
     return items
 
@@ -77,22 +83,7 @@ def literal(value: str) -> Any:
 
 def balance(text: str, start: int = 0) -> int:
     """Open brackets left unclosed in text[start:] (quotes respected); 0 when balanced."""
-    depth = 0
-    quote = ""
-    i = start
-    n = len(text)
-    while i < n:
-        ch = text[i]
-        if quote:
-            if ch == "\\":
-                i += 1
-            elif ch == quote:
-                quote = ""
-        elif ch in "'\"":
-            quote = ch
-        elif ch in "([{":
-            depth += 1
-        elif ch in ")]}" and depth:
-            depth -= 1
-        i += 1
-    return depth
+    last = (0, "", 0)
+    for last in _unquoted(text, start, "([{", ")]}"):  # noqa: B007 - the final depth is the answer
+        pass
+    return last[2]

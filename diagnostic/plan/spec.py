@@ -9,10 +9,10 @@ import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from diagnostic.errors import DiagnosticError
-from diagnostic.models import ArmSpec, PlanSpec, Target
+from diagnostic.models import ArmSpec, ConcurrencyLevels, PlanSpec, Target
 from diagnostic.plan.templates import TemplateError, substitute
 from diagnostic.redact import redact_mapping, redact_text
 from diagnostic.workloads import BUILTIN
@@ -79,21 +79,11 @@ class PlanTable(_Table):
         "blocks", description="blocks: every block starts each arm once, in seeded random order"
     )
     seed: int = Field(0, description="Seed of the block order")
-    concurrency: list[int] = Field(default_factory=lambda: [1], description="Concurrency levels")
+    concurrency: ConcurrencyLevels = Field(
+        default_factory=lambda: [1], description="Concurrency levels"
+    )
     api: Literal["completions", "chat"] = Field("completions", description="OpenAI API used")
     model: str | None = Field(None, description="Model name sent in requests (default: discovered)")
-
-    @field_validator("concurrency", mode="before")
-    @classmethod
-    def _one_level(cls, value: Any) -> Any:
-        return [value] if isinstance(value, int) and not isinstance(value, bool) else value
-
-    @field_validator("concurrency")
-    @classmethod
-    def _positive(cls, value: list[int]) -> list[int]:
-        if not value or any(level < 1 for level in value) or len(set(value)) != len(value):
-            raise ValueError("concurrency levels must be distinct integers >= 1")
-        return value
 
 
 class ArmTable(_Table):
