@@ -2,7 +2,7 @@
 
 Usage::
 
-    python benchmarks/client_fidelity.py [--reps 5] [--tokens 256] [--ttft-ms 0] [--candidate]
+    python benchmarks/client_fidelity.py [--reps 5] [--tokens 256] [--ttft-ms 0] [--httpcore]
                                          [--stress] [--only REGEX] [--json out.json]
 
 Starts benchmarks/paced_server.py in its own process, then for every point (single stream at
@@ -10,13 +10,15 @@ Starts benchmarks/paced_server.py in its own process, then for every point (sing
 chunk 1 and 4) runs, side by side in the same run and on the same server:
 
 - diagnose: the request path `diagnose collect` uses (diagnostic.collect.run._run_jobs: the
-  synchronous StreamClient for one stream, AsyncStreamClient + run_pool above), decode tok/s
-  by diagnostic.models.decode_tps (what collect and analyse use) on the RequestRecord;
+  synchronous StreamClient for one stream, AsyncStreamClient + run_pool over its default
+  aiohttp transport above), decode tok/s by diagnostic.models.decode_tps (what collect and
+  analyse use) on the RequestRecord;
 - aiohttp: a plain aiohttp client written the way `vllm bench serve` makes requests (one
   shared ClientSession, a semaphore for concurrency, `response.content.iter_any()`, SSE
   messages split on blank lines, `data: ` stripped, time.perf_counter() per token message);
-- with --candidate, at several streams: collect's async pool over httpx-aiohttp's transport,
-  the change proposed for diagnostic/client.py (benchmarks/README.md says why).
+- with --httpcore, at several streams: collect's async pool over httpx's own httpcore
+  transport, the client before it moved to aiohttp (benchmarks/README.md says why): before and
+  after side by side.
 
 Both send the same payload, so the server streams identically; both compute decode tok/s the
 same way: (completion_tokens − first chunk's tokens) / (last − first chunk time). The truth
@@ -69,7 +71,7 @@ from diagnostic.models import (  # noqa: E402
 
 SERVER = Path(__file__).with_name("paced_server.py")
 CLIENTS = ("diagnose", "aiohttp")
-CANDIDATE = "diagnose+aiohttp-transport"
+HTTPCORE = "diagnose+httpcore"
 GOALS = {("single", 2000.0): 0.5, ("multi", 64): 1.0}
 
 
@@ -252,21 +254,18 @@ def run_aiohttp(url: str, point: Point, prompts: list[str], tokens: int) -> dict
     return {p: v for p, v in zip(prompts, results, strict=True) if v is not None}
 
 
-def run_candidate(url: str, point: Point, prompts: list[str], tokens: int) -> dict[str, Measured]:
-    """A proposed fix, measured without editing diagnostic/client.py: collect's async pool
-    (AsyncStreamClient + run_pool, unchanged) over httpx-aiohttp's AiohttpTransport instead of
-    httpcore. Needs `pip install httpx-aiohttp`; only for points with several streams."""
-    from httpx_aiohttp import AiohttpTransport
-
+def run_httpcore(url: str, point: Point, prompts: list[str], tokens: int) -> dict[str, Measured]:
+    """The async client before: collect's pool (AsyncStreamClient + run_pool) over httpx's
+    httpcore transport instead of its default aiohttp one; only for several streams."""
     options = _payload_options(url, point, tokens)
     jobs = [_job(p, i, point.concurrency) for i, p in enumerate(prompts)]
     records: list[RequestRecord] = []
     origin = time.perf_counter()
 
     async def pool() -> None:
-        limits = httpx.Limits(max_connections=point.concurrency + 1)
-        transport = AiohttpTransport(limits=limits)
         c = point.concurrency
+        limits = httpx.Limits(max_connections=c + 1, max_keepalive_connections=c)
+        transport = httpx.AsyncHTTPTransport(limits=limits)
         async with AsyncStreamClient(options, concurrency=c, transport=transport) as client:
             await run_pool(client, jobs, concurrency=c, t0=origin, on_record=records.append)
 
@@ -277,7 +276,7 @@ def run_candidate(url: str, point: Point, prompts: list[str], tokens: int) -> di
 RUNNERS: dict[str, Callable[[str, Point, list[str], int], dict[str, Measured]]] = {
     "diagnose": run_diagnose,
     "aiohttp": run_aiohttp,
-    CANDIDATE: run_candidate,
+    HTTPCORE: run_httpcore,
 }
 
 
@@ -430,11 +429,11 @@ def run_grid(
     url: str, points: list[Point], clients: Sequence[str], args: argparse.Namespace
 ) -> list[Row]:
     """Every point, every repetition, every client (the order rotates between repetitions);
-    the candidate runs only where several streams share one event loop."""
+    httpcore runs only where several streams share one event loop."""
     rows = []
     for point in points:
         n = args.requests if point.concurrency == 1 else args.waves * point.concurrency
-        here = [c for c in clients if c != CANDIDATE or point.concurrency > 1]
+        here = [c for c in clients if c != HTTPCORE or point.concurrency > 1]
         reps: list[RepResult] = []
         for rep in range(args.reps):
             order = here[rep % len(here) :] + here[: rep % len(here)]
@@ -467,15 +466,15 @@ def main(argv: list[str] | None = None) -> None:
         "--ttft-ms", type=float, default=0.0, help="server wait between headers and 1st chunk"
     )
     parser.add_argument(
-        "--candidate", action="store_true", help=f"also measure {CANDIDATE} (httpx-aiohttp)"
+        "--httpcore", action="store_true", help=f"also measure {HTTPCORE} (the client before)"
     )
     args = parser.parse_args(argv)
     points = [p for p in grid(args.stress, args.ttft_ms / 1000) if re.search(args.only, p.key)]
-    clients = [*CLIENTS, CANDIDATE] if args.candidate else list(CLIENTS)
+    clients = [*CLIENTS, HTTPCORE] if args.httpcore else list(CLIENTS)
     proc, url = start_server()
     try:
         for client in clients:  # warm-up: lazy imports of the sync and async paths
-            for concurrency in (1, 2) if client != CANDIDATE else (2,):
+            for concurrency in (1, 2) if client != HTTPCORE else (2,):
                 measure(url, Point(1000.0, 1, concurrency), client, -concurrency, 2, 32)
         load0, t0 = os.getloadavg(), time.time()
         rows = run_grid(url, points, clients, args)

@@ -1,53 +1,57 @@
-"""Benchmark: server restarts needed for a verdict, adaptive plan (Pocock looks) vs fixed plan.
+"""Benchmark: server restarts needed for a verdict, adaptive plan vs fixed plan at equal power.
 
 Usage::
 
-    python benchmarks/time_to_verdict.py [--sims 4000] [--seed 0] [--restart-cv 0.05 0.10]
-        [--looks 3 5 8 12] [--method paired|welch] [--delta 0.02]
+    python benchmarks/time_to_verdict.py [--sims 40000] [--seed 0] [--restart-cv 0.05 0.10]
+        [--effect 0.10] [--request-cv 0.10] [--requests 15] [--drift-cv 0] [--delta 0.02]
+        [--power 0.9] [--looks N N ...] [--check 200]
 
 Simulates blocks of (baseline, spec) server restarts. Each restart gets a random level
 (lognormal, SD `restart_cv` on the log scale: the restart-to-restart CV) and serves
 `requests` requests whose decode tok/s scatter around it (lognormal, SD `request_cv`: the
 within-restart noise); a block may add a drift shared by its two restarts. The spec arm is
-faster by `effect` (10%) or not at all (0%: the type-I check). Each simulated experiment is
-then decided the way `diagnose report` decides it (diagnostic.analyse.compare):
+faster by `effect` (10%) or not at all (0%: the type-I check).
 
-- restart summary = log of the mean decode tok/s of its requests;
-- ratio interval = stats.paired_ratio_ci on the per-block log ratios (blocked schedule), or
-  stats.welch_ratio_ci on log restart means with --method welch;
-- verdict = stats.verdict(low, high, δ), δ = stats.DEFAULT_DELTA unless --delta;
-- adaptive plan: looks after compare.DEFAULT_LOOKS = 3, 5, 8, 12 blocks, each at the Pocock
-  level 1 − stats.pocock_alpha(4) (stats.look_number finds the look), stop at the first look
-  whose verdict is not INCONCLUSIVE, else at the last;
-- fixed plan: as many blocks as the last look, one look at 95%.
+The two plans are sized the way a group-sequential design is compared, at equal error rates
+(same α, same power), with the project's planning functions (diagnostic.stats), from the CV
+of one restart's mean, sqrt(restart_cv² + request_cv²/requests):
 
-Both plans see the same simulated restarts (common random numbers). Reported per scenario:
-mean and median restarts used (2 per block), the verdict rates, power (WIN under the effect),
-type-I error (WIN or LOSS under no effect) and the size of the bare test (δ = 0: the interval
-excludes 1) under no effect, which Pocock's bound must keep at or below 5%. Also the smallest
-fixed plan with at least the adaptive plan's power: the comparison at equal error rates.
+- fixed plan: stats.fixed_restarts_for_power, the fewest blocks whose 95% paired interval
+  calls WIN with probability `power` (the simulation also shows the power one block less);
+- adaptive plan: stats.adaptive_max_restarts blocks at most (Pocock's inflation of the fixed
+  plan, plus what t intervals cost), looks at stats.planned_looks (what `sweep --adaptive`
+  uses), each at the level 1 − stats.sequential_alpha(looks), stopping at the first look
+  whose verdict is not INCONCLUSIVE (WIN, LOSS or EQUIVALENT), else at the last one.
+
+Every experiment is decided as `diagnose report` decides it (diagnostic.analyse.compare):
+restart summary = log of the mean request; interval = paired t interval on the block log
+ratios; verdict = stats.verdict with δ = stats.DEFAULT_DELTA. The decisions are vectorised
+with numpy; the first `--check` simulations of every scenario are decided again, look by
+look, with stats.paired_ratio_ci and stats.verdict, and the script stops if one differs.
+Both plans see the same simulated restarts.
 """
 
 from __future__ import annotations
 
 import argparse
-import statistics
+import math
 import sys
 import time
-from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+from scipy import stats as sps
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from diagnostic import stats  # noqa: E402
-from diagnostic.analyse.compare import DEFAULT_LOOKS  # noqa: E402
 
-FIXED_LEVEL = 0.95
+FIXED_ALPHA = 0.05
 VERDICTS = ("WIN", "LOSS", "EQUIVALENT", "INCONCLUSIVE")
+WIN, LOSS, EQUIVALENT, INCONCLUSIVE = range(4)
+CHUNK = 4000  # simulations drawn at once: bounds memory at 2 × CHUNK × blocks × requests
 
 
 @dataclass(frozen=True)
@@ -60,194 +64,202 @@ class Scenario:
     requests: int = 15
     drift_cv: float = 0.0
 
-    def label(self) -> str:
-        """Short description for the table."""
-        return f"CV {self.restart_cv:.0%}, effect {self.effect:+.0%}"
+    def summary_cv(self) -> float:
+        """CV of one restart's mean: what a consultant measures across restarts."""
+        return math.sqrt(self.restart_cv**2 + self.request_cv**2 / self.requests)
 
 
 @dataclass(frozen=True)
 class Design:
-    """How an experiment is decided: planned looks, interval method, noise band."""
+    """Both plans for one restart CV: fixed blocks, adaptive looks and per-look level."""
 
-    looks: tuple[int, ...] = DEFAULT_LOOKS
-    method: str = "paired"
-    delta: float = stats.DEFAULT_DELTA
+    fixed: int
+    looks: tuple[int, ...]
+    alpha_look: float
+    delta: float
+
+    @classmethod
+    def size(cls, sc: Scenario, delta: float, power: float, looks: tuple[int, ...] = ()) -> Design:
+        """Plans sized for `power` by the project's planning functions."""
+        cv = sc.summary_cv()
+        fixed = stats.fixed_restarts_for_power(cv, sc.effect, delta, power)
+        if fixed is None:
+            raise SystemExit(f"no fixed plan reaches {power:.0%} power at CV {cv:.1%}")
+        if not looks:
+            n_max = stats.adaptive_max_restarts(cv, sc.effect, delta, power)
+            if n_max is None:
+                raise SystemExit(f"no adaptive plan reaches {power:.0%} power at CV {cv:.1%}")
+            looks = tuple(stats.planned_looks(n_max))
+        return cls(fixed, looks, stats.sequential_alpha(looks), delta)
 
     def name(self) -> str:
-        """Looks as 3/5/8/12."""
+        """Looks as 5/9/14/18."""
         return "/".join(str(n) for n in self.looks)
 
 
-def simulate(rng: np.random.Generator, sc: Scenario, blocks: int) -> tuple[np.ndarray, np.ndarray]:
-    """Log restart summaries (spec, baseline) of `blocks` blocks: log of the mean request."""
-    drift = rng.normal(0.0, sc.drift_cv, blocks) if sc.drift_cv else np.zeros(blocks)
+def simulate(rng: np.random.Generator, sc: Scenario, sims: int, blocks: int) -> np.ndarray:
+    """Log restart summaries, shape (2, sims, blocks): [0] spec, [1] baseline."""
+    drift = rng.normal(0.0, sc.drift_cv, (sims, blocks)) if sc.drift_cv else 0.0
 
     def arm(shift: float) -> np.ndarray:
-        level = np.log(100.0) + shift + drift + rng.normal(0.0, sc.restart_cv, blocks)
-        requests = np.exp(level[:, None] + rng.normal(0.0, sc.request_cv, (blocks, sc.requests)))
-        return np.log(requests.mean(axis=1))
+        level = math.log(100.0) + shift + drift + rng.normal(0.0, sc.restart_cv, (sims, blocks))
+        noise = rng.normal(0.0, sc.request_cv, (sims, blocks, sc.requests))
+        return np.log(np.exp(noise).mean(axis=2)) + level
 
     base = arm(0.0)
-    return arm(np.log1p(sc.effect)), base
+    return np.stack([arm(math.log1p(sc.effect)), base])
 
 
-@dataclass(frozen=True)
-class Outcome:
-    """Where a plan stopped and what it said."""
-
-    blocks: int
-    verdict: str
-
-
-def ratio_ci(spec: np.ndarray, base: np.ndarray, level: float, method: str) -> stats.RatioCI:
-    """The interval analyse forms for a blocked schedule (paired), or Welch to compare."""
-    if method == "welch":
-        return stats.welch_ratio_ci(spec, base, level)
-    return stats.paired_ratio_ci(spec, base, level)
-
-
-def adaptive(spec: np.ndarray, base: np.ndarray, design: Design, delta: float) -> Outcome:
-    """Group-sequential plan: Pocock level at every planned look, stop once decided."""
-    looks = design.looks
-    level = 1.0 - stats.pocock_alpha(len(looks))
-    for n in range(2, looks[-1] + 1):
-        look = stats.look_number(n, looks)
-        if look is None:
-            continue
-        ci = ratio_ci(spec[:n], base[:n], level, design.method)
-        decision = stats.verdict(ci.low, ci.high, delta)
-        if decision != "INCONCLUSIVE" or look == len(looks):
-            return Outcome(n, decision)
-    raise AssertionError("the last look always returns")
-
-
-def fixed(spec: np.ndarray, base: np.ndarray, blocks: int, method: str, delta: float) -> Outcome:
-    """Fixed plan: one 95% look after `blocks` blocks."""
-    ci = ratio_ci(spec[:blocks], base[:blocks], FIXED_LEVEL, method)
-    return Outcome(blocks, stats.verdict(ci.low, ci.high, delta))
-
-
-@dataclass
-class PlanResult:
-    """Outcomes of one plan over every simulation of one scenario."""
-
-    outcomes: list[Outcome]
-
-    def restarts(self) -> list[int]:
-        """Restarts used (two per block)."""
-        return [2 * o.blocks for o in self.outcomes]
-
-    def rate(self, *verdicts: str) -> float:
-        """Share of simulations that ended in one of `verdicts`."""
-        counts = Counter(o.verdict for o in self.outcomes)
-        return sum(counts[v] for v in verdicts) / len(self.outcomes)
-
-
-@dataclass
-class ScenarioResult:
-    """Both plans on one scenario, plus what the bare test (δ = 0) and shorter fixed plans do."""
-
-    scenario: Scenario
-    adaptive: PlanResult
-    fixed: PlanResult
-    adaptive_size: float
-    fixed_size: float
-    fixed_power_by_blocks: dict[int, float]
-
-
-def run_scenario(sc: Scenario, sims: int, seed: int, design: Design) -> ScenarioResult:
-    """Every simulation of one scenario, both plans on the same restarts."""
-    rng = np.random.default_rng(seed)
-    n_max, method, delta = design.looks[-1], design.method, design.delta
-    ad, fx, ad0, fx0 = [], [], [], []
-    by_blocks: dict[int, list[Outcome]] = {n: [] for n in range(2, n_max)}
-    for _ in range(sims):
-        spec, base = simulate(rng, sc, n_max)
-        ad.append(adaptive(spec, base, design, delta))
-        fx.append(fixed(spec, base, n_max, method, delta))
-        if sc.effect == 0:
-            ad0.append(adaptive(spec, base, design, 0.0))
-            fx0.append(fixed(spec, base, n_max, method, 0.0))
-        else:
-            for n in by_blocks:
-                by_blocks[n].append(fixed(spec, base, n, method, delta))
-    power = {n: PlanResult(o).rate("WIN") for n, o in by_blocks.items() if o}
-    if power:
-        power[n_max] = PlanResult(fx).rate("WIN")
-    nan = float("nan")
-    return ScenarioResult(
-        scenario=sc,
-        adaptive=PlanResult(ad),
-        fixed=PlanResult(fx),
-        adaptive_size=PlanResult(ad0).rate("WIN", "LOSS") if ad0 else nan,
-        fixed_size=PlanResult(fx0).rate("WIN", "LOSS") if fx0 else nan,
-        fixed_power_by_blocks=power,
+def verdicts(d: np.ndarray, n: int, alpha: float, delta: float) -> np.ndarray:
+    """Verdict codes after n blocks: paired t interval at level 1 − alpha on d[:, :n], the
+    block log ratios, decided as stats.verdict decides (δ = 0: the bare test)."""
+    x = d[:, :n]
+    mean = x.mean(axis=1)
+    half = float(sps.t.isf(alpha / 2, n - 1)) * x.std(axis=1, ddof=1) / math.sqrt(n)
+    low, high = np.exp(mean - half), np.exp(mean + half)
+    upper, lower = 1.0 + delta, 1.0 / (1.0 + delta)
+    return np.select(
+        [low > upper, high < lower, (lower <= low) & (high <= upper)],
+        [WIN, LOSS, EQUIVALENT],
+        INCONCLUSIVE,
     )
 
 
-def _mean_median(values: list[int]) -> str:
-    return f"{statistics.fmean(values):.1f} ({statistics.median(values):g})"
+def adaptive(d: np.ndarray, looks: tuple[int, ...], alpha: float, delta: float) -> np.ndarray:
+    """(blocks used, verdict code) per simulation: stop at the first look that decides."""
+    blocks = np.full(len(d), looks[-1])
+    code = np.full(len(d), INCONCLUSIVE)
+    open_ = np.ones(len(d), dtype=bool)
+    for i, n in enumerate(looks):
+        v = verdicts(d, n, alpha, delta)
+        stop = open_ & ((v != INCONCLUSIVE) | (i == len(looks) - 1))
+        blocks[stop], code[stop] = n, v[stop]
+        open_ &= ~stop
+    return np.stack([blocks, code])
 
 
-def detail_table(results: list[ScenarioResult], design: Design) -> str:
+def check(logs: np.ndarray, design: Design, sims: int) -> int:
+    """Decide the first `sims` experiments again with stats.paired_ratio_ci + stats.verdict at
+    every look and at the fixed plan; return how many decisions were compared."""
+    d = logs[0] - logs[1]
+    points = [(n, design.alpha_look) for n in design.looks] + [(design.fixed, FIXED_ALPHA)]
+    compared = 0
+    for n, alpha in points:
+        vec = verdicts(d[:sims], n, alpha, design.delta)
+        for s in range(min(sims, len(d))):
+            ci = stats.paired_ratio_ci(logs[0, s, :n], logs[1, s, :n], 1 - alpha)
+            if VERDICTS.index(stats.verdict(ci.low, ci.high, design.delta)) != vec[s]:
+                raise SystemExit(f"vectorised verdict differs from stats at sim {s}, n {n}")
+            compared += 1
+    return compared
+
+
+@dataclass
+class Result:
+    """Outcomes over every simulation of one scenario."""
+
+    scenario: Scenario
+    fixed: np.ndarray  # verdict codes of the fixed plan
+    fixed_short: np.ndarray  # verdict codes one block short of the fixed plan
+    adaptive: np.ndarray  # (blocks, code)
+    size_fixed: float  # bare test (δ = 0) under the fixed plan
+    size_adaptive: float  # bare test under the adaptive plan at its calibrated level
+    size_pocock: float  # bare test at Pocock's normal-theory level instead
+    checked: int
+
+    def rate(self, codes: np.ndarray, *names: str) -> float:
+        """Share of simulations that ended in one of `names`."""
+        return float(np.isin(codes, [VERDICTS.index(v) for v in names]).mean())
+
+
+def run(sc: Scenario, design: Design, sims: int, seed: int, n_check: int) -> Result:
+    """Every simulation of one scenario, both plans on the same restarts."""
+    rng = np.random.default_rng(seed)
+    pocock = stats.pocock_alpha(len(design.looks))
+    n_max = max(design.looks[-1], design.fixed)
+    parts: dict[str, list[np.ndarray]] = {k: [] for k in ("f", "s", "a", "b0", "a0", "p0")}
+    checked = 0
+    for start in range(0, sims, CHUNK):
+        logs = simulate(rng, sc, min(CHUNK, sims - start), n_max)
+        if start == 0 and n_check:
+            checked = check(logs, design, n_check)
+        d = logs[0] - logs[1]
+        parts["f"].append(verdicts(d, design.fixed, FIXED_ALPHA, design.delta))
+        parts["s"].append(verdicts(d, design.fixed - 1, FIXED_ALPHA, design.delta))
+        parts["a"].append(adaptive(d, design.looks, design.alpha_look, design.delta))
+        if sc.effect == 0:
+            parts["b0"].append(verdicts(d, design.fixed, FIXED_ALPHA, 0.0))
+            parts["a0"].append(adaptive(d, design.looks, design.alpha_look, 0.0)[1])
+            parts["p0"].append(adaptive(d, design.looks, pocock, 0.0)[1])
+
+    def joined(key: str, axis: int = 0) -> np.ndarray:
+        return np.concatenate(parts[key], axis=axis)
+
+    def size(key: str) -> float:
+        return float(np.isin(joined(key), [WIN, LOSS]).mean()) if parts[key] else math.nan
+
+    return Result(
+        sc, joined("f"), joined("s"), joined("a", 1), size("b0"), size("a0"), size("p0"), checked
+    )
+
+
+def _restarts(blocks: np.ndarray) -> str:
+    return f"{2 * blocks.mean():.1f} ({2 * float(np.median(blocks)):g})"
+
+
+def summary_table(rows: list[tuple[Design, Result, Result]]) -> str:
+    """Per restart CV: the two plans, restarts under the effect, error rates, sizes."""
+    lines = [
+        "| restart CV | fixed plan (restarts) | adaptive plan: looks (blocks), per-look level "
+        "| restarts under the effect fixed / adaptive mean (median) | saved "
+        "| power fixed / adaptive | power fixed, one block less "
+        "| type-I fixed / adaptive | size δ=0 fixed / adaptive | size δ=0 at Pocock's 0.0182 "
+        "| restarts under no effect fixed / adaptive |",
+        "|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for design, eff, null in rows:
+        fixed_r = 2 * design.fixed
+        saved = 1 - 2 * float(eff.adaptive[0].mean()) / fixed_r
+        pocock = stats.pocock_alpha(len(design.looks))
+        lines.append(
+            f"| {eff.scenario.restart_cv:.0%} | {design.fixed} blocks ({fixed_r}) "
+            f"| {design.name()} ({design.looks[-1] / design.fixed:.2f}× the fixed), "
+            f"{design.alpha_look:.4f} "
+            f"| {fixed_r} / {_restarts(eff.adaptive[0])} | **{saved:.0%}** "
+            f"| {eff.rate(eff.fixed, 'WIN'):.1%} / {eff.rate(eff.adaptive[1], 'WIN'):.1%} "
+            f"| {eff.rate(eff.fixed_short, 'WIN'):.1%} "
+            f"| {null.rate(null.fixed, 'WIN', 'LOSS'):.1%} / "
+            f"{null.rate(null.adaptive[1], 'WIN', 'LOSS'):.1%} "
+            f"| {null.size_fixed:.1%} / {null.size_adaptive:.1%} "
+            f"| {null.size_pocock:.1%} ({pocock:g}) "
+            f"| {fixed_r} / {_restarts(null.adaptive[0])} |"
+        )
+    return "\n".join(lines)
+
+
+def detail_table(rows: list[tuple[Design, Result, Result]]) -> str:
     """Every scenario and plan: restarts used and how often each verdict came out."""
     lines = [
         "| scenario | plan | restarts mean (median) | WIN | LOSS | EQUIVALENT | INCONCLUSIVE |",
         "|---|---|---:|---:|---:|---:|---:|",
     ]
-    names = (f"fixed {design.looks[-1]} blocks", f"adaptive {design.name()}")
-    for r in results:
-        for name, plan in zip(names, (r.fixed, r.adaptive), strict=True):
-            rates = " | ".join(f"{plan.rate(v):.1%}" for v in VERDICTS)
-            lines.append(
-                f"| {r.scenario.label()} | {name} | {_mean_median(plan.restarts())} | {rates} |"
+    for design, *results in rows:
+        for r in results:
+            label = f"CV {r.scenario.restart_cv:.0%}, effect {r.scenario.effect:+.0%}"
+            plans = (
+                (f"fixed {design.fixed} blocks", f"{2 * design.fixed}", r.fixed),
+                (f"adaptive {design.name()}", _restarts(r.adaptive[0]), r.adaptive[1]),
             )
-    return "\n".join(lines)
-
-
-def _equal_power_blocks(effect: ScenarioResult) -> int | None:
-    """Smallest fixed plan whose power reaches the adaptive plan's (None: none that short)."""
-    target = effect.adaptive.rate("WIN")
-    for n, power in sorted(effect.fixed_power_by_blocks.items()):
-        if power >= target:
-            return n
-    return None
-
-
-def summary_table(results: list[ScenarioResult], design: Design) -> str:
-    """Per restart CV: restarts saved under the effect, power, type-I error and test size."""
-    n_max = design.looks[-1]
-    lines = [
-        f"| restart CV | restarts, fixed {n_max} | restarts, adaptive {design.name()} | saved "
-        "| power fixed / adaptive | type-I fixed / adaptive | size δ=0 fixed / adaptive "
-        "| fixed plan with adaptive's power | saved vs it | restarts under no effect "
-        "fixed / adaptive |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
-    ]
-    for cv in sorted({r.scenario.restart_cv for r in results}):
-        eff = next(r for r in results if r.scenario.restart_cv == cv and r.scenario.effect)
-        null = next(r for r in results if r.scenario.restart_cv == cv and not r.scenario.effect)
-        f_mean = statistics.fmean(eff.fixed.restarts())
-        a_mean = statistics.fmean(eff.adaptive.restarts())
-        n_eq = _equal_power_blocks(eff)
-        eq = f"{2 * n_eq} restarts" if n_eq else "none"
-        saved_eq = f"{1 - a_mean / (2 * n_eq):+.0%}" if n_eq else "n/a"
-        lines.append(
-            f"| {cv:.0%} | {f_mean:.0f} | {_mean_median(eff.adaptive.restarts())} "
-            f"| {1 - a_mean / f_mean:.0%} "
-            f"| {eff.fixed.rate('WIN'):.1%} / {eff.adaptive.rate('WIN'):.1%} "
-            f"| {null.fixed.rate('WIN', 'LOSS'):.1%} / {null.adaptive.rate('WIN', 'LOSS'):.1%} "
-            f"| {null.fixed_size:.1%} / {null.adaptive_size:.1%} | {eq} | {saved_eq} "
-            f"| {statistics.fmean(null.fixed.restarts()):.0f} / "
-            f"{_mean_median(null.adaptive.restarts())} |"
-        )
+            for name, used, codes in plans:
+                rates = " | ".join(f"{r.rate(codes, v):.1%}" for v in VERDICTS)
+                lines.append(f"| {label} | {name} | {used} | {rates} |")
     return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Simulate every scenario and print the two tables."""
+    """Size both plans, simulate every scenario and print the two tables."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sims", type=int, default=4000, help="simulations per scenario")
+    parser.add_argument("--sims", type=int, default=40000, help="simulations per scenario")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--effect", type=float, default=0.10, help="true speedup, 0.10 = 10%%")
     parser.add_argument("--restart-cv", type=float, nargs="+", default=[0.05, 0.10])
@@ -255,25 +267,34 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--requests", type=int, default=15, help="measured requests/restart")
     parser.add_argument("--drift-cv", type=float, default=0.0, help="drift shared by a block")
     parser.add_argument("--delta", type=float, default=stats.DEFAULT_DELTA, help="noise band δ")
-    parser.add_argument("--looks", type=int, nargs="+", default=list(DEFAULT_LOOKS))
-    parser.add_argument("--method", choices=("paired", "welch"), default="paired")
+    parser.add_argument("--power", type=float, default=0.9, help="power both plans aim at")
+    parser.add_argument("--looks", type=int, nargs="*", default=[], help="override the looks")
+    parser.add_argument("--check", type=int, default=200, help="sims re-decided with stats")
     args = parser.parse_args(argv)
-    design = Design(tuple(sorted(args.looks)), args.method, args.delta)
     start = time.perf_counter()
-    results = []
+    rows: list[tuple[Design, Result, Result]] = []
+    checked = 0
     for i, cv in enumerate(args.restart_cv):
-        for j, effect in enumerate((args.effect, 0.0)):
-            sc = Scenario(effect, cv, args.request_cv, args.requests, args.drift_cv)
-            seed = args.seed * 1000 + 10 * i + j  # one stream per scenario: order-independent
-            results.append(run_scenario(sc, args.sims, seed, design))
-    print(summary_table(results, design))
+        sc = Scenario(args.effect, cv, args.request_cv, args.requests, args.drift_cv)
+        design = Design.size(sc, args.delta, args.power, tuple(sorted(args.looks)))
+        null = Scenario(0.0, cv, args.request_cv, args.requests, args.drift_cv)
+        seed = args.seed * 1000 + 10 * i  # one stream per scenario: order-independent
+        results = [
+            run(s, design, args.sims, seed + j, args.check) for j, s in enumerate((sc, null))
+        ]
+        rows.append((design, results[0], results[1]))
+        checked += sum(r.checked for r in results)
+    print(summary_table(rows))
     print()
-    print(detail_table(results, design))
+    print(detail_table(rows))
     print(
-        f"\n{args.sims} simulations per scenario, seed {args.seed}, {design.method} intervals, "
-        f"looks {list(design.looks)} at level {1 - stats.pocock_alpha(len(design.looks)):.4f}, "
-        f"δ = {design.delta:g}, {args.requests} requests/restart at CV {args.request_cv:.0%}, "
-        f"block drift CV {args.drift_cv:.0%}; {time.perf_counter() - start:.0f} s"
+        f"\n{args.sims} simulations per scenario, seed {args.seed}, paired intervals, "
+        f"δ = {args.delta:g}, power target {args.power:.0%}, {args.requests} requests/restart "
+        f"at CV {args.request_cv:.0%}, block drift CV {args.drift_cv:.0%}; standard error of a "
+        f"5% rate {math.sqrt(0.05 * 0.95 / args.sims):.2%}, of a 90% power "
+        f"{math.sqrt(0.9 * 0.1 / args.sims):.2%}; {checked} decisions "
+        f"re-checked with stats.paired_ratio_ci + stats.verdict, all equal; "
+        f"{time.perf_counter() - start:.0f} s"
     )
 
 

@@ -15,6 +15,9 @@ Verdict = Literal["WIN", "LOSS", "EQUIVALENT", "INCONCLUSIVE"]
 IntervalMethod = Literal["welch-log-restart-means", "paired-log-block-ratios", "within-process"]
 ALL_WORKLOADS = "all"
 WITHIN_PROCESS_LABEL = "within-process only; restart variance not measured"
+WITHHELD_LABEL = (
+    "one restart against a side with several: restart variance not measured, verdict withheld"
+)
 
 
 class _Model(BaseModel):
@@ -244,6 +247,11 @@ class Comparison(_Model):
     )
     stopping: StoppingStatus | None = Field(None, description="Adaptive-stopping status")
 
+    @property
+    def verdict_withheld(self) -> bool:
+        """One restart against a side with several: no verdict, and not a recommendation."""
+        return self.within_process_only and max(self.n_restarts_arm, self.n_restarts_baseline) > 1
+
 
 class TheoryPoint(_Model):
     """Predicted speedup at one k."""
@@ -333,7 +341,7 @@ class NoiseBand(_Model):
 
     delta: float = Field(description="δ: EQUIVALENT inside [1/(1+δ), 1+δ]")
     calibrated: bool = Field(description="True when measured from an A/A arm")
-    source: str = Field(description="Which A/A comparison set it, or 'default 2%'")
+    source: str = Field(description="Which A/A comparison set it, or why δ is the default")
     aa_ci_low: float | None = Field(None, description="A/A ratio interval, lower end")
     aa_ci_high: float | None = Field(None, description="A/A ratio interval, upper end")
 

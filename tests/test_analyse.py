@@ -161,6 +161,7 @@ def test_blocked_restarts_with_an_aa_arm(tmp_path: Path) -> None:
     assert a.noise_band.delta == pytest.approx(max(0.01, aa.ci_high - 1, 1 - aa.ci_low))
     assert spec.stopping is not None and spec.stopping.look_number == 1 and spec.stopping.can_stop
     assert a.adaptive is not None and a.adaptive.all_decided and a.adaptive.n_now == 3
+    assert a.adaptive.planned_looks == [3]  # the bundle's 3 blocks: no interim look planned
     planning = next(w for w in _arm(a, "base").workloads if w.workload == "code").planning
     assert planning is not None and planning.recommended_restarts is not None
     assert (planning.t2_sq or 0) > 0
@@ -253,3 +254,27 @@ def test_empty_bundle_gives_an_empty_analysis(tmp_path: Path) -> None:
 
 def test_h200_folders_exist() -> None:
     assert (H200 / "base" / "requests.jsonl").is_file()
+
+
+def test_two_restart_aa_does_not_set_the_band_and_arm_intervals_stay_positive(
+    tmp_path: Path,
+) -> None:
+    # The GPU validation sweep: 2 restarts per arm give the A/A interval df = 1 (t = 12.7);
+    # taken literally it set δ = 139% and called a 3× speedup noise.
+    base = [[350.0 + j for j in range(6)], [520.0 + j for j in range(6)]]
+    tps = {
+        "base": base,
+        "base-aa": [[v * 1.1 for v in r] for r in base],
+        "eager": [[45.0 + j for j in range(6)], [90.0 + j for j in range(6)]],
+    }
+    specs = [
+        ArmSpec(name="base", speculative=False),
+        ArmSpec(name="base-aa", speculative=False, aa_of="base"),
+        ArmSpec(name="eager", speculative=False),
+    ]
+    a = analyse(synthetic_bundle(tmp_path / "b", tps, specs=specs, order="blocks"))
+    assert not a.noise_band.calibrated and a.noise_band.delta == 0.02
+    assert "base-aa has 2 restart(s) per side" in a.noise_band.source
+    assert any("not calibrated" in note for note in a.notes)
+    eager = next(w for w in _arm(a, "eager").workloads if w.workload == "code").decode_tps
+    assert eager.ci_low == 0.0 and eager.ci_high is not None and eager.ci_high > 90

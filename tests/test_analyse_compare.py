@@ -8,8 +8,16 @@ import numpy as np
 import pytest
 
 from diagnostic import stats
-from diagnostic.analyse.compare import Side, finish_family, ratio_ci, start_comparison
+from diagnostic.analyse.compare import (
+    DEFAULT_LOOKS,
+    Side,
+    bundle_looks,
+    finish_family,
+    ratio_ci,
+    start_comparison,
+)
 from diagnostic.analyse.requests import Sample
+from diagnostic.models import PlanSpec
 
 
 def _side(name: str, restarts: list[list[float]], blocks: bool = False) -> Side:
@@ -63,15 +71,28 @@ def test_blocked_schedule_pairs_restarts_and_cancels_shared_drift() -> None:
     assert paired.ci.high - paired.ci.low < (welch.ci.high - welch.ci.low) / 10  # type: ignore[operator]
 
 
-def test_one_restart_falls_back_to_within_process_and_says_so() -> None:
+def test_one_restart_each_falls_back_to_within_process_and_says_so() -> None:
     arm = _side("spec", [[1000.0, 1010.0, 990.0, 1005.0]])
-    base = _side("base", [[600.0, 610.0, 590.0], [620.0, 600.0, 605.0]])
+    base = _side("base", [[600.0, 610.0, 590.0]])
     (c,) = finish_family(
         [start_comparison(arm, base, "code", 1, kind="spec", k=3, blocked=False)], delta=0.02
     )
     assert c.interval_method == "within-process" and c.within_process_only
     assert c.label == "within-process only; restart variance not measured"
-    assert c.stopping is None and c.verdict == "WIN"
+    assert c.stopping is None and c.verdict == "WIN" and not c.verdict_withheld
+
+
+def test_one_restart_against_several_gets_no_verdict() -> None:
+    # The baseline's restarts show restart noise; one spec process cannot be judged by the
+    # spread of its own requests (the GPU validation sample's interrupted ngram-k7 arm).
+    arm = _side("spec", [[1000.0, 1010.0, 990.0, 1005.0]])
+    base = _side("base", [[600.0, 610.0, 590.0], [820.0, 800.0, 805.0]])
+    (c,) = finish_family(
+        [start_comparison(arm, base, "code", 1, kind="spec", k=3, blocked=False)], delta=0.02
+    )
+    assert c.interval_method == "within-process" and c.verdict_withheld
+    assert c.verdict == "INCONCLUSIVE" and c.ci_low is not None and c.ci_low > 1.02
+    assert c.label is not None and "verdict withheld" in c.label
 
 
 def test_family_gets_bh_p_values_and_bonferroni_verdict_intervals() -> None:
@@ -100,26 +121,58 @@ def test_family_gets_bh_p_values_and_bonferroni_verdict_intervals() -> None:
 
 def test_stopping_at_a_look_that_decides() -> None:
     rng = np.random.default_rng(3)
-    arm = _side("spec", _simulate(rng, 1.5, 3, 15, sd=0.03))
-    base = _side("base", _simulate(rng, 1.0, 3, 15, sd=0.03))
+    arm = _side("spec", _simulate(rng, 1.5, 4, 15, sd=0.03))
+    base = _side("base", _simulate(rng, 1.0, 4, 15, sd=0.03))
     (c,) = finish_family(
         [start_comparison(arm, base, "code", 1, kind="spec", k=3, blocked=False)], delta=0.02
     )
     s = c.stopping
-    assert s is not None and s.look_number == 1 and s.n_now == 3
-    assert s.per_look_alpha == stats.pocock_alpha(4)
+    assert DEFAULT_LOOKS == (4, 8, 12)
+    assert s is not None and s.look_number == 1 and s.n_now == 4
+    assert s.per_look_alpha == stats.sequential_alpha(DEFAULT_LOOKS)
     assert s.can_stop and s.verdict_at_look == "WIN"
     assert s.ci_low < c.ci_low  # type: ignore[operator]
 
 
+def test_the_per_look_level_is_calibrated_for_the_looks_and_the_family() -> None:
+    rng = np.random.default_rng(6)
+    base = _side("base", _simulate(rng, 1.0, 5, 15))
+    family = [
+        start_comparison(
+            _side(f"k{k}", _simulate(rng, 1.3, 5, 15)),
+            base,
+            "code",
+            1,
+            kind="spec",
+            k=k,
+            blocked=False,
+        )
+        for k in (1, 2)
+    ]
+    looks = (5, 10, 15, 20)
+    out = finish_family(family, delta=0.02, looks=looks)
+    for c in out:
+        assert c.stopping is not None and c.stopping.planned_looks == list(looks)
+        assert c.stopping.per_look_alpha == stats.sequential_alpha(looks, 0.05 / 2)
+        assert c.stopping.look_number == 1
+
+
 def test_no_stopping_between_looks() -> None:
     rng = np.random.default_rng(4)
-    arm, base = _side("spec", _simulate(rng, 1.5, 4, 15)), _side("base", _simulate(rng, 1.0, 4, 15))
+    arm, base = _side("spec", _simulate(rng, 1.5, 5, 15)), _side("base", _simulate(rng, 1.0, 5, 15))
     (c,) = finish_family(
         [start_comparison(arm, base, "code", 1, kind="spec", k=3, blocked=False)], delta=0.02
     )
     assert c.stopping is not None and not c.stopping.can_stop
-    assert "next look at 5" in c.stopping.reason
+    assert c.stopping.look_number is None
+    assert "next look at 8" in c.stopping.reason
+
+
+def test_bundle_looks_are_the_ones_the_adaptive_sweep_plans() -> None:
+    assert bundle_looks(PlanSpec(order="blocks", restarts=18)) == (5, 9, 14, 18)
+    assert bundle_looks(PlanSpec(order="blocks", restarts=5)) == (5,)
+    assert bundle_looks(PlanSpec(order="sequential", restarts=18)) == DEFAULT_LOOKS
+    assert bundle_looks(PlanSpec()) == DEFAULT_LOOKS  # collect's bundles: manual order
 
 
 def test_inconclusive_says_how_many_more_restarts() -> None:

@@ -109,10 +109,10 @@ def test_client_fidelity_measures_one_tiny_point() -> None:
 
 def test_time_to_verdict_runs_a_few_simulations(capsys: pytest.CaptureFixture[str]) -> None:
     ttv = _load("time_to_verdict")
-    ttv.main(["--sims", "3", "--restart-cv", "0.05"])
+    ttv.main(["--sims", "20", "--restart-cv", "0.05", "--check", "3"])
     out = capsys.readouterr().out
-    assert "adaptive 3/5/8/12" in out and "fixed 12 blocks" in out
-    assert "| 5% |" in out
+    assert "| 5% | 14 blocks (28) | 5/9/14/18" in out and "adaptive 5/9/14/18" in out
+    assert "30 decisions re-checked with stats.paired_ratio_ci" in out
 
 
 def test_time_to_verdict_adaptive_stops_at_a_planned_look() -> None:
@@ -121,8 +121,10 @@ def test_time_to_verdict_adaptive_stops_at_a_planned_look() -> None:
 
     rng = np.random.default_rng(1)
     big = ttv.Scenario(effect=0.5, restart_cv=0.01, request_cv=0.01)
-    spec, base = ttv.simulate(rng, big, 12)
-    assert ttv.adaptive(spec, base, ttv.Design(), 0.02) == ttv.Outcome(3, "WIN")
+    logs = ttv.simulate(rng, big, 50, 12)
+    blocks, codes = ttv.adaptive(logs[0] - logs[1], (4, 8, 12), 0.02, 0.02)
+    assert (blocks == 4).all() and (codes == ttv.WIN).all()
     none = ttv.Scenario(effect=0.0, restart_cv=0.3, request_cv=0.1)
-    spec, base = ttv.simulate(rng, none, 12)
-    assert ttv.adaptive(spec, base, ttv.Design(), 0.02).blocks in (3, 5, 8, 12)
+    logs = ttv.simulate(rng, none, 50, 12)
+    blocks, codes = ttv.adaptive(logs[0] - logs[1], (4, 8, 12), 0.02, 0.02)
+    assert set(blocks) <= {4, 8, 12} and (codes[blocks < 12] != ttv.INCONCLUSIVE).all()

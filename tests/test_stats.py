@@ -176,20 +176,112 @@ def test_look_number() -> None:
 
 
 def test_pocock_looks_keep_the_false_positive_rate_near_five_percent() -> None:
-    """Under no difference, peeking at 3, 5, 8, 12 restarts at 95% calls a difference far more
-    often than 5%; Pocock's per-look level keeps it near 5% (STATISTICS.md: 16% vs 5%)."""
+    """Under no difference, peeking at 4, 8, 12 restarts at 95% calls a difference far more
+    often than 5%; the calibrated per-look level keeps it near 5% (STATISTICS.md: 16% vs 5%)."""
     rng = np.random.default_rng(7)
-    looks, sims = (3, 5, 8, 12), 300
+    looks, sims = (4, 8, 12), 300
     naive = pocock = 0
     for _ in range(sims):
         a, b = rng.normal(0, 0.1, 12), rng.normal(0, 0.1, 12)
         cis = [stats.welch_ratio_ci(a[:n], b[:n]) for n in looks]
         naive += any(not (c.low < 1 < c.high) for c in cis)  # type: ignore[operator]
-        level = 1 - stats.pocock_alpha(len(looks))
+        level = 1 - stats.sequential_alpha(looks)
         adj = [stats.welch_ratio_ci(a[:n], b[:n], level) for n in looks]
         pocock += any(not (c.low < 1 < c.high) for c in adj)  # type: ignore[operator]
     assert naive / sims > 0.09
     assert pocock / sims < 0.075
+
+
+def test_planned_looks_are_equally_spaced_with_a_usable_first_look() -> None:
+    assert stats.planned_looks(16) == [4, 8, 12, 16]
+    assert stats.planned_looks(18) == [5, 9, 14, 18]
+    assert stats.planned_looks(12) == [4, 8, 12]
+    assert stats.planned_looks(8) == [4, 8]
+    assert stats.planned_looks(7) == [7] and stats.planned_looks(1) == [1]
+    assert stats.planned_looks(50) == [13, 25, 38, 50]
+    for n in range(1, 120):
+        looks = stats.planned_looks(n)
+        assert looks[-1] == n and len(looks) <= 4 and looks == sorted(set(looks))
+        assert len(looks) == 1 or looks[0] >= 4
+
+
+def _paired_min_p(looks: tuple[int, ...], sims: int, seed: int) -> np.ndarray:
+    """Brute force: smallest paired t p-value over the looks, blocks drawn one by one."""
+    d = np.random.default_rng(seed).standard_normal((sims, looks[-1]))
+    p = np.ones(sims)
+    for n in looks:
+        t = d[:, :n].mean(axis=1) / (d[:, :n].std(axis=1, ddof=1) / math.sqrt(n))
+        p = np.minimum(p, 2 * sps.t.sf(np.abs(t), n - 1))
+    return p
+
+
+def test_sequential_alpha_keeps_the_overall_level_where_pocock_creeps_above() -> None:
+    looks = (4, 8, 12, 16)
+    alpha = stats.sequential_alpha(looks)
+    assert alpha == stats.sequential_alpha(list(looks))  # deterministic (seeded, cached)
+    min_p = _paired_min_p(looks, 40_000, seed=11)
+    assert float(np.mean(min_p < alpha)) == pytest.approx(0.05, abs=0.004)  # SE 0.0011
+    assert float(np.mean(min_p < stats.pocock_alpha(4))) > 0.052  # known-variance level
+    assert alpha < stats.pocock_alpha(4)
+    # Many blocks per look: t intervals become z intervals, the level Pocock's constant.
+    assert stats.sequential_alpha((100, 200, 300, 400)) == pytest.approx(0.0182, abs=0.0006)
+    assert stats.sequential_alpha((7,)) == 0.05
+    assert stats.sequential_alpha(looks, 0.05 / 3) < alpha  # Bonferroni over a family
+
+
+def test_sequential_power_matches_a_brute_force_simulation() -> None:
+    looks, effect, band = (4, 8, 12), 0.8, 0.1
+    alpha = stats.sequential_alpha(looks)
+    d = np.random.default_rng(12).standard_normal((40_000, 12)) + effect
+    decided = np.zeros(len(d), dtype=bool)
+    win = np.zeros(len(d), dtype=bool)
+    for i, n in enumerate(looks):
+        x = d[:, :n]
+        half = sps.t.isf(alpha / 2, n - 1) * x.std(axis=1, ddof=1) / math.sqrt(n)
+        low, high = x.mean(axis=1) - half, x.mean(axis=1) + half
+        now = (low > band) | (high < -band) | ((low >= -band) & (high <= band))
+        stop = ~decided & (now | (i == len(looks) - 1))
+        win[stop] = low[stop] > band
+        decided |= now
+    expected = stats.sequential_power(looks, effect, band, alpha)
+    assert float(win.mean()) == pytest.approx(expected, abs=0.01)  # SE 0.0025
+    assert stats.sequential_power(looks, 0.0, band, alpha) < 0.03
+
+
+def test_fixed_restarts_for_power_is_the_smallest_plan_with_that_power() -> None:
+    cv, effect, delta = 0.05, 0.10, 0.02
+    n = stats.fixed_restarts_for_power(cv, effect, delta)
+    assert n is not None
+    sd, room = math.sqrt(2) * cv, math.log(1.10) - math.log(1.02)
+
+    def power(r: int) -> float:  # WIN rate of r paired blocks, by simulation
+        d = np.random.default_rng(r).normal(math.log(1.10), sd, (40_000, r))
+        low = d.mean(axis=1) - sps.t.isf(0.025, r - 1) * d.std(axis=1, ddof=1) / math.sqrt(r)
+        return float(np.mean(low > math.log(1.02)))
+
+    assert power(n) >= 0.89 and power(n - 1) < 0.905
+    normal = ((sps.norm.isf(0.025) + sps.norm.ppf(0.9)) * sd / room) ** 2  # z for t: fewer
+    assert normal < n <= normal + 3
+    assert stats.fixed_restarts_for_power(cv, 1 / 1.1 - 1, delta) == n  # LOSS: as hard
+    assert stats.fixed_restarts_for_power(cv, 0.01, delta) is None  # inside the noise band
+    assert stats.fixed_restarts_for_power(0.5, 0.05, delta, cap=50) is None
+
+
+def test_adaptive_max_restarts_inflates_the_fixed_plan_to_keep_its_power() -> None:
+    cv, effect, delta = 0.05, 0.10, 0.02
+    n_fixed = stats.fixed_restarts_for_power(cv, effect, delta)
+    n_max = stats.adaptive_max_restarts(cv, effect, delta)
+    assert n_fixed is not None and n_max is not None
+    assert n_fixed < n_max <= 1.5 * n_fixed  # Pocock R_P(4) = 1.183, t costs, rounding
+    sd = math.sqrt(2) * cv
+    shift, band = math.log1p(effect) / sd, math.log1p(delta) / sd
+
+    def power(n: int) -> float:
+        looks = stats.planned_looks(n)
+        return stats.sequential_power(looks, shift, band, stats.sequential_alpha(looks))
+
+    assert power(n_max) >= 0.9 > power(n_max - 1)
+    assert stats.adaptive_max_restarts(cv, 0.01, delta) is None
 
 
 def test_drift_check_flags_slow_first_requests() -> None:

@@ -408,10 +408,20 @@ def test_capture_facts_come_from_the_check_parsers() -> None:
 def test_adaptive_looks_follow_the_restarts(tmp_path: Path) -> None:
     arms = _arm("baseline", "exit 1 # {port}")
     assert adaptive_looks(_plan(tmp_path, arms, restarts=2)) == [2]
-    assert adaptive_looks(_plan(tmp_path, arms, restarts=8)) == [3, 5, 8]
-    assert adaptive_looks(_plan(tmp_path, arms, restarts=20)) == [3, 5, 8, 20]
+    assert adaptive_looks(_plan(tmp_path, arms, restarts=7)) == [7]  # no interim look
+    assert adaptive_looks(_plan(tmp_path, arms, restarts=8)) == [4, 8]
+    assert adaptive_looks(_plan(tmp_path, arms, restarts=12)) == [4, 8, 12]
+    assert adaptive_looks(_plan(tmp_path, arms, restarts=20)) == [5, 10, 15, 20]
     with pytest.raises(DiagnosticError, match="order"):
         adaptive_looks(_plan(tmp_path, arms, restarts=5, order="sequential"))
+
+
+def test_adaptive_warns_when_the_plan_is_too_short_for_an_interim_look(tmp_path: Path) -> None:
+    arms = _arm("baseline", "exit 1 # {port}")
+    short = sweep(_plan(tmp_path, arms, restarts=5), out=None, dry_run=True, adaptive=True)
+    assert short.looks == [5] and any("no interim look" in w for w in short.warnings)
+    long = sweep(_plan(tmp_path, arms, restarts=16), out=None, dry_run=True, adaptive=True)
+    assert long.looks == [4, 8, 12, 16] and not any("interim" in w for w in long.warnings)
 
 
 @pytest.mark.parametrize(("spread", "decided"), [(0.005, True), (0.3, False)])
@@ -427,8 +437,8 @@ def test_adaptive_stops_at_the_first_look_where_everything_is_decided(
     out = tmp_path / "b"
     sweep(plan, out=out, stop_on_failure=True)  # creates the bundle (first start fails)
     bundle = Bundle.open(out)
-    # Three blocks already measured: spec 1.5x faster, tight restart-to-restart noise.
-    for start in build_schedule([a.name for a in plan.arms], restarts=8, seed=3)[:9]:
+    # Four blocks already measured: spec 1.5x faster, tight restart-to-restart noise.
+    for start in build_schedule([a.name for a in plan.arms], restarts=8, seed=3)[:12]:
         tps = 150.0 if start.arm == "spec" else 100.0
         tps *= 1 + spread * (start.restart - 1) * (1 if start.arm == "spec" else -1)
         bundle.write_run(
@@ -440,10 +450,10 @@ def test_adaptive_stops_at_the_first_look_where_everything_is_decided(
             )
     recorder = Recorder()
     summary = sweep(plan, out=out, resume=True, adaptive=True, reporter=recorder)
-    assert summary.looks == [3, 5, 8]
+    assert summary.looks == [4, 8]
     if decided:
-        assert summary.stopped_at_look == 3
-        assert [o.status for o in summary.outcomes] == ["skipped"] * 9
+        assert summary.stopped_at_look == 4
+        assert [o.status for o in summary.outcomes] == ["skipped"] * 12
         assert any("every comparison decided" in n for n in recorder.notes)
     else:  # it goes on to the next blocks (whose starts fail here: `exit 1`)
         assert summary.stopped_at_look is None and len(summary.outcomes) == 24

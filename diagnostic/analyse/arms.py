@@ -96,8 +96,8 @@ def restart_summary(group: list[Sample], workload: str, concurrency: int) -> Res
 
 
 def estimate(groups: dict[int, list[Sample]]) -> Estimate:
-    """Mean of restart means with a t interval across restarts; with one restart, the
-    within-process t interval on its requests (labelled as such)."""
+    """Mean of restart means with a t interval across restarts (its lower end clipped at 0);
+    with one restart, the within-process t interval on its requests (labelled as such)."""
     n_requests = sum(len(g) for g in groups.values())
     if not groups:
         return Estimate(estimate=None, n_requests=0, n_restarts=0)
@@ -107,9 +107,11 @@ def estimate(groups: dict[int, list[Sample]]) -> Estimate:
     else:
         means = [statistics.fmean(s.decode_tps for s in g) for g in groups.values()]
         ci, method = stats.t_interval(means), METHOD_RESTARTS
+    # Throughput is positive; a t interval on two restarts (t = 12.7) can reach below zero.
+    low = None if ci.low is None else max(ci.low, 0.0)
     return Estimate(
         estimate=ci.estimate,
-        ci_low=ci.low,
+        ci_low=low,
         ci_high=ci.high,
         n_requests=n_requests,
         n_restarts=len(groups),

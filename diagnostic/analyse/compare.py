@@ -10,16 +10,26 @@ from dataclasses import dataclass
 from diagnostic import stats
 from diagnostic.analyse.requests import Sample
 from diagnostic.analysis_models import (
+    WITHHELD_LABEL,
     WITHIN_PROCESS_LABEL,
     Comparison,
     IntervalMethod,
     StoppingStatus,
 )
+from diagnostic.models import PlanSpec
 
-__all__ = ["DEFAULT_LOOKS", "Side", "finish_family", "ratio_ci", "start_comparison"]
+__all__ = [
+    "DEFAULT_LOOKS",
+    "Side",
+    "bundle_looks",
+    "finish_family",
+    "ratio_ci",
+    "start_comparison",
+]
 
-DEFAULT_LOOKS = (3, 5, 8, 12)
-"""Planned looks (restarts or blocks per arm) of the group-sequential design."""
+DEFAULT_LOOKS = tuple(stats.planned_looks(12))
+"""Planned looks (restarts or blocks per arm) when the bundle does not give its maximum:
+those of a 12-block plan, 4, 8, 12 (stats.planned_looks)."""
 ALPHA = 0.05
 
 
@@ -39,6 +49,12 @@ class Side:
     def blocks(self) -> dict[int, int]:
         """restart → block, for restarts that carry a block number."""
         return {r: g[0].block for r, g in self.groups.items() if g and g[0].block is not None}
+
+
+def bundle_looks(plan: PlanSpec) -> tuple[int, ...]:
+    """The looks `sweep --adaptive` plans for this bundle: equally spaced up to the plan's
+    restarts for a blocked schedule (sweep.adaptive_looks), else DEFAULT_LOOKS."""
+    return tuple(stats.planned_looks(plan.restarts)) if plan.order == "blocks" else DEFAULT_LOOKS
 
 
 @dataclass(frozen=True)
@@ -132,6 +148,11 @@ def _finish(
     decision = stats.verdict(vci.low, vci.high, delta)
     ci = p.result.ci
     within = p.result.method == "within-process"
+    # One restart against a side whose restarts vary: the request-level interval omits the
+    # restart variance the bundle shows elsewhere, so it must not decide anything.
+    withheld = within and max(len(p.arm.groups), len(p.base.groups)) > 1
+    if withheld:
+        decision = "INCONCLUSIVE"
     return Comparison(
         arm=p.arm.name,
         baseline=p.base.name,
@@ -154,7 +175,7 @@ def _finish(
         n_restarts_arm=len(p.arm.groups),
         n_restarts_baseline=len(p.base.groups),
         within_process_only=within,
-        label=WITHIN_PROCESS_LABEL if within else None,
+        label=(WITHHELD_LABEL if withheld else WITHIN_PROCESS_LABEL) if within else None,
         more_restarts_needed=_more_restarts(p.result, decision, delta, level),
         stopping=None if within else _stopping(p, m, delta, looks),
     )
@@ -170,7 +191,8 @@ def _more_restarts(result: RatioResult, decision: str, delta: float, level: floa
 
 def _stopping(p: Pending, m: int, delta: float, looks: Sequence[int]) -> StoppingStatus:
     n_now = p.result.n_now
-    alpha = stats.pocock_alpha(len(looks)) / m
+    # Pocock: one level at every look, calibrated for t intervals (and Bonferroni over m).
+    alpha = stats.sequential_alpha(looks, ALPHA / m)
     look = stats.look_number(n_now, looks)
     status = StoppingStatus(
         planned_looks=list(looks), n_now=n_now, look_number=look, per_look_alpha=alpha

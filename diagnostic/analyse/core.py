@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from diagnostic import __version__, stats
 from diagnostic.acceptance import acceptance_from_texts
 from diagnostic.analyse.arms import arm_workload, by_restart
-from diagnostic.analyse.compare import DEFAULT_LOOKS, Pending, Side, finish_family, start_comparison
+from diagnostic.analyse.compare import Pending, Side, bundle_looks, finish_family, start_comparison
 from diagnostic.analyse.equivalence import arm_equivalence
 from diagnostic.analyse.requests import Loaded, Sample, load_samples
 from diagnostic.analyse.sweep import pooled_alpha, sweep_workload
@@ -67,15 +67,17 @@ class Context:
 def analyse(
     bundle: Bundle,
     *,
-    looks: Sequence[int] = DEFAULT_LOOKS,
+    looks: Sequence[int] | None = None,
     target_width: float = 0.05,
     title: str | None = None,
     client: str | None = None,
 ) -> Analysis:
     """Compute the analysis of one bundle (offline: reads only the bundle).
 
-    `looks` are the planned group-sequential looks (restarts per arm, at most 4);
+    `looks` are the planned group-sequential looks (restarts per arm, at most 4; None: the
+    ones `sweep --adaptive` plans for the bundle's restarts, compare.bundle_looks);
     `target_width` the relative 95% interval width the planning advice aims at."""
+    looks = bundle_looks(bundle.manifest.plan) if looks is None else looks
     if not 1 <= len(looks) <= 4:
         raise ValueError("the group-sequential design takes 1 to 4 planned looks")
     ctx = _context(bundle)
@@ -258,10 +260,28 @@ def _finish_aa(ctx: Context) -> list[Comparison]:
     return out
 
 
+AA_MIN_RESTARTS = 3
+"""Restarts per side an A/A comparison needs to set δ: with 2 its t interval has df = 1
+(t = 12.7) and would call almost anything noise."""
+
+
 def _noise_band(aa: Sequence[Comparison]) -> NoiseBand:
-    usable = [c for c in aa if c.ci_low is not None and c.ci_high is not None]
+    usable = [
+        c
+        for c in aa
+        if c.ci_low is not None
+        and c.ci_high is not None
+        and min(c.n_restarts_arm, c.n_restarts_baseline) >= AA_MIN_RESTARTS
+    ]
     if not usable:
-        return NoiseBand(delta=stats.DEFAULT_DELTA, calibrated=False, source="default 2%")
+        source = "the bundle has no A/A arm, so 2% is a default"
+        if aa:
+            n = min(min(c.n_restarts_arm, c.n_restarts_baseline) for c in aa)
+            source = (
+                f"the A/A arm {aa[0].arm} has {n} restart(s) per side and calibrating needs "
+                f"≥ {AA_MIN_RESTARTS}, so 2% is a default"
+            )
+        return NoiseBand(delta=stats.DEFAULT_DELTA, calibrated=False, source=source)
     deltas = [stats.delta_from_aa(c.ci_low, c.ci_high) for c in usable]  # type: ignore[arg-type]
     worst = usable[deltas.index(max(deltas))]
     delta = max(deltas)

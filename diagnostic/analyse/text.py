@@ -48,7 +48,8 @@ def methods(first_chunk_assumed: bool) -> Methods:
             "Several arms against one baseline: p-values are adjusted with Benjamini-Hochberg, "
             "and verdicts use intervals widened to the Bonferroni level 1 − 0.05/m. Best k is "
             "the smallest k within the noise band of the best speedup (k = 0: speculation off). "
-            "Adaptive stopping looks at ≤ 4 planned points with Pocock's per-look level."
+            "Adaptive stopping looks at ≤ 4 equally spaced planned points with one per-look "
+            "level (Pocock), calibrated for t intervals so that the overall level stays 0.05."
         ),
         acceptance=(
             "Mean acceptance length = 1 + Δaccepted/Δdrafts from /metrics counters before and "
@@ -70,7 +71,7 @@ def notes(analysis: Analysis, first_chunk_assumed: int, baseline_note: str | Non
             "only; restart variance was not measured. Restart the server ≥ 3 times per arm."
         )
     if not analysis.noise_band.calibrated:
-        out.append("No A/A arm: the noise band δ = 2% is a default, not calibrated.")
+        out.append(f"The noise band δ is not calibrated: {analysis.noise_band.source}.")
     if first_chunk_assumed:
         out.append(
             f"{first_chunk_assumed} requests had no per-chunk token counts: their first chunk "

@@ -108,7 +108,13 @@ _OUT = click.Path(path_type=Path)
 @click.option(
     "--adaptive",
     is_flag=True,
-    help="Analyse at planned looks (after blocks 3, 5, 8, … up to restarts); stop once decided.",
+    help=(
+        "Analyse at up to 4 equally spaced looks (first after ≥ 4 blocks, e.g. 5, 9, 14, 18 "
+        "for restarts = 18; none before the end below 8) and stop once every comparison is "
+        "decided. Restarts (--restarts, [plan] restarts) is then the MAXIMUM: to keep the "
+        "power of a fixed plan of n restarts, make it about 1.2-1.3 × n "
+        "(stats.adaptive_max_restarts(cv, effect, delta) computes it from the restart CV)."
+    ),
 )
 @click.option("--engine", type=click.Choice(ENGINES), help="Preset: generate the plan.")
 @click.option("--model", help="Preset: model served (path or hub id).")

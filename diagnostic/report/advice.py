@@ -100,10 +100,13 @@ def _profile_recs(a: Analysis, describe: Describe) -> list[Recommendation]:
         if c.verdict == "WIN":
             text = f"Serve {w} with {_name(a, c.arm, describe)}."
         else:
-            text = (
-                f"Serve {w} without speculation until the configuration problem is fixed."
-                if c.verdict == "LOSS"
-                else f"Serve {w} without speculation: it does not pay."
+            text = {
+                "LOSS": f"Serve {w} without speculation until the configuration problem is fixed.",
+                "EQUIVALENT": f"Serve {w} without speculation: it does not pay.",
+            }.get(
+                c.verdict,
+                f"Serve {w} without speculation until more restarts show whether "
+                f"{_name(a, c.arm, describe)} pays.",
             )
         out.append(Recommendation(text=text, evidence=_measured(c)))
     return out
@@ -239,13 +242,7 @@ def _plan(manifest: Manifest, a: Analysis) -> list[KeyValue]:
 
 
 def _limitations(a: Analysis, manifest: Manifest) -> list[str]:
-    out = list(a.notes)
-    if any(c.within_process_only for c in a.comparisons):
-        out.append(
-            f"Some arms ran in a single server process: their intervals are {WITHIN_PROCESS_LABEL}."
-        )
-    if not a.noise_band.calibrated:
-        out.append("The noise band is assumed, not measured (no A/A arm).")
+    out = list(a.notes)  # within-process intervals and an assumed δ are noted there
     if manifest.plan.order == "manual":
         out.append(
             "Restarts were not scheduled in interleaved blocks, so slow drift of the "

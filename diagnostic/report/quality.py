@@ -44,10 +44,7 @@ def _band_text(a: Analysis) -> str:
             f"Noise band δ = {f.pct(nb.delta)}, measured from {nb.source} "
             f"(A/A ratio {aa or f.MISSING}): {inside}."
         )
-    return (
-        f"Noise band δ = {f.pct(nb.delta)} ({nb.source}); not measured, the bundle has no "
-        f"A/A arm: {inside}."
-    )
+    return f"Noise band δ = {f.pct(nb.delta)}, not measured ({nb.source}): {inside}."
 
 
 def _restart_row(arm: ArmResult, aw: ArmWorkload) -> RestartRow:
@@ -57,10 +54,10 @@ def _restart_row(arm: ArmResult, aw: ArmWorkload) -> RestartRow:
         arm=arm.id,
         workload=aw.workload,
         restarts=means or f.MISSING,
-        cv_between=f.pct(p.cv_between) if p else f.MISSING,
-        cv_within=f.pct(p.cv_within) if p else f.MISSING,
-        restart_share=f.pct(p.restart_share, 0) if p else f.MISSING,
-        advice=(p.advice if p and p.advice else "—"),
+        cv_between=f.pct(p.cv_between) if p else "—",
+        cv_within=f.pct(p.cv_within) if p else "—",
+        restart_share=f.pct(p.restart_share, 0) if p else "—",
+        advice=(p.advice or "—") if p else "One restart: restart spread not measured.",
     )
 
 

@@ -93,14 +93,13 @@ def sweep_best_k(a: Analysis, workload: str) -> int | None:
 
 
 def best_comparison(a: Analysis, workload: str) -> Comparison | None:
-    """The configuration to recommend on a workload: the sweep's best k, else the WIN with the
-    highest ratio, else the highest ratio."""
+    """The configuration to recommend on a workload, among comparisons with a verdict (WINs
+    first, when there are any): the sweep's best k, else the highest ratio."""
     comps = spec_comparisons(a, workload)
+    comps = [c for c in comps if not c.verdict_withheld] or comps
+    pool = [c for c in comps if c.verdict == "WIN"] or comps
     best_k = sweep_best_k(a, workload)
-    at_k = [c for c in comps if best_k and c.k == best_k]
+    at_k = [c for c in pool if best_k and c.k == best_k]
     if at_k:
         return at_k[0]
-    wins = [c for c in comps if c.verdict == "WIN"]
-    return max(
-        wins or comps, key=lambda c: c.ratio if c.ratio is not None else float("-inf"), default=None
-    )
+    return max(pool, key=lambda c: c.ratio if c.ratio is not None else float("-inf"), default=None)

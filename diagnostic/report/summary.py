@@ -293,15 +293,21 @@ def _root_note(inputs: Inputs, problems: list[FindingView]) -> str:
 
 def _caveats(a: Analysis) -> list[str]:
     out = []
-    if any(c.within_process_only for c in a.comparisons):
+    single = sorted({c.arm for c in a.comparisons if c.n_restarts_arm == 1})
+    if any(c.verdict_withheld for c in a.comparisons):
+        out.append(
+            f"{_join(single)} ran in one server process only, against a baseline with several: "
+            "restart variance is not measured there, so no verdict is given for it."
+        )
+    elif any(c.within_process_only for c in a.comparisons):
         out.append(
             f"Some intervals are {WITHIN_PROCESS_LABEL}: each arm ran in one server "
             "process, so a restart could move the result."
         )
     if not a.noise_band.calibrated:
         out.append(
-            f"The noise band δ = {f.pct(a.noise_band.delta)} is a default, not measured: "
-            "the bundle has no A/A arm."
+            f"The noise band δ = {f.pct(a.noise_band.delta)} is not measured: "
+            f"{a.noise_band.source}."
         )
     excluded = sum(n for reason, n in a.exclusions.by_reason.items() if reason != "warmup")
     if excluded:

@@ -20,6 +20,11 @@ from diagnostic.sweep.runner import OVERALL, OutcomeStatus, RunOutcome, StartRun
 
 __all__ = ["SweepSummary", "adaptive_looks", "run_settings", "sweep"]
 
+_NO_INTERIM = (
+    "--adaptive: restarts = {restarts} leaves no interim look (one needs 4 blocks before it "
+    "and as many after), so every block runs; restarts is the maximum: size it for power, "
+    "about 1.2x the restarts of a fixed plan (stats.adaptive_max_restarts)"
+)
 _SHELL_VAR = re.compile(r"(?<![\\$])\$(?:\{([A-Za-z_]\w*)\}|([A-Za-z_]\w*))")
 
 
@@ -83,6 +88,9 @@ def sweep(
         warnings=list(plan.warnings),
         looks=adaptive_looks(plan) if adaptive else None,
     )
+    if summary.looks is not None and len(summary.looks) < 2:
+        summary.warnings.append(_NO_INTERIM.format(restarts=o.restarts))
+        reporter.note(summary.warnings[-1])
     if dry_run:
         summary.outcomes = [RunOutcome(start=s, status="planned") for s in schedule]
         return summary
@@ -111,14 +119,16 @@ def sweep(
 
 
 def adaptive_looks(plan: Plan) -> list[int]:
-    """Planned looks (blocks per arm) for --adaptive: the analysis's defaults below the plan's
-    restarts, then the restarts themselves; at most 4 (a Pocock design, STATISTICS.md)."""
+    """Planned looks (blocks per arm) for --adaptive: up to 4 equally spaced looks ending at
+    the plan's restarts, the maximum, the first after at least 4 blocks (stats.planned_looks;
+    the report reads the same looks back, analyse.compare.bundle_looks). Below 8 restarts
+    there is no interim look."""
     o = plan.options
     if o.order != "blocks":
         raise DiagnosticError(f'{plan.source}: --adaptive needs [plan] order = "blocks"')
-    from diagnostic.analyse import DEFAULT_LOOKS  # imported here: scipy loads slowly
+    from diagnostic import stats  # imported here: scipy loads slowly
 
-    return [*[n for n in DEFAULT_LOOKS if n < o.restarts][:3], o.restarts]
+    return stats.planned_looks(o.restarts)
 
 
 def _decided(bundle: Bundle, start: Start, looks: list[int], reporter: Reporter) -> bool:

@@ -1,0 +1,15 @@
+"""Streamed completion requests over httpx → RequestRecords; a pool for concurrency N."""
+
+from diagnostic.client.options import ClientOptions, Job, RequestLabel, auth_headers, build_payload
+from diagnostic.client.streams import AsyncStreamClient, StreamClient, run_pool
+
+__all__ = [
+    "AsyncStreamClient",
+    "ClientOptions",
+    "Job",
+    "RequestLabel",
+    "StreamClient",
+    "auth_headers",
+    "build_payload",
+    "run_pool",
+]

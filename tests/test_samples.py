@@ -1,0 +1,53 @@
+"""The recorded sample bundles (samples/): check and analyse them as the README says."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from diagnostic.analyse import analyse
+from diagnostic.bundle import Bundle
+from diagnostic.check import check_paths
+from diagnostic.report import select
+
+SAMPLES = Path(__file__).resolve().parent.parent / "samples"
+VALIDATION = SAMPLES / "vllm-h200-validation"
+
+
+@pytest.fixture(scope="module")
+def validation(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    copy = tmp_path_factory.mktemp("samples") / "validation"
+    shutil.copytree(VALIDATION, copy)  # check writes findings.json into the bundle
+    return copy
+
+
+def test_validation_capture_modes_are_what_the_logs_show(validation: Path) -> None:
+    # By eye: bars "(PIECEWISE)"/"(FULL)" without speculation, "(mixed prefill-decode,
+    # PIECEWISE)"/"(decode, FULL)" with n-gram, "Enforce eager set" and no bars when eager.
+    report = check_paths([validation])
+    resolved = {r.label: r.capture.resolved for r in report.runs}
+    assert len(resolved) == 16
+    for label, mode in resolved.items():
+        assert mode == ("NONE" if "eager" in label else "FULL_AND_PIECEWISE"), label
+
+    def runs(rule: str) -> list[str]:
+        return sorted(Path(f.run or "").parent.name for f in report.findings if f.rule == rule)
+
+    ngram = sorted(label for label in resolved if label.startswith("ngram"))
+    assert runs("model-runner-fallback") == ngram  # Model Runner V2 → V1 on every n-gram run
+    assert {f.rule for f in report.findings if f.severity == "error"} == {"capture-none-under-spec"}
+    assert runs("capture-none-under-spec") == ["ngram-k3-eager-r0", "ngram-k3-eager-r1"]
+
+
+def test_validation_recommends_only_comparisons_with_a_verdict(validation: Path) -> None:
+    a = analyse(Bundle.open(validation))
+    k7 = next(c for c in a.comparisons if c.arm == "ngram-k7" and c.workload == "code")
+    assert k7.n_restarts_arm == 1 and k7.verdict_withheld and k7.verdict == "INCONCLUSIVE"
+    assert not a.noise_band.calibrated  # the A/A pair has 2 restarts per side
+    code, prose = select.best_comparison(a, "code"), select.best_comparison(a, "prose")
+    assert code is not None and code.arm != "ngram-k7"
+    assert prose is not None and prose.verdict == "WIN"
+    eager = next(arm for arm in a.arms if arm.id == "eager")
+    assert all(w.decode_tps.ci_low is None or w.decode_tps.ci_low >= 0 for w in eager.workloads)
