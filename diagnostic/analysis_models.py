@@ -166,6 +166,22 @@ class RunAcceptance(_Model):
     )
 
 
+class EngineTiming(_Model):
+    """A run's decode throughput as the engine timed it, beside the client's on the same
+    requests: the check that the client measures what the engine did."""
+
+    source: str = Field(description="Which engine figures: vLLM /metrics or llama.cpp timings")
+    engine_tps: float = Field(description="Decode tokens/s by the engine's own clock")
+    client_tps: float = Field(
+        description="Σ tokens after the first chunk / Σ first-to-last chunk time, same requests"
+    )
+    ratio: float = Field(description="client_tps / engine_tps")
+    engine_requests: int = Field(description="Requests the engine's figures cover")
+    client_requests: int = Field(description="Requests with a decode interval on the client")
+    engine_tokens: float | None = Field(None, description="Tokens the engine counted")
+    client_tokens: int = Field(description="Tokens the API's usage reported, same requests")
+
+
 class RunSummary(_Model):
     """One server process of an arm."""
 
@@ -175,6 +191,9 @@ class RunSummary(_Model):
     engine: str = Field(description="Engine name")
     engine_version: str | None = Field(None, description="Engine version")
     acceptance: RunAcceptance | None = Field(None, description="Acceptance; None if not measured")
+    engine_timing: EngineTiming | None = Field(
+        None, description="The engine's own decode throughput beside the client's, if exposed"
+    )
 
 
 class ArmResult(_Model):

@@ -26,6 +26,7 @@ class _Log:
     path: Path
     label: str
     bundle: Bundle | None = None
+    command: str | None = None  # the launch command run.json recorded for this log
 
 
 def check_paths(
@@ -45,7 +46,7 @@ def check_paths(
     reporter.start("check", len(logs))
     runs: list[LogFacts] = []
     for log in logs:
-        facts = parse_log(log.path, patterns=patterns)
+        facts = parse_log(log.path, patterns=patterns, command=log.command)
         facts.path, facts.label = str(log.path), log.label
         runs.append(facts)
         reporter.advance("check", status=f"{log.label}: {facts.engine} {facts.capture.resolved}")
@@ -102,8 +103,9 @@ def _bundle_logs(path: Path, reporter: Reporter) -> list[_Log]:
         if not present:
             reporter.note(f"{bundle.run_dir(run.arm, run.restart)}: no {SERVER_LOG}; skipped")
         for log in present:
-            label = rid if log.name == SERVER_LOG else f"{rid}/{log.name}"
-            out.append(_Log(log, label, bundle))
+            main = log.name == SERVER_LOG
+            command = run.launch.command if main and run.launch else None
+            out.append(_Log(log, rid if main else f"{rid}/{log.name}", bundle, command))
     if not out:
         raise DiagnosticError(
             f"{path}: no run of this bundle has a {SERVER_LOG}; copy the server's log into "

@@ -38,7 +38,10 @@ class Strict(BaseModel):
 class Evidence(Strict):
     """One log line that supports a conclusion."""
 
-    line: int = Field(description="1-based line number in the file (lines end with \\n)")
+    line: int = Field(
+        description="1-based line number in the file (lines end with \\n); 0 for the launch "
+        "command a bundle recorded beside the log"
+    )
     text: str = Field(description="The line, ANSI colours removed, progress redraws collapsed")
 
 
@@ -161,6 +164,11 @@ class LogFacts(Strict):
     )
     acceptance_summary: AcceptanceSummary | None = Field(
         None, description="All acceptance lines summarised; None when there were none"
+    )
+    requests_decoded: int | None = Field(
+        None,
+        description="Requests that generated ≥ 2 tokens, from per-request timing lines "
+        "(llama.cpp); None when the engine prints no such lines",
     )
     fallbacks: list[Evidence] = Field(
         default_factory=list,

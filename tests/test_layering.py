@@ -25,6 +25,7 @@ LAYERS = {
     "plan": 1,
     "schedule": 1,
     "acceptance": 1,
+    "engine_timing": 1,
     "pdf": 1,
     "checks": 2,
     "check": 2,

@@ -11,6 +11,7 @@ from diagnostic.analyse import analyse
 from diagnostic.bundle import Bundle
 from diagnostic.check import check_paths
 from diagnostic.report import select
+from diagnostic.report.quality import equivalence
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
 VALIDATION = SAMPLES / "vllm-h200-validation"
@@ -51,3 +52,27 @@ def test_validation_recommends_only_comparisons_with_a_verdict(validation: Path)
     assert prose is not None and prose.verdict == "WIN"
     eager = next(arm for arm in a.arms if arm.id == "eager")
     assert all(w.decode_tps.ci_low is None or w.decode_tps.ci_low >= 0 for w in eager.workloads)
+
+
+def test_validation_report_shows_the_client_against_vllms_clock(validation: Path) -> None:
+    view = equivalence(analyse(Bundle.open(validation)))
+    assert [row.arm for row in view.timing][:2] == ["base", "base-aa"]
+    assert len(view.timing) == 8 and all(row.tokens == "equal" for row in view.timing)
+    assert "request_decode_time_seconds" in view.timing_note
+
+
+def test_llamacpp_k1_arm_that_never_drafts_is_an_error(tmp_path: Path) -> None:
+    # llama-server does not print its command: the bundle's run.json says speculation was
+    # asked for, and the log shows 32 answers without a single draft acceptance line.
+    copy = tmp_path / "cpu"
+    shutil.copytree(SAMPLES / "llamacpp-cpu-gemma3", copy)
+    report = check_paths([copy])
+    never = sorted(
+        Path(f.run or "").parent.name for f in report.findings if f.rule == "spec-never-drafted"
+    )
+    assert never == ["ngram-k1-r0", "ngram-k1-r1", "ngram-k1-r2"]
+    k2 = next(r for r in report.runs if r.label == "ngram-k2-r0")
+    assert k2.spec.num_draft_tokens == 2 and k2.requests_decoded == 32
+    finding = next(f for f in report.findings if f.rule == "spec-never-drafted")
+    assert finding.evidence[0].line == 0 and "run.json" in finding.evidence[0].text
+    assert "--spec-ngram-simple-size-m 1" in finding.evidence[0].text

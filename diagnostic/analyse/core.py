@@ -28,6 +28,7 @@ from diagnostic.analysis_models import (
     ValueCI,
 )
 from diagnostic.bundle import Bundle
+from diagnostic.engine_timing import engine_timing
 from diagnostic.models import ArmSpec, RunInfo, utc_now
 
 __all__ = ["analyse"]
@@ -210,18 +211,16 @@ def _read(bundle: Bundle, run: RunInfo, name: str) -> str | None:
 
 
 def _run_summary(bundle: Bundle, run: RunInfo) -> RunSummary:
-    acceptance = acceptance_from_texts(
-        _read(bundle, run, METRICS_AFTER),
-        _read(bundle, run, METRICS_BEFORE),
-        _read(bundle, run, SERVER_LOG),
-    )
+    after, before = _read(bundle, run, METRICS_AFTER), _read(bundle, run, METRICS_BEFORE)
+    records = bundle.read_requests(run.arm, run.restart).records
     return RunSummary(
         restart=run.restart,
         block=run.block,
         status=run.status,
         engine=run.engine.name,
         engine_version=run.engine.version,
-        acceptance=acceptance,
+        acceptance=acceptance_from_texts(after, before, _read(bundle, run, SERVER_LOG)),
+        engine_timing=engine_timing(records, after, before),
     )
 
 

@@ -29,20 +29,22 @@ def methods(first_chunk_assumed: bool) -> Methods:
         ),
         arm_interval=(
             "The restart is the unit of replication: an arm's estimate is the mean of its "
-            "restart means with a Student t 95% interval on them (df = R − 1). With one restart "
-            "the interval is within-process only and omits restart-to-restart variance."
+            "restart means with a Student t 95% interval on them (df = R − 1; its lower end is "
+            "clipped at 0). With one restart the interval is within-process only and omits "
+            "restart-to-restart variance."
         ),
         ratio_interval=(
             "The speedup is the ratio of geometric means of restart means, with a Welch t 95% "
             "interval on the difference of log restart means, exponentiated; paired t on block "
             "log-ratios when restarts ran in blocks. With one restart per arm, the interval uses "
-            "the requests of one process and is labelled within-process only."
+            "the requests of one process and is labelled within-process only; an arm with one "
+            "restart against a side with several gets no verdict."
         ),
         verdict=(
             "With [L, U] the ratio interval and δ the noise band: WIN if L > 1+δ, LOSS if "
             "U < 1/(1+δ), EQUIVALENT if the interval lies inside [1/(1+δ), 1+δ], else "
             "INCONCLUSIVE. δ = max(1%, distance of the A/A ratio interval from 1) when an A/A "
-            "arm was measured, else 2% (not calibrated)."
+            "arm was measured with ≥ 3 restarts per side, else 2% (not calibrated)."
         ),
         multiplicity=(
             "Several arms against one baseline: p-values are adjusted with Benjamini-Hochberg, "
@@ -55,7 +57,9 @@ def methods(first_chunk_assumed: bool) -> Methods:
             "Mean acceptance length = 1 + Δaccepted/Δdrafts from /metrics counters before and "
             "after each run (bonus token counted); per-position rates from the cumulative "
             "per-position counters; α̂ = A / (A + drafts stopped early). Counters cover every "
-            "workload of a run."
+            "workload of a run. The client's clock is checked against the engine's own decode "
+            "timing over the same requests (vLLM's request decode-time histogram, llama.cpp's "
+            "answer timings)."
         ),
     )
 

@@ -57,12 +57,14 @@ def parse_log(
     *,
     patterns: Sequence[LinePattern] = (),
     engine: str | None = None,
+    command: str | None = None,
 ) -> LogFacts:
     """Read one log (a path, its bytes, or its lines) into LogFacts; the engine is detected.
 
     A str is a path. The file is streamed, never loaded whole; a missing or unreadable file
     raises DiagnosticError. An empty log or one no engine signature matches gives facts with
-    engine "unknown" and a note saying why.
+    engine "unknown" and a note saying why. `command` is the launch command recorded beside
+    the log (a bundle's run.json), read first by engines whose logs do not print it.
     """
     if isinstance(source, str):
         source = Path(source)
@@ -76,6 +78,8 @@ def parse_log(
     module = ENGINES[name]
     scanner = _scanner(module, patterns, name)
     parser = module.Parser(facts)
+    if command and hasattr(parser, "read_command"):
+        parser.read_command(command)
     _run(scanner.scan(source), parser, patterns, name)
     return _finish(parser, scanner)
 

@@ -29,6 +29,7 @@ ANCHORS: tuple[bytes, ...] = (
     b"draft",
     b"speculative",
     b"acc per pos",
+    b"  eval time =",  # per-request timings: "prompt eval time" and "       eval time"
     b"per position",
     b"loading model",
     b"listening",
@@ -61,6 +62,7 @@ _ACCEPT = re.compile(
     r"\(\s*(?P<a>\d+) accepted /\s*(?P<g>\d+) generated\)"
     r"(?:, mean (?:acceptance length|len) = \s*(?P<l>[\d.]+))?"
 )
+_EVAL = re.compile(r"\|\s+eval time =\s*[\d.]+ ms /\s*(?P<n>\d+) tokens")
 _PER_POS = re.compile(r"(?:acc per pos|acceptance rate per position) = \((?P<p>[^)]*)\)")
 _TASK = re.compile(r"\| task (?P<t>-?\d+) \|")
 _DISABLE = re.compile(r"disabling CUDA graphs due to (?P<why>[^\[(]+)")
@@ -119,6 +121,8 @@ class Parser(LogParser):
             return
         if "acc per pos" in text or "per position" in text:
             self._per_position(text)
+        if " eval time =" in text:
+            self._eval(text)
         if text.startswith(("CMD:", "+ ", "$ ")) and "llama-server" in text:
             self._command(line)
         if "build" in text and self.facts.version is None:
@@ -137,6 +141,14 @@ class Parser(LogParser):
             self.warning(line)
         if "listening" in text:
             self.ready = True
+
+    def read_command(self, command: str) -> None:
+        """The launch command recorded beside the log (llama-server does not print it)."""
+        text = f"CMD: {command}"
+        self._command(Line(number=0, text=text, raw=text))
+        for e in self.facts.spec_evidence:
+            if e.line == 0:  # not a log line: say where it came from
+                e.text = f"launch command (run.json): {command}"
 
     def _command(self, line: Line) -> None:
         try:
@@ -238,6 +250,12 @@ class Parser(LogParser):
                 self.pending[0].per_position = [float(v) for v in values]
             except ValueError:
                 return
+
+    def _eval(self, text: str) -> None:
+        # One "eval time" line per answer: answers of ≥ 2 tokens could have drafted.
+        m = _EVAL.search(text)
+        if m and int(m["n"]) >= 2:
+            self.facts.requests_decoded = (self.facts.requests_decoded or 0) + 1
 
     def _flush(self) -> None:
         if self.pending:

@@ -23,6 +23,10 @@ _COUNTERS = {
     "num_accepted_tokens": "spec_decode_num_accepted_tokens",
 }
 _PER_POS = "spec_decode_num_accepted_tokens_per_pos"
+_DECODE_TIME = {  # vLLM V1's per-request decode time histogram
+    "decode_time_s": "request_decode_time_seconds_sum",
+    "decode_requests": "request_decode_time_seconds_count",
+}
 _GENERATED = ("generation_tokens", "tokens_predicted")  # vLLM/SGLang, llama.cpp
 # Gauges: SGLang's, and vLLM V0's acceptance rate.
 _GAUGES = {
@@ -46,6 +50,12 @@ class SpecCounters(BaseModel):
     generation_tokens: float | None = Field(None, description="Output tokens generated")
     accept_length: float | None = Field(None, description="Acceptance length gauge (SGLang)")
     accept_rate: float | None = Field(None, description="Acceptance rate gauge (SGLang, vLLM V0)")
+    decode_time_s: float | None = Field(
+        None, description="Σ first-to-last token time of finished requests (vLLM histogram sum)"
+    )
+    decode_requests: float | None = Field(
+        None, description="Requests in decode_time_s (vLLM histogram count)"
+    )
 
 
 class SpecDelta(BaseModel):
@@ -135,6 +145,8 @@ def _counters(
     fields["generation_tokens"] = next((sums[n] for n in _GENERATED if n in sums), None)
     for key, names in _GAUGES.items():
         fields[key] = next((sums[n] for n in names if n in sums), None)
+    for key, name in _DECODE_TIME.items():
+        fields[key] = sums.get(name)
     positions = [per_pos.get(i, 0.0) for i in range(max(per_pos) + 1)] if per_pos else []
     return SpecCounters(engine=engine, accepted_per_pos=positions, **fields)
 

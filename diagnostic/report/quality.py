@@ -24,12 +24,16 @@ from diagnostic.report.view import (
     Flag,
     KeyValue,
     RestartRow,
+    TimingRow,
     VarianceView,
 )
 
 __all__ = ["equivalence", "failures", "variance"]
 
 _MAX_DIVERGENT = 3
+# A run left "running" was cut off: the sweep or collect process stopped before it ended.
+_UNFINISHED = {"running": "never finished (the collecting process stopped during it)"}
+_NO_REASON = "no reason recorded"
 _MAX_REASON = 200
 
 
@@ -173,7 +177,52 @@ def equivalence(a: Analysis) -> EquivalenceView:
     ]
     if a.exclusions.torn_lines:
         ex.append(KeyValue(key="torn last lines dropped", value=f.count(a.exclusions.torn_lines)))
-    return EquivalenceView(note=note, rows=_equivalence_rows(a), flags=_flags(a), exclusions=ex)
+    rows, sources = _timing(a)
+    return EquivalenceView(
+        note=note,
+        rows=_equivalence_rows(a),
+        flags=_flags(a),
+        exclusions=ex,
+        timing_note=_timing_note(rows, sources),
+        timing=rows,
+    )
+
+
+def _timing(a: Analysis) -> tuple[list[TimingRow], set[str]]:
+    rows, sources = [], set()
+    for arm in sel.ordered_arms(a):
+        timed = [r.engine_timing for r in arm.runs if r.engine_timing is not None]
+        if not timed:
+            continue
+        sources |= {t.source for t in timed}
+        ratios = [t.ratio for t in timed]
+        same = all(t.engine_tokens == t.client_tokens for t in timed)
+        rows.append(
+            TimingRow(
+                arm=arm.id,
+                runs=f.count(len(timed)),
+                client=f.tps(sum(t.client_tps for t in timed) / len(timed)),
+                engine=f.tps(sum(t.engine_tps for t in timed) / len(timed)),
+                ratio=f"{min(ratios):.4f}–{max(ratios):.4f}"
+                if len(timed) > 1
+                else f"{ratios[0]:.4f}",
+                tokens="equal" if same else "differ",
+            )
+        )
+    return rows, sources
+
+
+def _timing_note(rows: list[TimingRow], sources: set[str]) -> str:
+    if not rows:
+        return (
+            "The engine exposed no timing of its own (vLLM's /metrics decode-time histogram or "
+            "llama.cpp's answer timings), so the client's clock could not be checked against it."
+        )
+    return (
+        "The client's decode throughput against the engine's own clock over the same requests "
+        f"(warm-ups included; {'; '.join(sorted(sources))}). A ratio near 1 means the client "
+        "measures what the engine did; token counts compare the API's usage with the engine's."
+    )
 
 
 def _request_failures(bundle: Bundle, runs: list[RunInfo]) -> list[FailureRow]:
@@ -197,7 +246,7 @@ def failures(bundle: Bundle, runs: list[RunInfo]) -> FailuresView:
         FailureRow(
             where=f"{r.arm} / restart {r.restart}",
             count="run",
-            reason=f"run {r.status}: {f.text(r.failure, 'no reason recorded')}",
+            reason=f"run {r.status}: {f.text(r.failure, _UNFINISHED.get(r.status, _NO_REASON))}",
         )
         for r in runs
         if r.status != "ok"

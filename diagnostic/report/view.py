@@ -280,6 +280,17 @@ class Flag(_View):
     detail: str = Field(description="What was seen")
 
 
+class TimingRow(_View):
+    """The client's decode throughput against the engine's own clock, one arm."""
+
+    arm: str = Field(description="Arm")
+    runs: str = Field(description="Runs with engine timing")
+    client: str = Field(description="Client decode tok/s, mean over runs")
+    engine: str = Field(description="Engine decode tok/s, mean over runs")
+    ratio: str = Field(description="Client / engine, lowest–highest run")
+    tokens: str = Field(description="Whether token counts agree")
+
+
 class EquivalenceView(_View):
     """Output equivalence and data-quality flags."""
 
@@ -287,6 +298,8 @@ class EquivalenceView(_View):
     rows: list[EquivalenceRow] = Field(description="Per arm")
     flags: list[Flag] = Field(description="Drift and outlier flags")
     exclusions: list[KeyValue] = Field(description="Excluded requests by reason")
+    timing_note: str = Field(description="Text above the engine-timing table")
+    timing: list[TimingRow] = Field(description="Client vs engine decode throughput per arm")
 
 
 class FailureRow(_View):
