@@ -112,8 +112,8 @@ _OUT = click.Path(path_type=Path)
         "Analyse at up to 4 equally spaced looks (first after ≥ 4 blocks, e.g. 5, 9, 14, 18 "
         "for restarts = 18; none before the end below 8) and stop once every comparison is "
         "decided. Restarts (--restarts, [plan] restarts) is then the MAXIMUM: to keep the "
-        "power of a fixed plan of n restarts, make it about 1.2-1.3 × n "
-        "(stats.adaptive_max_restarts(cv, effect, delta) computes it from the restart CV)."
+        "power of a fixed plan of n restarts, make it about 1.2-1.3 × n (a first report's "
+        "'restarts per arm would settle it' gives n)."
     ),
 )
 @click.option("--engine", type=click.Choice(ENGINES), help="Preset: generate the plan.")
@@ -237,7 +237,10 @@ def command(
         assumptions=EstimateAssumptions(startup_s=assume_startup, decode_tps=assume_tps),
     )
     if dry_run:
-        _print_schedule(sweep(plan, dry_run=True, **options.kwargs()))
+        planned = sweep(plan, dry_run=True, **options.kwargs())
+        for warning in planned.warnings[len(plan.warnings) :]:  # the stage's own doubts
+            console_err.print(f"[yellow]Warning:[/] {warning}", highlight=False)
+        _print_schedule(planned)
         return
     with _terminate_as_interrupt(), RichReporter() as reporter:
         summary = sweep(plan, reporter=_TwoBars(reporter), **options.kwargs())

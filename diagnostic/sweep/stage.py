@@ -23,7 +23,8 @@ __all__ = ["SweepSummary", "adaptive_looks", "run_settings", "sweep"]
 _NO_INTERIM = (
     "--adaptive: restarts = {restarts} leaves no interim look (one needs 4 blocks before it "
     "and as many after), so every block runs; restarts is the maximum: size it for power, "
-    "about 1.2x the restarts of a fixed plan (stats.adaptive_max_restarts)"
+    "about 1.2-1.3x the restarts a fixed plan needs (a report's 'restarts per arm would "
+    "settle it')"
 )
 _SHELL_VAR = re.compile(r"(?<![\\$])\$(?:\{([A-Za-z_]\w*)\}|([A-Za-z_]\w*))")
 
