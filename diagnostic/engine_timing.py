@@ -26,13 +26,26 @@ def engine_timing(
     return _vllm(timed, after, before) or _llamacpp(timed)
 
 
-def _client(timed: Sequence[RequestRecord]) -> tuple[float, int]:
-    tokens = time = 0.0
+def _timing(
+    source: str, engine: float, timed: Sequence[RequestRecord], requests: int, tokens: float
+) -> EngineTiming:
+    """The engine's figure beside the client's, pooled the same way over the same requests."""
+    decoded = time = 0.0
     for r in timed:
         first = r.chunk_tokens[0] if r.chunk_tokens else 1
-        tokens += (r.completion_tokens or 0) - first
+        decoded += (r.completion_tokens or 0) - first
         time += r.chunk_times_s[-1] - r.chunk_times_s[0]
-    return tokens / time, sum(r.completion_tokens or 0 for r in timed)
+    client = decoded / time
+    return EngineTiming(
+        source=source,
+        engine_tps=engine,
+        client_tps=client,
+        ratio=client / engine,
+        engine_requests=requests,
+        client_requests=len(timed),
+        engine_tokens=tokens,
+        client_tokens=sum(r.completion_tokens or 0 for r in timed),
+    )
 
 
 def _counters(text: str | None) -> SpecCounters | None:
@@ -56,18 +69,7 @@ def _vllm(
     if time <= 0 or requests <= 0:  # a restart between the snapshots, or nothing finished
         return None
     # vLLM times decode from the first token on: every request's first token is not in it.
-    engine = (tokens - requests) / time
-    client, client_tokens = _client(timed)
-    return EngineTiming(
-        source=VLLM_SOURCE,
-        engine_tps=engine,
-        client_tps=client,
-        ratio=client / engine,
-        engine_requests=round(requests),
-        client_requests=len(timed),
-        engine_tokens=tokens,
-        client_tokens=client_tokens,
-    )
+    return _timing(VLLM_SOURCE, (tokens - requests) / time, timed, round(requests), tokens)
 
 
 def _llamacpp(timed: Sequence[RequestRecord]) -> EngineTiming | None:
@@ -78,17 +80,7 @@ def _llamacpp(timed: Sequence[RequestRecord]) -> EngineTiming | None:
     tokens = sum(p[0] for _, p in both)
     # As llama.cpp's own predicted_per_second: the first token came with the prompt.
     engine = (tokens - len(both)) / sum(p[1] / 1000.0 for _, p in both)
-    client, client_tokens = _client([r for r, _ in both])
-    return EngineTiming(
-        source=LLAMACPP_SOURCE,
-        engine_tps=engine,
-        client_tps=client,
-        ratio=client / engine,
-        engine_requests=len(both),
-        client_requests=len(both),
-        engine_tokens=tokens,
-        client_tokens=client_tokens,
-    )
+    return _timing(LLAMACPP_SOURCE, engine, [r for r, _ in both], len(both), tokens)
 
 
 def _predicted(record: RequestRecord) -> tuple[float, float] | None:
