@@ -66,7 +66,9 @@ def _vllm(
     time = late.decode_time_s - (early.decode_time_s or 0.0)
     requests = (late.decode_requests or 0.0) - (early.decode_requests or 0.0)
     tokens = late.generation_tokens - (early.generation_tokens or 0.0)
-    if time <= 0 or requests <= 0:  # a restart between the snapshots, or nothing finished
+    if time <= 0 or round(requests) != len(timed):
+        # A restart between the snapshots, or requests on one side only (failed, resumed,
+        # someone else's): the two figures would not cover the same requests.
         return None
     # vLLM times decode from the first token on: every request's first token is not in it.
     return _timing(VLLM_SOURCE, (tokens - requests) / time, timed, round(requests), tokens)

@@ -59,5 +59,6 @@ def test_no_engine_timing_without_figures_or_across_a_restart() -> None:
     assert engine_timing(records, before, after) is None  # counters went down: a restart
     assert engine_timing(records, "not prometheus {", None) is None
     assert engine_timing([], after, before) is None
+    assert engine_timing(records[:-1], after, before) is None  # not the same requests
     failed = [r.model_copy(update={"error": "HTTP 500"}) for r in records]
     assert engine_timing(failed, after, before) is None

@@ -173,10 +173,6 @@ def _print_summary(summary: CollectSummary) -> None:
     table.add_column("workload", no_wrap=True)
     for name in ("reqs", "errors", "decode tok/s", "TTFT ms", "tokens /chunk"):
         table.add_column(name, justify="right")
-    has_server = any(w.server_decode_tps is not None for w in summary.workloads)
-    if has_server:  # the server's own decode speed for the same requests: client overhead
-        table.add_column("server tok/s", justify="right")
-        table.add_column("client /server", justify="right", min_width=7)
     for w in summary.workloads:
         ttft = None if w.ttft_s is None else w.ttft_s * 1000
         row = [
@@ -187,10 +183,16 @@ def _print_summary(summary: CollectSummary) -> None:
             _fmt(ttft, ".0f"),
             _fmt(w.tokens_per_chunk, ".2f"),
         ]
-        if has_server:
-            row += [_fmt(w.server_decode_tps, ".1f"), _fmt(w.client_over_server, ".3f")]
         table.add_row(*row)
     console.print(table)
+    t = summary.engine_timing
+    if t is not None:  # the engine's own clock over the same requests: client overhead
+        console.print(
+            f"Engine's own decode timing: {t.engine_tps:.1f} tok/s against the client's "
+            f"{t.client_tps:.1f} over {t.client_requests} requests (client/engine "
+            f"{t.ratio:.4f}; {t.source}).",
+            highlight=False,
+        )
     sources = sorted({s for w in summary.workloads for s in w.token_sources} - {"usage"})
     if sources:
         console.print(f"Tokens counted from: {', '.join(sources)} (the server sent no usage).")

@@ -13,9 +13,10 @@ from diagnostic.bundle import Bundle, run_id
 from diagnostic.client import (
     auth_headers,
 )
-from diagnostic.collect.run import collect_run
+from diagnostic.collect.run import METRICS_AFTER, METRICS_BEFORE, collect_run
 from diagnostic.collect.settings import RunSettings
 from diagnostic.collect.summary import CollectSummary, summarize
+from diagnostic.engine_timing import engine_timing
 from diagnostic.errors import BundleError, DiagnosticError
 from diagnostic.models import ArmSpec, Manifest, PlanSpec, RunInfo, Target
 from diagnostic.progress import Reporter
@@ -73,6 +74,9 @@ def collect(config: CollectConfig, *, reporter: Reporter) -> CollectSummary:
     finally:
         _copy_logs(bundle, config)
     records = bundle.read_requests(run.arm, run.restart).records
+    after, before = (
+        bundle.run_file(run.arm, run.restart, n) for n in (METRICS_AFTER, METRICS_BEFORE)
+    )
     return CollectSummary(
         bundle=bundle.path,
         run=run_id(run.arm, run.restart),
@@ -83,7 +87,12 @@ def collect(config: CollectConfig, *, reporter: Reporter) -> CollectSummary:
         model=run.model,
         resumed=resumed,
         workloads=summarize(records),
+        engine_timing=engine_timing(records, _text(after), _text(before)),
     )
+
+
+def _text(path: Path) -> str | None:
+    return path.read_text(encoding="utf-8", errors="replace") if path.is_file() else None
 
 
 def _check_api(workloads: list[Workload], api: str) -> None:

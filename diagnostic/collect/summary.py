@@ -8,6 +8,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from diagnostic.analysis_models import EngineTiming
 from diagnostic.models import RequestRecord, decode_tps
 
 __all__ = ["CollectSummary", "WorkloadSummary", "summarize"]
@@ -24,12 +25,6 @@ class WorkloadSummary(BaseModel):
     decode_tps: float | None = Field(None, description="Median decode tokens/s (client side)")
     ttft_s: float | None = Field(None, description="Median time to first chunk")
     tokens_per_chunk: float | None = Field(None, description="Median tokens per content chunk")
-    server_decode_tps: float | None = Field(
-        None, description="Median of the server's own decode tokens/s (llama.cpp timings)"
-    )
-    client_over_server: float | None = Field(
-        None, description="Median per-request ratio client decode tok/s / server's own"
-    )
     token_sources: list[str] = Field(default_factory=list, description="token_source values seen")
 
 
@@ -47,11 +42,9 @@ class CollectSummary(BaseModel):
     model: str | None = Field(None, description="Model served")
     resumed: int = Field(0, description="Requests already in the bundle, skipped")
     workloads: list[WorkloadSummary] = Field(default_factory=list, description="Per workload")
-
-
-def _server_tps(record: RequestRecord) -> float | None:
-    value = (record.server_timings or {}).get("predicted_per_second")
-    return float(value) if isinstance(value, int | float) and value > 0 else None
+    engine_timing: EngineTiming | None = Field(
+        None, description="The client's decode tok/s against the engine's own clock, whole run"
+    )
 
 
 def _median(values: list[float | None]) -> float | None:
@@ -68,8 +61,6 @@ def summarize(records: list[RequestRecord]) -> list[WorkloadSummary]:
 def _summary(name: str, measured: list[RequestRecord]) -> WorkloadSummary:
     ok = [r for r in measured if not r.error]
     client = [decode_tps(r) for r in ok]
-    server = [_server_tps(r) for r in ok]
-    ratios = [c / s if c is not None and s else None for c, s in zip(client, server, strict=True)]
     per_chunk = [
         r.completion_tokens / len(r.chunk_times_s)
         for r in ok
@@ -82,7 +73,5 @@ def _summary(name: str, measured: list[RequestRecord]) -> WorkloadSummary:
         decode_tps=_median(client),
         ttft_s=_median([r.ttft_s for r in ok]),
         tokens_per_chunk=_median(list(per_chunk)),
-        server_decode_tps=_median(server),
-        client_over_server=_median(ratios),
         token_sources=sorted({r.token_source for r in ok}),
     )
