@@ -21,7 +21,10 @@ MAX_EVIDENCE = 8
 def evidence(lines: Iterable[LogLine], limit: int = MAX_EVIDENCE) -> list[Evidence]:
     """Log lines in file order, each once, at most `limit`."""
     unique = {line.line: line for line in lines}
-    return [Evidence(line=f"{n}:", text=unique[n].text) for n in sorted(unique)[:limit]]
+    # Line 0 is not a log line (the launch command a bundle recorded): no number to show.
+    return [
+        Evidence(line=f"{n}:" if n else "", text=unique[n].text) for n in sorted(unique)[:limit]
+    ]
 
 
 def spec_text(facts: LogFacts) -> str:
