@@ -148,12 +148,7 @@ def _finish(
     decision = stats.verdict(vci.low, vci.high, delta)
     ci = p.result.ci
     within = p.result.method == "within-process"
-    # One restart against a side whose restarts vary: the request-level interval omits the
-    # restart variance the bundle shows elsewhere, so it must not decide anything.
-    withheld = within and max(len(p.arm.groups), len(p.base.groups)) > 1
-    if withheld:
-        decision = "INCONCLUSIVE"
-    return Comparison(
+    c = Comparison(
         arm=p.arm.name,
         baseline=p.base.name,
         workload=p.workload,
@@ -175,10 +170,15 @@ def _finish(
         n_restarts_arm=len(p.arm.groups),
         n_restarts_baseline=len(p.base.groups),
         within_process_only=within,
-        label=(WITHHELD_LABEL if withheld else WITHIN_PROCESS_LABEL) if within else None,
+        label=WITHIN_PROCESS_LABEL if within else None,
         more_restarts_needed=_more_restarts(p.result, decision, delta, level),
         stopping=None if within else _stopping(p, m, delta, looks),
     )
+    if c.verdict_withheld:
+        # One restart against a side whose restarts vary: the request-level interval omits
+        # the restart variance the bundle shows elsewhere, so it must not decide anything.
+        c.verdict, c.label = "INCONCLUSIVE", WITHHELD_LABEL
+    return c
 
 
 def _more_restarts(result: RatioResult, decision: str, delta: float, level: float) -> int | None:
