@@ -293,11 +293,13 @@ def _root_note(inputs: Inputs, problems: list[FindingView]) -> str:
 
 def _caveats(a: Analysis) -> list[str]:
     out = []
-    single = sorted({c.arm for c in a.comparisons if c.n_restarts_arm == 1})
-    if any(c.verdict_withheld for c in a.comparisons):
+    withheld = [c for c in a.comparisons if c.verdict_withheld]
+    if withheld:
+        single = sorted({c.arm if c.n_restarts_arm == 1 else c.baseline for c in withheld})
         out.append(
-            f"{_join(single)} ran in one server process only, against a baseline with several: "
-            "restart variance is not measured there, so no verdict is given for it."
+            f"{_join(single)} ran in one server process only, compared with a side that ran in "
+            "several: restart variance is not measured there, so those comparisons get no "
+            "verdict."
         )
     elif any(c.within_process_only for c in a.comparisons):
         out.append(
