@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from diagnostic.bundle import Bundle, run_id
+from diagnostic.engine_timing import engine_timing
 from diagnostic.models import ArmSpec, RequestRecord, RunInfo
 
 __all__ = [
@@ -226,6 +227,37 @@ def _metrics(facts: BundleFacts) -> CheckResult:
         return all(facts.file_size(run, name) > 0 for name in names)
 
     return _every_run(facts, has_both, "/metrics before and after", "no /metrics snapshots")
+
+
+CLOCK_TOLERANCE = 0.02  # the client's decode tok/s within 2% of the engine's own
+
+
+@_check("client_matches_engine", "client's decode timing agrees with the engine's own")
+def _client_clock(facts: BundleFacts) -> CheckResult:
+    timed = {}
+    for run in facts.runs:
+        texts = [_text(facts, run, n) for n in ("metrics_after.prom", "metrics_before.prom")]
+        t = engine_timing(facts.requests[_rid(run)], *texts)
+        if t is not None:
+            timed[_rid(run)] = t.ratio
+    if not timed:
+        return CheckResult(
+            "not_applicable",
+            "no run has the engine's own decode timing (vLLM /metrics decode-time histogram, "
+            "llama.cpp answer timings) over the same requests",
+        )
+    off = [
+        f"{rid} ({ratio:.3f})" for rid, ratio in timed.items() if abs(ratio - 1) > CLOCK_TOLERANCE
+    ]
+    span = f"{min(timed.values()):.4f}–{max(timed.values()):.4f}"
+    if off:
+        return CheckResult("not_done", f"client/engine off by > 2% in {_names(off)}")
+    return CheckResult("done", f"client/engine {span} over {len(timed)} of {len(facts.runs)} runs")
+
+
+def _text(facts: BundleFacts, run: RunInfo, name: str) -> str | None:
+    path = facts.bundle.run_file(run.arm, run.restart, name)
+    return path.read_text(encoding="utf-8", errors="replace") if path.is_file() else None
 
 
 def _find(data: Any, word: str) -> list[Any]:

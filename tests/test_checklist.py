@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import shutil
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -159,6 +160,8 @@ def good(tmp_path_factory: pytest.TempPathFactory) -> Bundle:
 def test_a_complete_bundle_passes_every_check(good: Bundle) -> None:
     results = {name: evaluate_check(name, good) for name in CHECKS}
     assert results.pop("logs_every_worker").status == "not_applicable"
+    # synthetic requests beside real /metrics: not the requests vLLM timed
+    assert results.pop("client_matches_engine").status == "not_applicable"
     assert {n: r.status for n, r in results.items()} == dict.fromkeys(results, "done")
     assert "vllm 0.26.0" in results["engine_version_recorded"].evidence
     assert "all 30 (run, workload)" in results["requests_per_restart"].evidence
@@ -516,3 +519,21 @@ def test_log_names_cannot_leave_the_run_folder(tmp_path: Path) -> None:
         tmp_path, arms=GOOD_ARMS[:1], logs=False, run={"logs": ["../../manifest.json"]}
     )
     assert evaluate_check("startup_log_every_run", bundle).status == "not_done"
+
+
+def test_client_clock_against_the_engines_on_the_real_samples(tmp_path: Path) -> None:
+    samples = Path(__file__).resolve().parent.parent / "samples"
+    gpu = evaluate_check("client_matches_engine", Bundle.open(samples / "vllm-h200-validation"))
+    assert gpu.status == "done" and "over 15 of 16 runs" in gpu.evidence
+    # a client 10% slow on one run: llama.cpp's own timings say the answers came faster
+    copy = tmp_path / "cpu"
+    shutil.copytree(samples / "llamacpp-cpu-gemma3", copy)
+    path = copy / "runs" / "ngram-k3-r1" / "requests.jsonl"
+    lines = []
+    for line in path.read_text().splitlines():
+        rec = json.loads(line)
+        rec["server_timings"]["predicted_ms"] /= 1.1
+        lines.append(json.dumps(rec))
+    path.write_text("\n".join(lines) + "\n")
+    cpu = evaluate_check("client_matches_engine", Bundle.open(copy))
+    assert cpu.status == "not_done" and "ngram-k3-r1 (0.9" in cpu.evidence

@@ -43,7 +43,7 @@ def test_with_a_bundle_items_are_evaluated(bundle: Path) -> None:
     assert "engine version in all 2 runs: vllm 0.26.0" in out  # automatic evidence
     assert "no spec-on run" in out and "not done" in out
     assert "not applicable" in out  # single-GPU runs: the worker-log item
-    assert "done, " in out.splitlines()[-1] and "of 23 items" in out.splitlines()[-1]
+    assert "done, " in out.splitlines()[-1] and "of 24 items" in out.splitlines()[-1]
 
 
 def test_tick_and_note_are_stored_in_the_bundle(bundle: Path) -> None:
