@@ -11,7 +11,7 @@ from diagnostic.analyse import analyse
 from diagnostic.bundle import Bundle
 from diagnostic.check import check_paths
 from diagnostic.report import select
-from diagnostic.report.quality import equivalence
+from diagnostic.report.quality import equivalence, failures
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
 VALIDATION = SAMPLES / "vllm-h200-validation"
@@ -76,3 +76,11 @@ def test_llamacpp_k1_arm_that_never_drafts_is_an_error(tmp_path: Path) -> None:
     finding = next(f for f in report.findings if f.rule == "spec-never-drafted")
     assert finding.evidence[0].line == 0 and "run.json" in finding.evidence[0].text
     assert "--spec-ngram-simple-size-m 1" in finding.evidence[0].text
+
+
+def test_validation_run_cut_by_the_budget_is_a_failure_that_says_so(validation: Path) -> None:
+    bundle = Bundle.open(validation)
+    view = failures(bundle, bundle.runs())
+    (row,) = view.rows
+    assert row.where == "ngram-k7 / restart 1" and row.reason.startswith("never finished")
+    assert view.summary.startswith("1 of 16 server runs did not finish cleanly")

@@ -32,8 +32,7 @@ __all__ = ["equivalence", "failures", "variance"]
 
 _MAX_DIVERGENT = 3
 # A run left "running" was cut off: the sweep or collect process stopped before it ended.
-_UNFINISHED = {"running": "never finished (the collecting process stopped during it)"}
-_NO_REASON = "no reason recorded"
+_UNFINISHED = "never finished: the collecting process stopped during it"
 _MAX_REASON = 200
 
 
@@ -246,7 +245,9 @@ def failures(bundle: Bundle, runs: list[RunInfo]) -> FailuresView:
         FailureRow(
             where=f"{r.arm} / restart {r.restart}",
             count="run",
-            reason=f"run {r.status}: {f.text(r.failure, _UNFINISHED.get(r.status, _NO_REASON))}",
+            reason=_UNFINISHED
+            if r.status == "running" and not r.failure
+            else f"run {r.status}: {f.text(r.failure, 'no reason recorded')}",
         )
         for r in runs
         if r.status != "ok"
