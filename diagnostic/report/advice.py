@@ -92,23 +92,24 @@ def _measured(c: Comparison) -> str:
 
 
 def _profile_recs(a: Analysis, describe: Describe) -> list[Recommendation]:
-    out = []
+    """What to serve each workload with; workloads with the same advice share one line."""
+    grouped: dict[tuple[str, str], list[Comparison]] = {}
     for w in sel.workloads(a):
         c = sel.best_comparison(a, w)
-        if c is None:
-            continue
-        if c.verdict == "WIN":
-            text = f"Serve {w} with {_name(a, c.arm, describe)}."
-        else:
-            text = {
-                "LOSS": f"Serve {w} without speculation until the configuration problem is fixed.",
-                "EQUIVALENT": f"Serve {w} without speculation: it does not pay.",
-            }.get(
-                c.verdict,
-                f"Serve {w} without speculation until more restarts show whether "
-                f"{_name(a, c.arm, describe)} pays.",
-            )
-        out.append(Recommendation(text=text, evidence=_measured(c)))
+        if c is not None:
+            kind = "UNDECIDED" if c.verdict == "INCONCLUSIVE" else str(c.verdict)
+            grouped.setdefault((kind, c.arm), []).append(c)
+    out = []
+    for (kind, arm), comps in grouped.items():
+        ws, name = f.join([c.workload for c in comps]), _name(a, arm, describe)
+        text = {
+            "WIN": f"Serve {ws} with {name}.",
+            "LOSS": f"Serve {ws} without speculation until the configuration problem is fixed.",
+            "EQUIVALENT": f"Serve {ws} without speculation: it does not pay.",
+            "UNDECIDED": f"Serve {ws} without speculation until more restarts show whether "
+            f"{name} pays.",
+        }[kind]
+        out.append(Recommendation(text=text, evidence="; ".join(_measured(c) for c in comps)))
     return out
 
 

@@ -132,13 +132,17 @@ def _yerr(values: Sequence[float], lows: Sequence[float | None], highs: Sequence
 
 
 def before_after_chart(
-    bars: Sequence[Bar], *, unit: str = "decode tok/s", legend_on_top: bool = False
+    bars: Sequence[Bar],
+    *,
+    unit: str = "decode tok/s",
+    legend_on_top: bool = False,
+    height_in: float = 2.3,
 ) -> str:
     """Grouped bars (one group per workload) with 95% interval whiskers."""
     with _style():
         groups = list(dict.fromkeys(b.group for b in bars))
         labels = list(dict.fromkeys(b.label for b in bars))
-        fig, ax = _figure(max(3.2, 1.1 + 0.55 * len(bars)), 2.3)
+        fig, ax = _figure(max(3.2, 1.1 + 0.55 * len(bars)), height_in)
         width = 0.8 / max(1, len(labels))
         for i, label in enumerate(labels):
             mine = [b for b in bars if b.label == label]

@@ -11,6 +11,7 @@ __all__ = [
     "ci",
     "count",
     "date",
+    "join",
     "method_name",
     "num",
     "pct",
@@ -145,3 +146,10 @@ def method_name(method: str | None) -> str:
     if not method:
         return "speculation"
     return _METHODS.get(method.strip().lower().replace("-", "_"), method)
+
+
+def join(parts: list[str]) -> str:
+    """'a', 'a and b', 'a, b and c'."""
+    if len(parts) <= 1:
+        return "".join(parts)
+    return ", ".join(parts[:-1]) + " and " + parts[-1]

@@ -134,7 +134,7 @@ def headline(a: Analysis, describe: Describe) -> str:
             others.append(f"with {_name(a, rec.arm, describe)} it is {verdict_phrase(rec, w, a)}")
         elif own is not None:
             phrases.append(verdict_phrase(own, w, a))
-    clauses = [f"Speculation with {name} is {_join(phrases)}"] if phrases else []
+    clauses = [f"Speculation with {name} is {f.join(phrases)}"] if phrases else []
     text = "; ".join(clauses + others)
     return text[0].upper() + text[1:] + "."
 
@@ -142,12 +142,6 @@ def headline(a: Analysis, describe: Describe) -> str:
 def _name(a: Analysis, arm_id: str, describe: Describe) -> str:
     arm = sel.arm_by_id(a, arm_id)
     return describe(arm) if arm else arm_id
-
-
-def _join(parts: list[str]) -> str:
-    if len(parts) <= 1:
-        return "".join(parts)
-    return ", ".join(parts[:-1]) + " and " + parts[-1]
 
 
 def _verdict_line(a: Analysis, workload: str, describe: Describe) -> VerdictLine:
@@ -223,12 +217,13 @@ def _summary_chart(a: Analysis) -> Chart | None:
     return Chart(
         title="Decode throughput per workload: baseline and the best speculative setting "
         "(95% CI across restarts).",
-        uri=charts.data_uri(charts.before_after_chart(bars, legend_on_top=True)),
+        # Shorter than chapter 2's: page 1 must hold the whole executive summary.
+        uri=charts.data_uri(charts.before_after_chart(bars, legend_on_top=True, height_in=1.8)),
         alt="Bar chart of decode tokens per second, baseline against best speculative arm.",
     )
 
 
-def summary(inputs: Inputs, actions: list[str], shown: int = 3) -> Summary:
+def summary(inputs: Inputs, actions: list[str], shown: int = 2) -> Summary:
     """Executive summary: headline, verdict per workload, root cause, profiles, caveats and
     the first `shown` recommendations (`actions`)."""
     a, describe = inputs.analysis, inputs.describe
@@ -248,15 +243,17 @@ def summary(inputs: Inputs, actions: list[str], shown: int = 3) -> Summary:
 
 
 def _losses(a: Analysis, describe: Describe) -> list[str]:
-    """Every speculative setting measured slower than the baseline, one line per workload."""
-    out = []
+    """Every speculative setting measured slower than the baseline, one line per setting
+    naming each workload it lost on."""
+    phrases: dict[str, list[str]] = {}
     for w in sel.workloads(a):
         for c in sel.spec_comparisons(a, w):
             if c.verdict == "LOSS":
-                out.append(
-                    f"With {_name(a, c.arm, describe)}, decoding is {verdict_phrase(c, w, a)}."
-                )
-    return out
+                phrases.setdefault(c.arm, []).append(verdict_phrase(c, w, a))
+    return [
+        f"With {_name(a, arm, describe)}, decoding is {f.join(lines)}."
+        for arm, lines in phrases.items()
+    ]
 
 
 def _root_causes(problems: list[FindingView], limit: int = 4) -> list[Cause]:
@@ -297,7 +294,7 @@ def _caveats(a: Analysis) -> list[str]:
     if withheld:
         single = sorted({c.arm if c.n_restarts_arm == 1 else c.baseline for c in withheld})
         out.append(
-            f"{_join(single)} ran in one server process only, compared with a side that ran in "
+            f"{f.join(single)} ran in one server process only, compared with a side that ran in "
             "several: restart variance is not measured there, so those comparisons get no "
             "verdict."
         )
