@@ -56,7 +56,8 @@ def _tags(html: str) -> list[tuple[str, dict[str, str | None]]]:
 
 
 def _flat(text: str) -> str:
-    return " ".join(text.split())
+    # Whitespace collapsed; a line may break after the en dash of a range ("2.01–⏎2.40").
+    return " ".join(text.split()).replace("– ", "–")
 
 
 @pytest.fixture(scope="module")
