@@ -1,9 +1,12 @@
-"""Shared CLI helpers: consoles and the rich progress reporter."""
+"""Shared CLI helpers: consoles, numeric options and the rich progress reporter."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from types import TracebackType
+from typing import Any
 
+import click
 from rich.console import Console
 from rich.progress import (
     BarColumn,
@@ -15,10 +18,21 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-__all__ = ["RichReporter", "console", "console_err"]
+__all__ = ["RichReporter", "console", "console_err", "number_option"]
 
 console = Console()
 console_err = Console(stderr=True)
+
+
+def number_option(
+    flag: str, default: float, minimum: float, help: str, dest: str | None = None
+) -> Callable[[Any], Any]:
+    """A bounded int option (float when `default` is a float) that shows its default."""
+    kind = click.FloatRange if isinstance(default, float) else click.IntRange
+    names = (flag, dest) if dest else (flag,)
+    return click.option(
+        *names, type=kind(min=minimum), default=default, show_default=True, help=help
+    )
 
 
 class RichReporter:

@@ -10,7 +10,7 @@ import click
 from rich import box
 from rich.table import Table
 
-from diagnostic.cli._common import RichReporter, console
+from diagnostic.cli._common import RichReporter, console, number_option
 from diagnostic.collect import CollectConfig, CollectSummary, collect
 from diagnostic.errors import DiagnosticError
 
@@ -37,12 +37,8 @@ def _api_key(var: str | None) -> str | None:
 @click.argument("base_url")
 @click.option("--out", "out", type=click.Path(path_type=Path), required=True, help="Bundle folder.")
 @click.option("--arm", default="baseline", show_default=True, help="Name of this server config.")
-@click.option(
-    "--restart",
-    type=click.IntRange(min=0),
-    default=0,
-    show_default=True,
-    help="Restart index, when the server was restarted by hand for another sample.",
+@number_option(
+    "--restart", 0, 0, "Restart index, when the server was restarted by hand for another sample."
 )
 @click.option("--workloads", help="Comma-separated workloads (default: code,prose, or the files').")
 @click.option(
@@ -52,34 +48,12 @@ def _api_key(var: str | None) -> str | None:
     type=click.Path(path_type=Path),
     help="JSONL prompt file: {prompt}, {messages} or Spec-Bench question.jsonl (repeatable).",
 )
-@click.option(
-    "--requests",
-    type=click.IntRange(min=1),
-    default=15,
-    show_default=True,
-    help="Measured requests per workload.",
+@number_option("--requests", 15, 1, "Measured requests per workload.")
+@number_option("--warmup", 1, 0, "Discarded warm-up requests per workload.")
+@number_option(
+    "--max-tokens", 256, 1, "Output tokens forced on every request (keep it equal across arms)."
 )
-@click.option(
-    "--warmup",
-    type=click.IntRange(min=0),
-    default=1,
-    show_default=True,
-    help="Discarded warm-up requests per workload.",
-)
-@click.option(
-    "--max-tokens",
-    type=click.IntRange(min=1),
-    default=256,
-    show_default=True,
-    help="Output tokens forced on every request (keep it equal across arms).",
-)
-@click.option(
-    "--concurrency",
-    type=click.IntRange(min=1),
-    default=1,
-    show_default=True,
-    help="Requests in flight.",
-)
+@number_option("--concurrency", 1, 1, "Requests in flight.")
 @click.option(
     "--api",
     type=click.Choice(["completions", "chat"]),
@@ -96,14 +70,7 @@ def _api_key(var: str | None) -> str | None:
     help="Server log file to copy into the run, redacted (repeatable).",
 )
 @click.option("--api-key-env", metavar="VAR", help="Environment variable holding the API key.")
-@click.option(
-    "--timeout",
-    "timeout_s",
-    type=click.FloatRange(min=1),
-    default=600.0,
-    show_default=True,
-    help="Seconds one request may take.",
-)
+@number_option("--timeout", 600.0, 1, "Seconds one request may take.", dest="timeout_s")
 @click.option("--resume", is_flag=True, help="Continue an interrupted collect of this run.")
 @click.option("--force", is_flag=True, help="Replace an existing bundle.")
 def command(

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from rich import box
 from rich.table import Table
 
-from diagnostic.cli._common import RichReporter, console, console_err
+from diagnostic.cli._common import RichReporter, console, console_err, number_option
 from diagnostic.errors import DiagnosticError
 from diagnostic.plan import ENGINES, Plan, expand_plan, load_plan, plan_from_preset, to_toml
 from diagnostic.redact import redact_text
@@ -121,34 +121,10 @@ _OUT = click.Path(path_type=Path)
 @click.option("--drafter", help="Preset: draft model (EAGLE, EAGLE-3, draft model).")
 @click.option("--method", help="Preset: eagle, eagle3, ngram, mtp, draft_model, standalone, draft.")
 @click.option("--k", "ks", metavar="K,K,…", help="Preset: draft lengths, e.g. 1,2,3,5,7.")
-@click.option(
-    "--restarts",
-    type=click.IntRange(min=1),
-    default=5,
-    show_default=True,
-    help="Preset: server starts per arm.",
-)
-@click.option(
-    "--requests",
-    type=click.IntRange(min=1),
-    default=15,
-    show_default=True,
-    help="Preset: measured requests per restart and workload.",
-)
-@click.option(
-    "--warmup",
-    type=click.IntRange(min=0),
-    default=1,
-    show_default=True,
-    help="Preset: warm-up requests per restart and workload.",
-)
-@click.option(
-    "--max-tokens",
-    type=click.IntRange(min=1),
-    default=256,
-    show_default=True,
-    help="Preset: output tokens per request.",
-)
+@number_option("--restarts", 5, 1, "Preset: server starts per arm.")
+@number_option("--requests", 15, 1, "Preset: measured requests per restart and workload.")
+@number_option("--warmup", 1, 0, "Preset: warm-up requests per restart and workload.")
+@number_option("--max-tokens", 256, 1, "Preset: output tokens per request.")
 @click.option(
     "--workloads",
     default="code,prose",
@@ -167,20 +143,8 @@ _OUT = click.Path(path_type=Path)
     type=click.FloatRange(min=1),
     help="Seconds one request may take (default 600).",
 )
-@click.option(
-    "--assume-startup",
-    type=click.FloatRange(min=0),
-    default=60.0,
-    show_default=True,
-    help="Estimate: seconds a server takes to start.",
-)
-@click.option(
-    "--assume-tps",
-    type=click.FloatRange(min=0.1),
-    default=50.0,
-    show_default=True,
-    help="Estimate: decode tokens per second.",
-)
+@number_option("--assume-startup", 60.0, 0, "Estimate: seconds a server takes to start.")
+@number_option("--assume-tps", 50.0, 0.1, "Estimate: decode tokens per second.")
 @click.pass_context
 def command(
     ctx: click.Context,
