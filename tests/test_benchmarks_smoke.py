@@ -128,3 +128,24 @@ def test_time_to_verdict_adaptive_stops_at_a_planned_look() -> None:
     logs = ttv.simulate(rng, none, 50, 12)
     blocks, codes = ttv.adaptive(logs[0] - logs[1], (4, 8, 12), 0.02, 0.02)
     assert set(blocks) <= {4, 8, 12} and (codes[blocks < 12] != ttv.INCONCLUSIVE).all()
+
+
+def test_time_to_verdict_takes_more_looks_than_pocock_tabulates(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    ttv = _load("time_to_verdict")
+    looks = ["4", "6", "8", "10", "12"]
+    ttv.main(["--sims", "20", "--restart-cv", "0.05", "--check", "0", "--looks", *looks])
+    assert "4/6/8/10/12" in capsys.readouterr().out.split("\n")[2]
+
+
+def test_sequential_bound_reproduces_pococks_constants() -> None:
+    bound = _load("sequential_bound")
+    import numpy as np
+
+    theta = 1.959964 + 1.281552  # z(0.025) + z(0.10): 90% power at the fixed plan's size
+    ts, cs, size = bound.plan(bound.Path(1001), theta, 0.9, 0.5, np.arange(1, 4) / 4)
+    # Jennison & Turnbull, Table 2.1 / 2.3: c = 2.361, R = 1.183 for 4 looks, α 0.05, β 0.1
+    assert cs == pytest.approx([2.361] * 4, abs=0.01)
+    assert ts[-1] == pytest.approx(1.183, abs=0.01)
+    assert 0.68 < size < 0.71
