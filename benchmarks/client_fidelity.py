@@ -9,10 +9,9 @@ Starts benchmarks/paced_server.py in its own process, then for every point (sing
 100, 500, 2,000 and 5,000 tok/s; 16 and 64 concurrent streams at 100 tok/s each; tokens per
 chunk 1 and 4) runs, side by side in the same run and on the same server:
 
-- diagnose: the request path `diagnose collect` uses (diagnostic.collect.run._run_jobs: the
-  synchronous StreamClient for one stream, AsyncStreamClient + run_pool over its default
-  aiohttp transport above), decode tok/s by diagnostic.models.decode_tps (what collect and
-  analyse use) on the RequestRecord;
+- diagnose: the request path `diagnose collect` uses (diagnostic.collect.run._run_jobs:
+  StreamClient + run_pool over its default aiohttp transport, for one stream too), decode
+  tok/s by diagnostic.models.decode_tps (what collect and analyse use) on the RequestRecord;
 - aiohttp: a plain aiohttp client written the way `vllm bench serve` makes requests (one
   shared ClientSession, a semaphore for concurrency, `response.content.iter_any()`, SSE
   messages split on blank lines, `data: ` stripped, time.perf_counter() per token message);
@@ -56,10 +55,10 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from paced_server import decode_rate  # noqa: E402
 
 from diagnostic.client import (  # noqa: E402
-    AsyncStreamClient,
     ClientOptions,
     Job,
     RequestLabel,
+    StreamClient,
     build_payload,
     run_pool,
 )
@@ -255,7 +254,7 @@ def run_aiohttp(url: str, point: Point, prompts: list[str], tokens: int) -> dict
 
 
 def run_httpcore(url: str, point: Point, prompts: list[str], tokens: int) -> dict[str, Measured]:
-    """The async client before: collect's pool (AsyncStreamClient + run_pool) over httpx's
+    """The async client before: collect's pool (StreamClient + run_pool) over httpx's
     httpcore transport instead of its default aiohttp one; only for several streams."""
     options = _payload_options(url, point, tokens)
     jobs = [_job(p, i, point.concurrency) for i, p in enumerate(prompts)]
@@ -266,7 +265,7 @@ def run_httpcore(url: str, point: Point, prompts: list[str], tokens: int) -> dic
         c = point.concurrency
         limits = httpx.Limits(max_connections=c + 1, max_keepalive_connections=c)
         transport = httpx.AsyncHTTPTransport(limits=limits)
-        async with AsyncStreamClient(options, concurrency=c, transport=transport) as client:
+        async with StreamClient(options, concurrency=c, transport=transport) as client:
             await run_pool(client, jobs, concurrency=c, t0=origin, on_record=records.append)
 
     asyncio.run(pool())

@@ -1,4 +1,4 @@
-"""client.py: streamed requests against the real llama-server; faults through MockTransport."""
+"""client: streamed requests against the real llama-server; faults through MockTransport."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ import httpx
 import pytest
 
 from diagnostic.client import (
-    AsyncStreamClient,
     ClientOptions,
     Job,
     RequestLabel,
@@ -37,11 +36,22 @@ def options(base_url: str = "http://test", **kw: Any) -> ClientOptions:
     return ClientOptions(base_url=base_url, max_tokens=MAX_TOKENS, **kw)
 
 
+def requests(
+    opts: ClientOptions, jobs: list[Job], transport: httpx.AsyncBaseTransport | None = None
+) -> list[RequestRecord]:
+    """The records of `jobs` made one after another on one client (collect at concurrency 1)."""
+
+    async def main() -> list[RequestRecord]:
+        async with StreamClient(opts, transport=transport) as client:
+            return [await client.request(j, t0=time.perf_counter()) for j in jobs]
+
+    return asyncio.run(main())
+
+
 # -- the real server -------------------------------------------------------------------------
 @pytest.mark.engine
 def test_completions_stream_against_the_real_server(llama_server: str) -> None:
-    with StreamClient(options(llama_server)) as client:
-        record = client.request(job(), t0=time.perf_counter())
+    (record,) = requests(options(llama_server), [job()])
     assert record.error is None, record.error
     assert record.token_source == "usage"
     assert record.completion_tokens == MAX_TOKENS  # ignore_eos forces the full length
@@ -60,8 +70,7 @@ def test_completions_stream_against_the_real_server(llama_server: str) -> None:
 @pytest.mark.engine
 def test_chat_stream_against_the_real_server(llama_server: str) -> None:
     messages = [{"role": "user", "content": "Name three rivers."}]
-    with StreamClient(options(llama_server, api="chat")) as client:
-        record = client.request(job(prompt="", messages=messages), t0=time.perf_counter())
+    (record,) = requests(options(llama_server, api="chat"), [job(prompt="", messages=messages)])
     assert record.error is None, record.error
     assert record.completion_tokens == MAX_TOKENS and record.token_source == "usage"
     assert 1 <= len(record.chunk_times_s) <= MAX_TOKENS
@@ -69,8 +78,7 @@ def test_chat_stream_against_the_real_server(llama_server: str) -> None:
 
 @pytest.mark.engine
 def test_greedy_output_repeats_on_the_real_server(llama_server: str) -> None:
-    with StreamClient(options(llama_server)) as client:
-        first, second = (client.request(job(i), t0=0.0) for i in range(2))
+    first, second = requests(options(llama_server), [job(0), job(1)])
     assert first.error is None and second.error is None, (first.error, second.error)
     assert first.text == second.text
 
@@ -80,7 +88,7 @@ def test_pool_keeps_several_streams_against_the_real_server(llama_server: str) -
     records: list[RequestRecord] = []
 
     async def main() -> None:
-        async with AsyncStreamClient(options(llama_server), concurrency=2) as client:
+        async with StreamClient(options(llama_server), concurrency=2) as client:
             jobs = [job(i) for i in range(3)]
             await run_pool(
                 client, jobs, concurrency=2, t0=time.perf_counter(), on_record=records.append
@@ -93,9 +101,12 @@ def test_pool_keeps_several_streams_against_the_real_server(llama_server: str) -
 
 @pytest.mark.engine
 def test_tokenizer_count_on_the_real_server(llama_server: str) -> None:
-    with StreamClient(options(llama_server)) as client:
-        record = client.request(job(), t0=0.0)
-        counted = client.count_tokens(record.text)
+    async def main() -> int | None:
+        async with StreamClient(options(llama_server)) as client:
+            record = await client.request(job(), t0=0.0)
+            return await client.count_tokens(record.text)
+
+    counted = asyncio.run(main())
     # Re-tokenising detokenised text may merge or split a token at the edges.
     assert counted is not None and abs(counted - MAX_TOKENS) <= 2
 
@@ -148,14 +159,20 @@ def mock(
         if status != 200:
             return httpx.Response(status, content=body)
         assert stream is not None
-        return httpx.Response(200, content=stream())
+        return httpx.Response(200, content=_async(stream()))
 
     return httpx.MockTransport(handler)
 
 
+async def _async(chunks: Iterator[bytes]) -> AsyncIterator[bytes]:
+    """A network read per chunk; what the iterator raises, the stream raises."""
+    for chunk in chunks:
+        yield chunk
+        await asyncio.sleep(0)
+
+
 def run_one(transport: httpx.MockTransport, **kw: Any) -> RequestRecord:
-    with StreamClient(options(**kw), transport=transport) as client:
-        return client.request(job(), t0=time.perf_counter())
+    return requests(options(**kw), [job()], transport)[0]
 
 
 def test_vllm_continuous_usage_gives_tokens_per_chunk() -> None:
@@ -261,8 +278,7 @@ def test_no_usage_and_no_tokenizer_counts_chunks_and_asks_once() -> None:
         lambda: iter(sse(text_event("a"), text_event("b"), final_event(None), "[DONE]")),
         calls=calls,
     )
-    with StreamClient(options(), transport=transport) as client:
-        records = [client.request(job(i), t0=0.0) for i in range(3)]
+    records = requests(options(), [job(i) for i in range(3)], transport)
     assert all(r.token_source == "chunks" and r.completion_tokens == 2 for r in records)
     assert calls.count("/tokenize") == 1  # a 404 is remembered
 
@@ -313,7 +329,7 @@ def test_pool_limits_streams_in_flight_and_keeps_job_order() -> None:
 
     async def main() -> None:
         transport = httpx.MockTransport(handler)
-        async with AsyncStreamClient(options(), concurrency=3, transport=transport) as client:
+        async with StreamClient(options(), concurrency=3, transport=transport) as client:
             jobs = [job(i, prompt=str(i)) for i in range(8)]
             await run_pool(client, jobs, concurrency=3, t0=0.0, on_record=records.append)
 
@@ -329,7 +345,7 @@ def test_async_faults_are_records() -> None:
 
     async def main() -> RequestRecord:
         transport = httpx.MockTransport(handler)
-        async with AsyncStreamClient(options(), transport=transport) as client:
+        async with StreamClient(options(), transport=transport) as client:
             return await client.request(job(), t0=0.0)
 
     record = asyncio.run(main())

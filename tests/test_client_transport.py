@@ -13,7 +13,7 @@ import pytest
 import sse_server as srv
 from httpx_aiohttp import AiohttpTransport
 
-from diagnostic.client import AsyncStreamClient, ClientOptions, Job, RequestLabel, StreamClient
+from diagnostic.client import ClientOptions, Job, RequestLabel, StreamClient
 from diagnostic.client import run_pool as pool
 from diagnostic.models import RequestRecord
 
@@ -38,7 +38,7 @@ def transport(name: str) -> httpx.AsyncBaseTransport | None:
 
 def request(url: str, name: str, **kw: Any) -> RequestRecord:
     async def main() -> RequestRecord:
-        async with AsyncStreamClient(options(url, **kw), transport=transport(name)) as client:
+        async with StreamClient(options(url, **kw), transport=transport(name)) as client:
             return await client.request(job(), t0=0.0)
 
     return asyncio.run(main())
@@ -52,7 +52,7 @@ def served(reply: srv.Reply, name: str, **kw: Any) -> tuple[RequestRecord, str]:
 
 def test_the_default_transport_is_aiohttp() -> None:
     async def main() -> httpx.AsyncBaseTransport:
-        async with AsyncStreamClient(options("http://127.0.0.1:9")) as client:
+        async with StreamClient(options("http://127.0.0.1:9")) as client:
             return client._http._transport
 
     assert isinstance(asyncio.run(main()), AiohttpTransport)
@@ -73,7 +73,7 @@ def test_pool_over_the_default_transport_reuses_connections() -> None:
     records: list[RequestRecord] = []
 
     async def main() -> None:
-        async with AsyncStreamClient(options(server.url), concurrency=2) as client:
+        async with StreamClient(options(server.url), concurrency=2) as client:
             jobs = [job(i) for i in range(6)]
             await pool(client, jobs, concurrency=2, t0=0.0, on_record=records.append)
 
@@ -92,7 +92,7 @@ def test_server_closing_after_every_stream_fails_no_request(name: str) -> None:
     records: list[RequestRecord] = []
 
     async def main() -> None:
-        client = AsyncStreamClient(options(server.url), concurrency=2, transport=transport(name))
+        client = StreamClient(options(server.url), concurrency=2, transport=transport(name))
         async with client:
             jobs = [job(i) for i in range(12)]
             await pool(client, jobs, concurrency=2, t0=0.0, on_record=records.append)
@@ -103,10 +103,14 @@ def test_server_closing_after_every_stream_fails_no_request(name: str) -> None:
     assert all(r.completion_tokens == 2 and len(r.chunk_times_s) == 2 for r in records)
 
 
-def test_sync_client_survives_a_server_closing_after_every_stream() -> None:
-    reply = srv.normal(2, keep_alive=False)
-    with srv.serving(reply) as server, StreamClient(options(server.url)) as client:
-        records = [client.request(job(i), t0=0.0) for i in range(30)]
+@pytest.mark.parametrize("name", TRANSPORTS)
+def test_one_stream_survives_a_server_closing_after_every_stream(name: str) -> None:
+    async def main(url: str) -> list[RequestRecord]:
+        async with StreamClient(options(url), transport=transport(name)) as client:
+            return [await client.request(job(i), t0=0.0) for i in range(30)]
+
+    with srv.serving(srv.normal(2, keep_alive=False)) as server:
+        records = asyncio.run(main(server.url))
     assert [r.error for r in records] == [None] * 30
     assert all(r.completion_tokens == 2 for r in records)
 
@@ -179,14 +183,6 @@ def test_endless_stream_stops_at_the_output_cap(name: str) -> None:
 def test_gzip_content_encoding_is_decoded(name: str) -> None:
     record, _ = served(srv.gzipped(3), name)
     assert record.error is None and record.text == "t0t1t2" and record.completion_tokens == 3
-
-
-def test_sync_client_reads_raw_chunks_and_decodes_gzip() -> None:
-    for reply, expected in [(srv.normal(4), "t0t1t2t3"), (srv.gzipped(2), "t0t1")]:
-        with srv.serving(reply) as server, StreamClient(options(server.url)) as client:
-            record = client.request(job(), t0=0.0)
-        assert record.error is None and record.text == expected
-        assert record.chunk_tokens == [1] * len(expected[::2])
 
 
 def test_default_transport_closes_its_session() -> None:

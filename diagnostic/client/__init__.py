@@ -1,10 +1,9 @@
 """Streamed completion requests over httpx → RequestRecords; a pool for concurrency N."""
 
 from diagnostic.client.options import ClientOptions, Job, RequestLabel, auth_headers, build_payload
-from diagnostic.client.streams import AsyncStreamClient, StreamClient, run_pool
+from diagnostic.client.streams import StreamClient, run_pool
 
 __all__ = [
-    "AsyncStreamClient",
     "ClientOptions",
     "Job",
     "RequestLabel",

@@ -1,4 +1,4 @@
-"""One streamed request → a RequestRecord: the sync client, the async client and its pool."""
+"""One streamed request → a RequestRecord: the client and its pool of streams in flight."""
 
 from __future__ import annotations
 
@@ -109,104 +109,18 @@ class _Attempt:
     stale: bool = False
 
 
-_SYNC_ATTEMPTS = 2  # a stale connection, then a new one
-
-
-class StreamClient:
-    """Synchronous client: one request at a time on one keep-alive connection."""
-
-    def __init__(
-        self, options: ClientOptions, *, transport: httpx.BaseTransport | None = None
-    ) -> None:
-        self.options = options
-        self._tokenize = _TokenizeState()
-        self._http = httpx.Client(
-            base_url=options.base_url,
-            timeout=options.timeout(),
-            headers=auth_headers(options.api_key),
-            transport=transport,
-        )
-
-    def __enter__(self) -> StreamClient:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def close(self) -> None:
-        """Close the connection pool."""
-        self._http.close()
-
-    def request(self, job: Job, *, t0: float) -> RequestRecord:
-        """Make one streamed request; never raises for server or network faults."""
-        payload = build_payload(self.options, job)
-        for _ in range(_SYNC_ATTEMPTS):
-            # The one kept-alive connection may be one the server has closed (see
-            # faults.stale): send again on a new one, timed afresh.
-            attempt = self._attempt(payload)
-            if not attempt.stale:
-                break
-        t_send = attempt.t_send - t0
-        record = _make_record(job, self.options, t_send, attempt.stream, attempt.error)
-        if _needs_count(record):
-            self._count_tokens(record)
-        return record
-
-    def _attempt(self, payload: dict[str, Any]) -> _Attempt:
-        opts, url = self.options, PATHS[self.options.api]
-        attempt = _Attempt(t_send=time.perf_counter())
-        try:
-            with self._http.stream("POST", url, json=payload) as response:
-                attempt.answered = True
-                if response.status_code >= 400:
-                    attempt.error = http_error(response.status_code, response.read())
-                else:
-                    stream = attempt.stream = new_stream(opts, attempt.t_send)
-                    for data in _body(response):
-                        stream.feed(data, time.perf_counter())
-                    stream.close(time.perf_counter())
-        except StreamFault as exc:
-            attempt.error = str(exc)
-        except httpx.HTTPError as exc:
-            attempt.error = transport_error(exc, opts.base_url + url)
-            attempt.stale = not attempt.answered and stale(exc)
-        return attempt
-
-    def count_tokens(self, text: str) -> int | None:
-        """Tokens in `text` by the server's /tokenize endpoint; None when it has none."""
-        body = _tokenize_body(self.options, text)
-        for _ in range(_SYNC_ATTEMPTS):
-            try:
-                response = self._http.post("/tokenize", json=body)
-            except httpx.HTTPError as exc:
-                if not stale(exc):
-                    return None
-            else:
-                return _tokenize_count(response)
-        return None
-
-    def _count_tokens(self, record: RequestRecord) -> None:
-        asked = self._tokenize.supported is not False
-        _apply_count(record, self.count_tokens(record.text) if asked else None, self._tokenize)
-
-
-def _body(response: httpx.Response) -> Iterator[bytes]:
+def _body(response: httpx.Response) -> AsyncIterator[bytes]:
     """The body as read, past httpx's decoder and chunker when there is nothing to decode
     (0.2 µs a chunk); a Content-Encoding still goes through the decoder."""
-    if "content-encoding" in response.headers:
-        return response.iter_bytes()
-    return response.iter_raw()
-
-
-def _abody(response: httpx.Response) -> AsyncIterator[bytes]:
-    """The async twin of `_body`."""
     if "content-encoding" in response.headers:
         return response.aiter_bytes()
     return response.aiter_raw()
 
 
-class AsyncStreamClient:
-    """Asynchronous client: several streams in flight on one httpx.AsyncClient."""
+class StreamClient:
+    """The client: one or several streams in flight on one httpx.AsyncClient. One stream
+    runs here too: it times the first chunk closer than httpx's synchronous client, whose
+    response set-up delays it (+0.5% decode tok/s at 5,000 tok/s; benchmarks/README.md)."""
 
     def __init__(
         self,
@@ -239,7 +153,7 @@ class AsyncStreamClient:
             limits=limits,
         )
 
-    async def __aenter__(self) -> AsyncStreamClient:
+    async def __aenter__(self) -> StreamClient:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
@@ -274,7 +188,7 @@ class AsyncStreamClient:
                     attempt.error = http_error(response.status_code, await response.aread())
                 else:
                     stream = attempt.stream = new_stream(opts, attempt.t_send)
-                    async for data in _abody(response):
+                    async for data in _body(response):
                         stream.feed(data, time.perf_counter())
                     stream.close(time.perf_counter())
         except StreamFault as exc:
@@ -304,7 +218,7 @@ class AsyncStreamClient:
 
 
 async def run_pool(
-    client: AsyncStreamClient,
+    client: StreamClient,
     jobs: Iterable[Job],
     *,
     concurrency: int,

@@ -11,14 +11,7 @@ from typing import Any, Literal
 import httpx
 
 from diagnostic.bundle import Bundle, run_id
-from diagnostic.client import (
-    AsyncStreamClient,
-    ClientOptions,
-    Job,
-    StreamClient,
-    auth_headers,
-    run_pool,
-)
+from diagnostic.client import ClientOptions, Job, StreamClient, auth_headers, run_pool
 from diagnostic.collect.settings import RunSettings, plan_jobs
 from diagnostic.engines.endpoints import Fingerprint, fingerprint
 from diagnostic.engines.metrics import fetch_metrics
@@ -164,14 +157,9 @@ def _run_jobs(
 ) -> None:
     if not jobs:
         return
-    if concurrency == 1:
-        with StreamClient(options) as client:
-            for job in jobs:
-                store(client.request(job, t0=origin))
-        return
 
     async def pool() -> None:
-        async with AsyncStreamClient(options, concurrency=concurrency) as client:
+        async with StreamClient(options, concurrency=concurrency) as client:
             await run_pool(client, jobs, concurrency=concurrency, t0=origin, on_record=store)
 
     asyncio.run(pool())
