@@ -1,4 +1,4 @@
-"""Benchmark: the fewest restarts any group-sequential plan can expect, known variance.
+"""Benchmark: the fewest restarts a K-look group-sequential plan can expect, known variance.
 
 Usage::
 
@@ -11,7 +11,7 @@ K looks t_1 < … < t_K (in units of the fixed plan's size) and stopped when |Z_
 each K the script searches the Wang-Tsiatis boundaries c_k = C·(t_k/t_K)^(Δ − 1/2) (Δ = 0.5:
 Pocock, Δ = 0: O'Brien-Fleming) over Δ and the spacing of the looks, with C set for the
 level and t_K for the power, and prints the smallest expected size under the effect, E(N|θ)
-as a share of the fixed plan: 1 minus it is the most any such plan can save. Crossing
+as a share of the fixed plan: 1 minus it is the most such a plan saves. Crossing
 probabilities are computed exactly up to the grid, by propagating the density of the
 stopped path between looks (FFT convolution); the lower boundary is ignored under the
 effect (its crossing probability is below 1e-6) and doubled under no effect. The first row
