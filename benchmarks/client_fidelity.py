@@ -9,9 +9,9 @@ Starts benchmarks/paced_server.py in its own process, then for every point (sing
 100, 500, 2,000 and 5,000 tok/s; 16 and 64 concurrent streams at 100 tok/s each; tokens per
 chunk 1 and 4) runs, side by side in the same run and on the same server:
 
-- diagnose: the request path `diagnose collect` uses (diagnostic.collect.run._run_jobs:
+- diagnose: the request path `diagnose collect` uses (diagnostic.measure.collect.run._run_jobs:
   StreamClient + run_pool over its default aiohttp transport, for one stream too), decode
-  tok/s by diagnostic.models.decode_tps (what collect and analyse use) on the RequestRecord;
+  tok/s by diagnostic.schema.bundle.decode_tps (what collect and analyse use) on the RequestRecord;
 - aiohttp: a plain aiohttp client written the way `vllm bench serve` makes requests (one
   shared ClientSession, a semaphore for concurrency, `response.content.iter_any()`, SSE
   messages split on blank lines, `data: ` stripped, time.perf_counter() per token message);
@@ -54,7 +54,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from paced_server import decode_rate  # noqa: E402
 
-from diagnostic.client import (  # noqa: E402
+from diagnostic.measure.client import (  # noqa: E402
     ClientOptions,
     Job,
     RequestLabel,
@@ -62,8 +62,8 @@ from diagnostic.client import (  # noqa: E402
     build_payload,
     run_pool,
 )
-from diagnostic.collect.run import _run_jobs  # noqa: E402  (exactly what collect runs)
-from diagnostic.models import (  # noqa: E402
+from diagnostic.measure.collect.run import _run_jobs  # noqa: E402  (exactly what collect runs)
+from diagnostic.schema.bundle import (  # noqa: E402
     RequestRecord,
     decode_tps,
 )

@@ -111,8 +111,8 @@ def generate(path: Path, size: int, *, seed: int = 0) -> int:
 
 def grep_pattern() -> str:
     """The regexes the vLLM parser and the vLLM pattern rules apply, as one ERE alternation."""
-    from diagnostic.checks import load_rules
     from diagnostic.engines import vllm
+    from diagnostic.logcheck.rules import load_rules
 
     rules = [r for r in load_rules() if r.match and (not r.engines or "vllm" in r.engines)]
     literals = [_ere(c) for r in rules if r.match for c in r.match.contains]
@@ -126,8 +126,8 @@ def _ere(literal: str) -> str:
 
 def time_scan(path: Path) -> tuple[float, float, str]:
     """Seconds for parse_log (with the rules' patterns, as `diagnose check` runs it)."""
-    from diagnostic.checks import line_patterns, load_rules
     from diagnostic.engines import parse_log
+    from diagnostic.logcheck.rules import line_patterns, load_rules
 
     patterns = line_patterns(load_rules())
     t0, c0 = time.perf_counter(), time.process_time()

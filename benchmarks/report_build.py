@@ -33,8 +33,8 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from report_bundles import check_report, sweep_bundle  # noqa: E402
 
-from diagnostic.analyse import analyse  # noqa: E402
-from diagnostic.bundle import Bundle  # noqa: E402
+from diagnostic.analyse.core import analyse  # noqa: E402
+from diagnostic.bundle.store import Bundle  # noqa: E402
 from diagnostic.report import build_report, render_html, render_pdf  # noqa: E402
 from diagnostic.report.build import report_context  # noqa: E402
 

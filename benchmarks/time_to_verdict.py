@@ -13,7 +13,7 @@ within-restart noise); a block may add a drift shared by its two restarts. The s
 faster by `effect` (10%) or not at all (0%: the type-I check).
 
 The two plans are sized the way a group-sequential design is compared, at equal error rates
-(same α, same power), with the project's planning functions (diagnostic.stats), from the CV
+(same α, same power), with the project's planning functions (diagnostic.analyse.stats), from the CV
 of one restart's mean, sqrt(restart_cv² + request_cv²/requests):
 
 - fixed plan: stats.fixed_restarts_for_power, the fewest blocks whose 95% paired interval
@@ -25,7 +25,7 @@ of one restart's mean, sqrt(restart_cv² + request_cv²/requests):
 
 Every experiment is decided as `diagnose report` decides it (diagnostic.analyse.compare):
 restart summary = log of the mean request; interval = paired t interval on the block log
-ratios; verdict = stats.verdict with δ = stats.DEFAULT_DELTA. The decisions are vectorised
+ratios; verdict = stats.verdict with δ = defaults.MARGIN. The decisions are vectorised
 with numpy; the first `--check` simulations of every scenario are decided again, look by
 look, with stats.paired_ratio_ci and stats.verdict, and the script stops if one differs.
 Both plans see the same simulated restarts.
@@ -46,7 +46,8 @@ from scipy import stats as sps
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from diagnostic import stats  # noqa: E402
+from diagnostic import defaults  # noqa: E402
+from diagnostic.analyse import stats  # noqa: E402
 
 FIXED_ALPHA = 0.05
 VERDICTS = ("WIN", "LOSS", "EQUIVALENT", "INCONCLUSIVE")
@@ -268,7 +269,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--request-cv", type=float, default=0.10, help="within-restart CV")
     parser.add_argument("--requests", type=int, default=15, help="measured requests/restart")
     parser.add_argument("--drift-cv", type=float, default=0.0, help="drift shared by a block")
-    parser.add_argument("--delta", type=float, default=stats.DEFAULT_DELTA, help="noise band δ")
+    parser.add_argument("--delta", type=float, default=defaults.MARGIN, help="noise band δ")
     parser.add_argument("--power", type=float, default=0.9, help="power both plans aim at")
     parser.add_argument("--looks", type=int, nargs="*", default=[], help="override the looks")
     parser.add_argument("--check", type=int, default=200, help="sims re-decided with stats")

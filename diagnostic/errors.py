@@ -1,10 +1,20 @@
-"""The one exception root of the package; the CLI turns it into `Error: <message>`.
+"""Every exception of the package; the CLI turns a DiagnosticError into `Error: <message>`.
 
 Hierarchy::
 
-    DiagnosticError            every failure a user can act on (bad input, unreachable server)
-    ├── BundleError            a bundle that is missing, corrupt, newer, or would be overwritten
-    └── NotImplementedYet      a command whose stage is not built yet
+    DiagnosticError        a failure the user can act on; the message names the file or URL
+    │                      and what to do (exit 2)
+    ├── BundleError        a bundle that is missing, corrupt, newer, or would be overwritten
+    ├── PlanError          a plan file that cannot be read, parsed or validated
+    ├── LaunchError        a server that could not start, exited in start-up or never got healthy
+    ├── RuleError          a log-check rule file that is missing, malformed or names no check
+    └── ChecklistError     a checklist file that is missing or malformed, or an unknown id
+
+    ValueError
+    ├── TemplateError      a plan template with an unknown placeholder or a lone brace
+    │                      (the plan loader reports it as a PlanError naming the arm)
+    └── RefusedURL         the PDF renderer asked for a resource outside the templates folder
+                           (refused and logged; the report renders without it)
 """
 
 
@@ -18,7 +28,29 @@ class BundleError(DiagnosticError):
     """A bundle is missing, corrupt, written by a newer version, or would be overwritten."""
 
 
-class NotImplementedYet(DiagnosticError):
-    """A command exists in the CLI but its stage is not built yet."""
+class PlanError(DiagnosticError):
+    """A plan file that cannot be read, parsed or validated."""
 
-    exit_code = 3
+
+class LaunchError(DiagnosticError):
+    """A server that could not be started, exited during start-up or never became healthy."""
+
+    def __init__(self, message: str, *, tail: list[str] | None = None) -> None:
+        super().__init__(message)
+        self.tail = tail or []
+
+
+class RuleError(DiagnosticError):
+    """A rule file that is missing, malformed or names an unknown check."""
+
+
+class ChecklistError(DiagnosticError):
+    """A checklist file that is missing or malformed, or an unknown list or item id."""
+
+
+class TemplateError(ValueError):
+    """A template with an unknown placeholder or a lone brace."""
+
+
+class RefusedURL(ValueError):
+    """A resource outside the report's templates folder was requested and refused."""

@@ -8,8 +8,8 @@ from typing import Literal
 
 from real_runs import REAL_RUNS
 
-from diagnostic.bundle import Bundle
-from diagnostic.models import ArmSpec, EngineInfo, Manifest, PlanSpec, RequestRecord, RunInfo
+from diagnostic.bundle.store import Bundle
+from diagnostic.schema.bundle import ArmSpec, EngineInfo, Manifest, PlanSpec, RequestRecord, RunInfo
 
 H200 = REAL_RUNS / "h200-vllm-0.26"
 

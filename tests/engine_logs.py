@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from real_runs import REAL_RUNS
 
-from diagnostic.facts import LogFacts
+from diagnostic.schema.logfacts import LogFacts
 
 CASES = Path(__file__).parent / "data" / "logs"
 

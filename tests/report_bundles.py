@@ -6,17 +6,8 @@ import math
 import random
 from pathlib import Path
 
-from diagnostic.bundle import Bundle
-from diagnostic.facts import (
-    CaptureFacts,
-    CheckReport,
-    Comparison,
-    Evidence,
-    Finding,
-    LogFacts,
-    SpecFacts,
-)
-from diagnostic.models import (
+from diagnostic.bundle.store import Bundle
+from diagnostic.schema.bundle import (
     ArmSpec,
     Engagement,
     EngineInfo,
@@ -26,6 +17,15 @@ from diagnostic.models import (
     RequestRecord,
     RunInfo,
     Target,
+)
+from diagnostic.schema.logfacts import (
+    CaptureFacts,
+    CheckReport,
+    Comparison,
+    Evidence,
+    Finding,
+    LogFacts,
+    SpecFacts,
 )
 
 # Text a hostile or merely unlucky bundle can carry: markup, CSS, jinja syntax, a local file.

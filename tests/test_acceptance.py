@@ -1,4 +1,4 @@
-"""diagnostic.acceptance on real /metrics snapshots and server logs (shared/real-runs)."""
+"""diagnostic.analyse.acceptance on real /metrics snapshots and server logs (shared/real-runs)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from analyse_bundles import H200, REAL_RUNS
 
-from diagnostic.acceptance import acceptance_from_texts, log_acceptance_length
+from diagnostic.analyse.acceptance import acceptance_from_texts, log_acceptance_length
 from diagnostic.engines.metrics import parse_spec_counters
 
 LLAMACPP = REAL_RUNS / "llamacpp-cpu"

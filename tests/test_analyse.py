@@ -14,11 +14,11 @@ from analyse_bundles import (
     vllm_metrics,
 )
 
-from diagnostic import theory
-from diagnostic.analyse import analyse
-from diagnostic.analysis_models import Analysis, ArmResult, Comparison
-from diagnostic.bundle import Bundle
-from diagnostic.models import ArmSpec, RunInfo, decode_tps
+from diagnostic.analyse import theory
+from diagnostic.analyse.core import analyse
+from diagnostic.bundle.store import Bundle
+from diagnostic.schema.analysis import Analysis, ArmResult, Comparison
+from diagnostic.schema.bundle import ArmSpec, RunInfo, decode_tps
 
 
 @pytest.fixture(scope="module")
@@ -244,7 +244,7 @@ def test_drift_and_outliers_are_flagged_not_removed(tmp_path: Path) -> None:
 
 
 def test_empty_bundle_gives_an_empty_analysis(tmp_path: Path) -> None:
-    from diagnostic.models import Manifest
+    from diagnostic.schema.bundle import Manifest
 
     bundle = Bundle.create(tmp_path / "b", Manifest(tool_version="test"))
     a = analyse(bundle)

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from diagnostic import stats
+from diagnostic.analyse import stats
 from diagnostic.analyse.compare import (
     DEFAULT_LOOKS,
     Side,
@@ -17,7 +17,7 @@ from diagnostic.analyse.compare import (
     start_comparison,
 )
 from diagnostic.analyse.requests import Sample
-from diagnostic.models import PlanSpec
+from diagnostic.schema.bundle import PlanSpec
 
 
 def _side(name: str, restarts: list[list[float]], blocks: bool = False) -> Side:

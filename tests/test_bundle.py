@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from diagnostic.bundle import Bundle, run_id
+from diagnostic.bundle.store import Bundle, run_id
 from diagnostic.errors import BundleError
-from diagnostic.models import (
+from diagnostic.schema.bundle import (
     SCHEMA_VERSION,
     ArmSpec,
     LaunchInfo,

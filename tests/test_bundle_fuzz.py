@@ -10,9 +10,9 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from diagnostic.bundle import Bundle
+from diagnostic.bundle.store import Bundle
 from diagnostic.errors import BundleError
-from diagnostic.models import Manifest, RequestRecord, RunInfo
+from diagnostic.schema.bundle import Manifest, RequestRecord, RunInfo
 
 EXAMPLES = int(os.environ.get("DIAGNOSE_FUZZ_EXAMPLES", "60"))
 RECORD = RequestRecord(

@@ -1,4 +1,4 @@
-"""diagnostic.check and `diagnose check`: files, folders, bundles, exit codes, the JSON contract."""
+"""diagnostic.logcheck and `diagnose check`: files, folders, bundles, exit codes, JSON contract."""
 
 from __future__ import annotations
 
@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from diagnostic.bundle import Bundle
-from diagnostic.check import FINDINGS_FILE, check_paths
+from diagnostic.bundle.store import Bundle
 from diagnostic.cli import main
 from diagnostic.errors import DiagnosticError
-from diagnostic.facts import CheckReport
-from diagnostic.models import Manifest, RunInfo
+from diagnostic.logcheck.stage import FINDINGS_FILE, check_paths
+from diagnostic.schema.bundle import Manifest, RunInfo
+from diagnostic.schema.logfacts import CheckReport
 from tests.engine_logs import CASES, REAL_RUNS
 
 VLLM = REAL_RUNS / "h200-vllm-0.26"

@@ -13,11 +13,11 @@ import pytest
 from checklist_bundles import GOOD_ARMS, H200, make_bundle, record
 from pypdf import PdfReader
 
-from diagnostic.bundle import Bundle
-from diagnostic.checklist import (
+from diagnostic.bundle.store import Bundle
+from diagnostic.checklist.auto import CHECKS, evaluate_check
+from diagnostic.checklist.lists import (
     STATE_FILE,
     Checklist,
-    ChecklistError,
     ChecklistState,
     available_checklists,
     checklist_summary,
@@ -31,9 +31,8 @@ from diagnostic.checklist import (
     run_checklist,
     update_state,
 )
-from diagnostic.checklists import CHECKS, evaluate_check
-from diagnostic.errors import BundleError
-from diagnostic.models import ArmSpec, EngineInfo, LaunchInfo
+from diagnostic.errors import BundleError, ChecklistError
+from diagnostic.schema.bundle import ArmSpec, EngineInfo, LaunchInfo
 
 # -- the shipped lists --------------------------------------------------------------------
 

@@ -1,4 +1,4 @@
-"""diagnostic.checks: rule files, conditions, pattern rules without code, cross-run pairing."""
+"""diagnostic.logcheck.rules: rule files, conditions, pattern rules without code, pairing."""
 
 from __future__ import annotations
 
@@ -7,9 +7,16 @@ from typing import Any
 
 import pytest
 
-from diagnostic.checks import RuleError, apply_rules, line_patterns, load_rules, lookup, render
 from diagnostic.engines import parse_log
-from diagnostic.facts import AcceptanceSummary, LogFacts
+from diagnostic.errors import RuleError
+from diagnostic.logcheck.rules import (
+    apply_rules,
+    line_patterns,
+    load_rules,
+    lookup,
+    render,
+)
+from diagnostic.schema.logfacts import AcceptanceSummary, LogFacts
 from tests.engine_logs import CASES, REAL_RUNS, fixture_cases, real_cases
 
 RULES = load_rules()

@@ -9,8 +9,8 @@ import pytest
 from analyse_bundles import build_h200_bundle
 from click.testing import CliRunner
 
-from diagnostic.analysis_models import Analysis
 from diagnostic.cli import main
+from diagnostic.schema.analysis import Analysis
 
 ARMS = {"base": (False, {}), "ngram3": (True, {"k": 3})}
 

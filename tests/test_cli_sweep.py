@@ -13,9 +13,9 @@ import pytest
 from click.testing import CliRunner
 from conftest import ROOT, free_port
 
-from diagnostic.bundle import Bundle
+from diagnostic.bundle.store import Bundle
 from diagnostic.cli import main
-from diagnostic.plan import load_plan
+from diagnostic.measure.plan import load_plan
 
 SAMPLE = ROOT / "samples" / "plans" / "llamacpp-cpu.toml"
 

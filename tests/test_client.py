@@ -11,7 +11,7 @@ from typing import Any
 import httpx
 import pytest
 
-from diagnostic.client import (
+from diagnostic.measure.client import (
     ClientOptions,
     Job,
     RequestLabel,
@@ -19,7 +19,7 @@ from diagnostic.client import (
     build_payload,
     run_pool,
 )
-from diagnostic.models import RequestRecord
+from diagnostic.schema.bundle import RequestRecord
 
 MAX_TOKENS = 16
 PROMPT = "def fibonacci(n):\n    "

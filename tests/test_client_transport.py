@@ -13,9 +13,9 @@ import pytest
 import sse_server as srv
 from httpx_aiohttp import AiohttpTransport
 
-from diagnostic.client import ClientOptions, Job, RequestLabel, StreamClient
-from diagnostic.client import run_pool as pool
-from diagnostic.models import RequestRecord
+from diagnostic.measure.client import ClientOptions, Job, RequestLabel, StreamClient
+from diagnostic.measure.client import run_pool as pool
+from diagnostic.schema.bundle import RequestRecord
 
 TRANSPORTS = ["aiohttp", "httpcore"]
 

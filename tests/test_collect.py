@@ -16,9 +16,12 @@ import pytest
 from click.testing import CliRunner
 from real_runs import REAL_RUNS
 
-from diagnostic.bundle import Bundle
+from diagnostic.bundle.store import Bundle
 from diagnostic.cli import main
-from diagnostic.collect import (
+from diagnostic.common.progress import NullReporter
+from diagnostic.engines.metrics import SpecDelta, parse_spec_counters, spec_delta
+from diagnostic.errors import BundleError, DiagnosticError
+from diagnostic.measure.collect import (
     METRICS_AFTER,
     METRICS_BEFORE,
     CollectConfig,
@@ -28,11 +31,8 @@ from diagnostic.collect import (
     plan_jobs,
     summarize,
 )
-from diagnostic.engines.metrics import SpecDelta, parse_spec_counters, spec_delta
-from diagnostic.errors import BundleError, DiagnosticError
-from diagnostic.models import Manifest, RequestRecord, RunInfo, decode_tps
-from diagnostic.progress import NullReporter
-from diagnostic.workloads import builtin
+from diagnostic.measure.workloads import builtin
+from diagnostic.schema.bundle import Manifest, RequestRecord, RunInfo, decode_tps
 
 ROOT = Path(__file__).parents[1]
 VLLM = REAL_RUNS / "h200-vllm-0.26"

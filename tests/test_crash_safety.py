@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from diagnostic.bundle import Bundle
+from diagnostic.bundle.store import Bundle
 
 ROOT = Path(__file__).parents[1]
 KILLS = 20

@@ -1,4 +1,4 @@
-"""diagnostic.engine_timing: the client's decode throughput against the engine's own clock."""
+"""diagnostic.analyse.engine_timing: the client's decode throughput against the engine's clock."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from diagnostic.bundle import Bundle
-from diagnostic.engine_timing import LLAMACPP_SOURCE, VLLM_SOURCE, engine_timing
+from diagnostic.analyse.engine_timing import LLAMACPP_SOURCE, VLLM_SOURCE, engine_timing
+from diagnostic.bundle.store import Bundle
 from diagnostic.engines.metrics import parse_spec_counters
 from tests.real_runs import REAL_RUNS
 

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from diagnostic.engines import parse_log
 from diagnostic.engines._lines import LineScanner, clean
-from diagnostic.facts import CAPTURE_MODES
+from diagnostic.schema.logfacts import CAPTURE_MODES
 from tests.engine_logs import CASES, REAL_RUNS
 
 ANCHORS = (b"Capturing", b"WARNING", b"accept")

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, free_port
 
-from diagnostic.launch import (
-    LaunchError,
+from diagnostic.errors import LaunchError
+from diagnostic.measure.launch import (
     host_port,
     port_in_use,
     start_server,

@@ -1,49 +1,63 @@
-"""The one-way layering of DESIGN.md: cli -> stages -> helpers -> models; nothing imports cli."""
+"""The one-way layering of the package (README "Where things are"): each folder is a stage or a
+shared layer; a module imports only from its own unit or from lower layers; nothing imports cli.
+
+A request travels measure.client → measure.collect → bundle → analyse → report; a log travels
+bundle → engines → logcheck → report. The numbers below say who may import whom.
+"""
 
 import ast
 from pathlib import Path
 
 PACKAGE = Path(__file__).parents[1] / "diagnostic"
 
-# Lower number = lower layer; a module may import only from its own layer or below.
+# Lower number = lower layer. A unit is a top-level module or package of diagnostic/, or a
+# sub-package of measure/ (its stages are layered among themselves).
 LAYERS = {
-    "models": 0,
     "errors": 0,
-    "facts": 0,
-    "analysis_models": 0,
-    "stats": 1,
-    "theory": 1,
-    "redact": 1,
-    "progress": 1,
-    "resources": 1,
+    "defaults": 0,
+    "schema": 0,
+    "common": 1,
     "bundle": 1,
     "engines": 1,
-    "client": 1,
-    "workloads": 1,
-    "environment": 1,
-    "launch": 1,
-    "plan": 1,
-    "schedule": 1,
-    "acceptance": 1,
-    "engine_timing": 1,
-    "pdf": 1,
-    "checks": 2,
-    "check": 2,
-    "collect": 2,
     "analyse": 2,
-    "checklist": 2,
-    "checklists": 2,
-    "sweep": 3,
-    "report": 3,
-    "cli": 4,
-    "__main__": 5,
+    "logcheck": 2,
+    "measure": 3,
+    "measure.client": 3,
+    "measure.workloads": 3,
+    "measure.environment": 3,
+    "measure.launch": 3,
+    "measure.schedule": 3,
+    "measure.plan": 4,
+    "measure.collect": 4,
+    "measure.sweep": 5,
+    "checklist": 3,
+    "report": 6,
+    "cli": 7,
+    "__main__": 8,
 }
-# Modules that must import nothing from the package.
-PURE = {"stats", "theory", "models", "errors"}
+# Modules that import nothing from the package.
+PURE = {
+    "diagnostic.errors",
+    "diagnostic.defaults",
+    "diagnostic.analyse.stats",
+    "diagnostic.analyse.theory",
+}
 
 
-def _top(module: str) -> str:
-    return module.split(".")[1] if module.startswith("diagnostic.") else ""
+def _unit(module: str) -> str:
+    """The LAYERS key of a module: 'diagnostic.measure.collect.run' → 'measure.collect'."""
+    parts = module.split(".")[1:]
+    for n in range(len(parts), 0, -1):
+        if ".".join(parts[:n]) in LAYERS:
+            return ".".join(parts[:n])
+    return ".".join(parts)
+
+
+def _module(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
 
 
 def _imports(path: Path) -> set[str]:
@@ -51,37 +65,45 @@ def _imports(path: Path) -> set[str]:
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             found.add(node.module)
+            found.update(f"{node.module}.{alias.name}" for alias in node.names)
         elif isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
-    return {_top(m) for m in found if m.startswith("diagnostic.")}
+    return {m for m in found if m.startswith("diagnostic.")}
 
 
 def _modules() -> list[tuple[str, Path]]:
-    out = []
-    for path in PACKAGE.rglob("*.py"):
-        rel = path.relative_to(PACKAGE).parts
-        if rel[0] == "__init__.py":
-            continue
-        out.append((rel[0].removesuffix(".py"), path))
-    return out
+    return [
+        (_module(p), p)
+        for p in PACKAGE.rglob("*.py")
+        if p.parent != PACKAGE or p.name != "__init__.py"
+    ]
 
 
 def test_every_module_has_a_layer() -> None:
-    missing = {name for name, _ in _modules()} - LAYERS.keys()
-    assert not missing, f"add these modules to LAYERS: {sorted(missing)}"
+    missing = {_unit(name) for name, _ in _modules()} - LAYERS.keys()
+    assert not missing, f"add these units to LAYERS: {sorted(missing)}"
 
 
 def test_imports_flow_one_way() -> None:
     bad = []
     for name, path in _modules():
-        for target in _imports(path) - {name}:
-            into_cli = target == "cli" and name not in {"cli", "__main__"}
-            if into_cli or LAYERS.get(target, 99) > LAYERS[name]:
+        unit = _unit(name)
+        for target in {_unit(m) for m in _imports(path)} - {unit, ""}:
+            if target in LAYERS and LAYERS[target] > LAYERS[unit]:
                 bad.append(f"{path.relative_to(PACKAGE)} imports diagnostic.{target}")
+            if target == "cli" and unit not in {"cli", "__main__"}:
+                bad.append(f"{path.relative_to(PACKAGE)} imports the CLI")
     assert not bad, bad
 
 
 def test_pure_modules_import_nothing_from_the_package() -> None:
     for name, path in _modules():
-        if name in PURE and name not in {"models"}:
-            assert not _imports(path) - {name}, path
+        if name in PURE:
+            assert not {m for m in _imports(path) if not m.startswith(name)}, path
+
+
+def test_layers_name_real_folders() -> None:
+    """Every unit in LAYERS exists, so the table cannot drift from the tree."""
+    for unit in LAYERS:
+        base = PACKAGE.joinpath(*unit.split("."))
+        assert base.is_dir() or base.with_suffix(".py").is_file(), unit

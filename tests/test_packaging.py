@@ -37,7 +37,7 @@ def test_wheel_carries_templates_and_checklists(tmp_path: Path) -> None:
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     code = (
-        "import diagnostic, diagnostic.resources as r;"
+        "import diagnostic, diagnostic.common.resources as r;"
         "print(diagnostic.__file__); print(r.templates_dir()); print(r.checklists_dir())"
     )
     env = {**os.environ, "PYTHONPATH": str(site)}

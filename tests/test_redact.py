@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from diagnostic.redact import MASK, is_secret_name, redact_json, redact_mapping, redact_text
+from diagnostic.bundle.redact import MASK, is_secret_name, redact_json, redact_mapping, redact_text
 
 CORPUS = [
     json.loads(line)

@@ -10,15 +10,15 @@ from analyse_bundles import build_h200_bundle
 from pydantic import BaseModel
 from report_bundles import check_report, sweep_bundle
 
-from diagnostic.analyse import analyse
-from diagnostic.analysis_models import WITHIN_PROCESS_LABEL, Analysis
-from diagnostic.bundle import Bundle
-from diagnostic.checklist import load_checklist, update_state
+from diagnostic.analyse.core import analyse
+from diagnostic.bundle.store import Bundle
+from diagnostic.checklist.lists import load_checklist, update_state
 from diagnostic.report import fmt
 from diagnostic.report import select as sel
 from diagnostic.report.advice import bundle_hash
 from diagnostic.report.context import Inputs, build_context
 from diagnostic.report.view import ReportContext
+from diagnostic.schema.analysis import WITHIN_PROCESS_LABEL, Analysis
 
 # Fields that may legitimately be empty: intervals not computed, optional notes.
 MAY_BE_EMPTY = {"decode_ci", "ratio_ci", "note", "footnote", "reason", "title", "where", "line"}

@@ -14,9 +14,10 @@ from pypdf import PdfReader
 from report_bundles import HOSTILE, check_report, sweep_bundle
 from weasyprint import HTML
 
-from diagnostic.analyse import analyse
-from diagnostic.bundle import Bundle
-from diagnostic.pdf import RefusedURL, SandboxedFetcher, check_url
+from diagnostic.analyse.core import analyse
+from diagnostic.bundle.store import Bundle
+from diagnostic.common.pdf import SandboxedFetcher, check_url
+from diagnostic.errors import RefusedURL
 from diagnostic.report import build_report, render_html, render_pdf
 from diagnostic.report.build import report_context
 from diagnostic.report.render import environment, report_templates

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from diagnostic.analyse import analyse
-from diagnostic.bundle import Bundle
-from diagnostic.check import check_paths
+from diagnostic.analyse.core import analyse
+from diagnostic.bundle.store import Bundle
+from diagnostic.logcheck.stage import check_paths
 from diagnostic.report import select
 from diagnostic.report.quality import equivalence, failures
 

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from diagnostic.schedule import EstimateAssumptions, build_schedule, estimate
+from diagnostic.measure.schedule import EstimateAssumptions, build_schedule, estimate
 
 ARMS = ["baseline", "baseline-aa", "ngram-k2", "ngram-k4", "ngram-k8"]
 

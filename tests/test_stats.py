@@ -1,4 +1,4 @@
-"""diagnostic.stats against textbook values and independent formulas."""
+"""diagnostic.analyse.stats against textbook values and independent formulas."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from diagnostic import stats
+from diagnostic.analyse import stats
 
 
 def test_median_ci_n15_is_the_4th_and_12th_order_statistics() -> None:

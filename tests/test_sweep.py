@@ -16,14 +16,14 @@ import pytest
 from analyse_bundles import REAL_RUNS, synthetic_record
 from conftest import ROOT, free_port
 
-from diagnostic.bundle import Bundle
+from diagnostic.bundle.store import Bundle
+from diagnostic.common.progress import NullReporter
 from diagnostic.errors import BundleError, DiagnosticError
-from diagnostic.launch import port_in_use, start_server
-from diagnostic.models import RunInfo
-from diagnostic.plan import Plan, load_plan, parse_plan
-from diagnostic.progress import NullReporter
-from diagnostic.schedule import build_schedule
-from diagnostic.sweep import OVERALL, SweepSummary, adaptive_looks, capture_facts, sweep
+from diagnostic.measure.launch import port_in_use, start_server
+from diagnostic.measure.plan import Plan, load_plan, parse_plan
+from diagnostic.measure.schedule import build_schedule
+from diagnostic.measure.sweep import OVERALL, SweepSummary, adaptive_looks, capture_facts, sweep
+from diagnostic.schema.bundle import RunInfo
 
 SERVER = (
     "$LLAMA_SERVER -m $MODEL -a gemma --host 127.0.0.1 --port {port} -t 2 -tb 2 -c 2048 -np 1"

@@ -1,4 +1,4 @@
-"""diagnostic.theory: Leviathan's τ and speedup, α estimates, the step-cost fit, best k."""
+"""diagnostic.analyse.theory: Leviathan's τ and speedup, α estimates, the step-cost fit, best k."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from diagnostic import theory
+from diagnostic.analyse import theory
 
 
 def test_tau_closed_form_and_limits() -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from diagnostic.errors import DiagnosticError
-from diagnostic.workloads import BUILTIN, builtin, load_prompt_file, select_workloads
+from diagnostic.measure.workloads import BUILTIN, builtin, load_prompt_file, select_workloads
 
 DATA = Path(__file__).parent / "data" / "workloads"
 

@@ -7,9 +7,9 @@ import statistics
 from collections import defaultdict
 from collections.abc import Sequence
 
-from diagnostic import stats
+from diagnostic.analyse import stats
 from diagnostic.analyse.requests import Sample
-from diagnostic.analysis_models import (
+from diagnostic.schema.analysis import (
     ArmWorkload,
     DriftCheck,
     Estimate,

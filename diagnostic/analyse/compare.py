@@ -7,16 +7,16 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from diagnostic import stats
+from diagnostic.analyse import stats
 from diagnostic.analyse.requests import Sample
-from diagnostic.analysis_models import (
+from diagnostic.schema.analysis import (
     WITHHELD_LABEL,
     WITHIN_PROCESS_LABEL,
     Comparison,
     IntervalMethod,
     StoppingStatus,
 )
-from diagnostic.models import PlanSpec
+from diagnostic.schema.bundle import PlanSpec
 
 __all__ = [
     "DEFAULT_LOOKS",

@@ -7,15 +7,18 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from diagnostic import __version__, stats
-from diagnostic.acceptance import acceptance_from_texts
+from diagnostic import __version__, defaults
+from diagnostic.analyse import stats
+from diagnostic.analyse.acceptance import acceptance_from_texts
 from diagnostic.analyse.arms import arm_workload, by_restart
 from diagnostic.analyse.compare import Pending, Side, bundle_looks, finish_family, start_comparison
+from diagnostic.analyse.engine_timing import engine_timing
 from diagnostic.analyse.equivalence import arm_equivalence
+from diagnostic.analyse.ksweep import pooled_alpha, sweep_workload
 from diagnostic.analyse.requests import Loaded, Sample, load_samples
-from diagnostic.analyse.sweep import pooled_alpha, sweep_workload
 from diagnostic.analyse.text import methods, notes
-from diagnostic.analysis_models import (
+from diagnostic.bundle.store import Bundle
+from diagnostic.schema.analysis import (
     ALL_WORKLOADS,
     Adaptive,
     Analysis,
@@ -27,9 +30,7 @@ from diagnostic.analysis_models import (
     Sweep,
     ValueCI,
 )
-from diagnostic.bundle import Bundle
-from diagnostic.engine_timing import engine_timing
-from diagnostic.models import ArmSpec, RunInfo, utc_now
+from diagnostic.schema.bundle import ArmSpec, RunInfo, utc_now
 
 __all__ = ["analyse"]
 
@@ -255,7 +256,7 @@ def _finish_aa(ctx: Context) -> list[Comparison]:
         of = ctx.specs[arm].aa_of if arm in ctx.specs else None
         if of and of in ctx.arms:
             for p in _pending(ctx, arm, of, "aa"):
-                out += finish_family([p], delta=stats.DEFAULT_DELTA)
+                out += finish_family([p], delta=defaults.MARGIN)
     return out
 
 
@@ -280,7 +281,7 @@ def _noise_band(aa: Sequence[Comparison]) -> NoiseBand:
                 f"the A/A arm {aa[0].arm} has {n} restart(s) per side and calibrating needs "
                 f"≥ {AA_MIN_RESTARTS}, so 2% is a default"
             )
-        return NoiseBand(delta=stats.DEFAULT_DELTA, calibrated=False, source=source)
+        return NoiseBand(delta=defaults.MARGIN, calibrated=False, source=source)
     deltas = [stats.delta_from_aa(c.ci_low, c.ci_high) for c in usable]  # type: ignore[arg-type]
     worst = usable[deltas.index(max(deltas))]
     delta = max(deltas)

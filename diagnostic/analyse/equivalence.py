@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Sequence
 
-from diagnostic.analysis_models import ArmEquivalence, PromptEquivalence
-from diagnostic.models import RequestRecord
+from diagnostic.schema.analysis import ArmEquivalence, PromptEquivalence
+from diagnostic.schema.bundle import RequestRecord
 
 __all__ = ["EXCERPT", "arm_equivalence", "first_divergence"]
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-from diagnostic.analysis_models import Exclusion, Exclusions
-from diagnostic.bundle import Bundle
-from diagnostic.models import RequestRecord, RunInfo, decode_tps
+from diagnostic.bundle.store import Bundle
+from diagnostic.schema.analysis import Exclusion, Exclusions
+from diagnostic.schema.bundle import RequestRecord, RunInfo, decode_tps
 
 __all__ = ["Loaded", "Sample", "exclusion_reason", "load_samples"]
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from diagnostic.analysis_models import Analysis, Methods
+from diagnostic.schema.analysis import Analysis, Methods
 
 __all__ = ["methods", "notes"]
 

@@ -9,10 +9,10 @@ import click
 from rich.markup import escape
 from rich.table import Table
 
-from diagnostic.check import check_paths
 from diagnostic.cli._common import console, console_err
-from diagnostic.facts import CheckReport, Evidence, Finding, LogFacts
-from diagnostic.resources import checklists_dir
+from diagnostic.common.resources import checklists_dir
+from diagnostic.logcheck.stage import check_paths
+from diagnostic.schema.logfacts import CheckReport, Evidence, Finding, LogFacts
 
 _SEVERITY = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 _SHOWN_EVIDENCE = 4

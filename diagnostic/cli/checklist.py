@@ -9,7 +9,13 @@ import click
 from rich.markup import escape
 from rich.table import Table
 
-from diagnostic.checklist import Checklist, ItemStatus, render_markdown, run_checklist, write_export
+from diagnostic.checklist.lists import (
+    Checklist,
+    ItemStatus,
+    render_markdown,
+    run_checklist,
+    write_export,
+)
 from diagnostic.cli._common import console, console_err
 from diagnostic.errors import DiagnosticError
 

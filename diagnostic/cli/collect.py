@@ -10,9 +10,10 @@ import click
 from rich import box
 from rich.table import Table
 
+from diagnostic import defaults
 from diagnostic.cli._common import RichReporter, console, number_option
-from diagnostic.collect import CollectConfig, CollectSummary, collect
 from diagnostic.errors import DiagnosticError
+from diagnostic.measure.collect import CollectConfig, CollectSummary, collect
 
 
 def _workload_names(value: str | None) -> list[str] | None:
@@ -48,12 +49,15 @@ def _api_key(var: str | None) -> str | None:
     type=click.Path(path_type=Path),
     help="JSONL prompt file: {prompt}, {messages} or Spec-Bench question.jsonl (repeatable).",
 )
-@number_option("--requests", 15, 1, "Measured requests per workload.")
-@number_option("--warmup", 1, 0, "Discarded warm-up requests per workload.")
+@number_option("--requests", defaults.REQUESTS, 1, "Measured requests per workload.")
+@number_option("--warmup", defaults.WARMUP, 0, "Discarded warm-up requests per workload.")
 @number_option(
-    "--max-tokens", 256, 1, "Output tokens forced on every request (keep it equal across arms)."
+    "--max-tokens",
+    defaults.MAX_TOKENS,
+    1,
+    "Output tokens forced on every request (keep it equal across arms).",
 )
-@number_option("--concurrency", 1, 1, "Requests in flight.")
+@number_option("--concurrency", defaults.CONCURRENCY, 1, "Requests in flight.")
 @click.option(
     "--api",
     type=click.Choice(["completions", "chat"]),
@@ -70,7 +74,9 @@ def _api_key(var: str | None) -> str | None:
     help="Server log file to copy into the run, redacted (repeatable).",
 )
 @click.option("--api-key-env", metavar="VAR", help="Environment variable holding the API key.")
-@number_option("--timeout", 600.0, 1, "Seconds one request may take.", dest="timeout_s")
+@number_option(
+    "--timeout", defaults.REQUEST_TIMEOUT_S, 1, "Seconds one request may take.", dest="timeout_s"
+)
 @click.option("--resume", is_flag=True, help="Continue an interrupted collect of this run.")
 @click.option("--force", is_flag=True, help="Replace an existing bundle.")
 def command(

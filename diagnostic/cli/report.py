@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from diagnostic.bundle import Bundle, atomic_write_text
+from diagnostic.bundle.store import Bundle, atomic_write_text
 from diagnostic.cli._common import RichReporter, console
 
 ANALYSIS_JSON = "analysis.json"
@@ -68,7 +68,7 @@ def command(
             )
         console.print(f"Wrote {path}", highlight=False)
         return
-    from diagnostic.analyse import analyse  # imported here: scipy loads slowly
+    from diagnostic.analyse.core import analyse  # imported here: scipy loads slowly
 
     opened = Bundle.open(bundle, strict=False)
     analysis = analyse(opened, title=title, client=client)

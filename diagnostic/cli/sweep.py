@@ -17,12 +17,13 @@ from pydantic import BaseModel, ConfigDict, Field
 from rich import box
 from rich.table import Table
 
+from diagnostic import defaults
+from diagnostic.bundle.redact import redact_text
 from diagnostic.cli._common import RichReporter, console, console_err, number_option
 from diagnostic.errors import DiagnosticError
-from diagnostic.plan import ENGINES, Plan, expand_plan, load_plan, plan_from_preset, to_toml
-from diagnostic.redact import redact_text
-from diagnostic.schedule import EstimateAssumptions
-from diagnostic.sweep import OVERALL, SweepSummary, sweep
+from diagnostic.measure.plan import ENGINES, Plan, expand_plan, load_plan, plan_from_preset, to_toml
+from diagnostic.measure.schedule import EstimateAssumptions
+from diagnostic.measure.sweep import OVERALL, SweepSummary, sweep
 
 CURRENT = "  this run"
 _PRESET_OPTIONS = (
@@ -123,13 +124,15 @@ _OUT = click.Path(path_type=Path)
 @click.option("--drafter", help="Preset: draft model (EAGLE, EAGLE-3, draft model).")
 @click.option("--method", help="Preset: eagle, eagle3, ngram, mtp, draft_model, standalone, draft.")
 @click.option("--k", "ks", metavar="K,K,…", help="Preset: draft lengths, e.g. 1,2,3,5,7.")
-@number_option("--restarts", 5, 1, "Preset: server starts per arm.")
-@number_option("--requests", 15, 1, "Preset: measured requests per restart and workload.")
-@number_option("--warmup", 1, 0, "Preset: warm-up requests per restart and workload.")
-@number_option("--max-tokens", 256, 1, "Preset: output tokens per request.")
+@number_option("--restarts", defaults.RESTARTS, 1, "Preset: server starts per arm.")
+@number_option(
+    "--requests", defaults.REQUESTS, 1, "Preset: measured requests per restart and workload."
+)
+@number_option("--warmup", defaults.WARMUP, 0, "Preset: warm-up requests per restart and workload.")
+@number_option("--max-tokens", defaults.MAX_TOKENS, 1, "Preset: output tokens per request.")
 @click.option(
     "--workloads",
-    default="code,prose",
+    default=",".join(defaults.WORKLOADS),
     show_default=True,
     help="Preset: comma-separated workloads.",
 )
@@ -143,7 +146,7 @@ _OUT = click.Path(path_type=Path)
     "--timeout",
     "timeout_s",
     type=click.FloatRange(min=1),
-    help="Seconds one request may take (default 600).",
+    help=f"Seconds one request may take (default {defaults.REQUEST_TIMEOUT_S:g}).",
 )
 @number_option("--assume-startup", 60.0, 0, "Estimate: seconds a server takes to start.")
 @number_option("--assume-tps", 50.0, 0.1, "Estimate: decode tokens per second.")

@@ -15,7 +15,7 @@ from types import ModuleType
 from diagnostic.engines import llamacpp, sglang, vllm
 from diagnostic.engines._common import ev
 from diagnostic.engines._lines import Line, LineScanner, read_head
-from diagnostic.facts import MAX_EVIDENCE, LogFacts
+from diagnostic.schema.logfacts import MAX_EVIDENCE, LogFacts
 
 __all__ = ["ENGINES", "LinePattern", "detect_engine", "parse_log"]
 

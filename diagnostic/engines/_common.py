@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from diagnostic.engines._lines import Line
-from diagnostic.facts import (
+from diagnostic.schema.logfacts import (
     MAX_EVIDENCE,
     MAX_SAMPLES,
     MAX_WARNINGS,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from diagnostic.engines._common import Worker, cap_append
-from diagnostic.facts import Evidence, LogFacts
+from diagnostic.schema.logfacts import Evidence, LogFacts
 
 __all__ = ["VWorker", "resolve_capture"]
 

@@ -7,7 +7,7 @@ from typing import Any
 import httpx
 from pydantic import BaseModel, ConfigDict, Field
 
-from diagnostic.models import EngineInfo
+from diagnostic.schema.bundle import EngineInfo
 
 __all__ = ["INFO_PATHS", "Fingerprint", "fetch_answers", "fingerprint", "identify"]
 

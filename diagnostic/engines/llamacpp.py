@@ -12,7 +12,7 @@ import shlex
 
 from diagnostic.engines._common import AcceptanceTally, LogParser, cap_append, ev
 from diagnostic.engines._lines import Line
-from diagnostic.facts import AcceptanceSample, Evidence, LogFacts
+from diagnostic.schema.logfacts import AcceptanceSample, Evidence, LogFacts
 
 ENGINE = "llamacpp"
 ANCHORS: tuple[bytes, ...] = (

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from diagnostic.engines import _kv
 from diagnostic.engines._common import AcceptanceTally, LogParser, Worker, cap_append, ev
 from diagnostic.engines._lines import Line
-from diagnostic.facts import AcceptanceSample, CaptureTiming, Evidence, LogFacts
+from diagnostic.schema.logfacts import AcceptanceSample, CaptureTiming, Evidence, LogFacts
 
 ENGINE = "sglang"
 ANCHORS: tuple[bytes, ...] = (

@@ -13,7 +13,7 @@ from diagnostic.engines import _kv
 from diagnostic.engines._common import AcceptanceTally, LogParser, ev
 from diagnostic.engines._lines import Line, collapse
 from diagnostic.engines._vllm_capture import VWorker, resolve_capture
-from diagnostic.facts import AcceptanceSample, CaptureTiming, Evidence, LogFacts
+from diagnostic.schema.logfacts import AcceptanceSample, CaptureTiming, Evidence, LogFacts
 
 ENGINE = "vllm"
 ANCHORS: tuple[bytes, ...] = (

@@ -8,10 +8,8 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from diagnostic.analysis_models import WITHIN_PROCESS_LABEL, Analysis, ArmResult, Comparison
-from diagnostic.bundle import Bundle
-from diagnostic.checklist import STATE_FILE, checklist_summary
-from diagnostic.models import Manifest, RunInfo
+from diagnostic.bundle.store import Bundle
+from diagnostic.checklist.lists import STATE_FILE, checklist_summary
 from diagnostic.report import fmt as f
 from diagnostic.report import select as sel
 from diagnostic.report.view import (
@@ -21,6 +19,8 @@ from diagnostic.report.view import (
     Methodology,
     Recommendation,
 )
+from diagnostic.schema.analysis import WITHIN_PROCESS_LABEL, Analysis, ArmResult, Comparison
+from diagnostic.schema.bundle import Manifest, RunInfo
 
 __all__ = [
     "bundle_hash",

@@ -5,17 +5,17 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from diagnostic.analyse import analyse
-from diagnostic.analysis_models import Analysis
-from diagnostic.bundle import Bundle, atomic_write_text
-from diagnostic.check import FINDINGS_FILE, SERVER_LOG, check_paths
+from diagnostic.analyse.core import analyse
+from diagnostic.bundle.store import Bundle, atomic_write_text
+from diagnostic.common.progress import NullReporter, Reporter
 from diagnostic.errors import DiagnosticError
-from diagnostic.facts import CheckReport
-from diagnostic.progress import NullReporter, Reporter
+from diagnostic.logcheck.stage import FINDINGS_FILE, SERVER_LOG, check_paths
 from diagnostic.report.context import build_context
 from diagnostic.report.inputs import Inputs
 from diagnostic.report.render import render_html, render_pdf
 from diagnostic.report.view import ReportContext
+from diagnostic.schema.analysis import Analysis
+from diagnostic.schema.logfacts import CheckReport
 
 __all__ = ["ReportFormat", "build_report", "load_check", "report_context"]
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
-from diagnostic.facts import Evidence as LogLine
-from diagnostic.facts import Finding, LogFacts
 from diagnostic.report import fmt as f
 from diagnostic.report.inputs import Inputs
 from diagnostic.report.view import CaptureRun, ComparisonTable, Evidence, FindingView
+from diagnostic.schema.logfacts import Evidence as LogLine
+from diagnostic.schema.logfacts import Finding, LogFacts
 
 __all__ = ["capture_note", "capture_runs", "findings", "problems", "spec_pairs", "spec_table"]
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from diagnostic.analysis_models import Analysis, ArmResult
-from diagnostic.bundle import Bundle, run_id
-from diagnostic.facts import CheckReport, LogFacts
-from diagnostic.models import RunInfo
+from diagnostic.bundle.store import Bundle, run_id
 from diagnostic.report import fmt as f
+from diagnostic.schema.analysis import Analysis, ArmResult
+from diagnostic.schema.bundle import RunInfo
+from diagnostic.schema.logfacts import CheckReport, LogFacts
 
 __all__ = ["Inputs"]
 

@@ -4,13 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from diagnostic.analysis_models import (
-    Analysis,
-    ArmResult,
-    ArmWorkload,
-)
-from diagnostic.bundle import Bundle
-from diagnostic.models import RunInfo
+from diagnostic.bundle.store import Bundle
 from diagnostic.report import charts
 from diagnostic.report import fmt as f
 from diagnostic.report import select as sel
@@ -27,6 +21,12 @@ from diagnostic.report.view import (
     TimingRow,
     VarianceView,
 )
+from diagnostic.schema.analysis import (
+    Analysis,
+    ArmResult,
+    ArmWorkload,
+)
+from diagnostic.schema.bundle import RunInfo
 
 __all__ = ["equivalence", "failures", "variance"]
 

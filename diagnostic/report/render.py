@@ -6,10 +6,10 @@ from pathlib import Path
 
 import jinja2
 
-from diagnostic.bundle import atomic_write_bytes
+from diagnostic.bundle.store import atomic_write_bytes
+from diagnostic.common.resources import templates_dir
 from diagnostic.errors import DiagnosticError
 from diagnostic.report.view import ReportContext
-from diagnostic.resources import templates_dir
 
 __all__ = ["environment", "render_html", "render_pdf", "report_templates"]
 
@@ -43,7 +43,7 @@ def render_html(ctx: ReportContext) -> str:
 
 def render_pdf(html: str, out: Path) -> Path:
     """Write `html` to `out` as a PDF; WeasyPrint may read only the templates folder."""
-    from diagnostic.pdf import html_to_pdf  # imported here: WeasyPrint is slow to load
+    from diagnostic.common.pdf import html_to_pdf  # imported here: WeasyPrint is slow to load
 
     pdf = html_to_pdf(html, report_templates())
     try:

@@ -6,13 +6,6 @@ import statistics
 from collections import Counter
 from collections.abc import Callable
 
-from diagnostic.analysis_models import (
-    ALL_WORKLOADS,
-    Analysis,
-    ArmResult,
-    ArmWorkload,
-    SweepWorkload,
-)
 from diagnostic.report import charts
 from diagnostic.report import fmt as f
 from diagnostic.report import select as sel
@@ -26,6 +19,13 @@ from diagnostic.report.view import (
     SweepTable,
     SweepView,
     WorkloadTable,
+)
+from diagnostic.schema.analysis import (
+    ALL_WORKLOADS,
+    Analysis,
+    ArmResult,
+    ArmWorkload,
+    SweepWorkload,
 )
 
 __all__ = ["before_after", "before_after_chart", "glance", "sweep"]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from diagnostic.analysis_models import ALL_WORKLOADS, Analysis, ArmResult, ArmWorkload, Comparison
+from diagnostic.schema.analysis import ALL_WORKLOADS, Analysis, ArmResult, ArmWorkload, Comparison
 
 __all__ = [
     "arm_by_id",

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
-from diagnostic.analysis_models import WITHIN_PROCESS_LABEL, Analysis, ArmResult, Comparison
-from diagnostic.models import RunInfo
 from diagnostic.report import advice, charts
 from diagnostic.report import capture as cap
 from diagnostic.report import fmt as f
@@ -21,6 +19,8 @@ from diagnostic.report.view import (
     Summary,
     VerdictLine,
 )
+from diagnostic.schema.analysis import WITHIN_PROCESS_LABEL, Analysis, ArmResult, Comparison
+from diagnostic.schema.bundle import RunInfo
 
 __all__ = ["DEFAULT_TITLE", "cover", "headline", "summary", "verdict_phrase"]
 

@@ -1,0 +1,450 @@
+"""Pure statistics of STATISTICS.md: intervals, verdicts, multiplicity, planning, stopping."""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+import numpy.typing as npt
+from scipy import stats as sps
+
+__all__ = [
+    "POCOCK_ALPHA",
+    "POCOCK_INFLATION",
+    "Drift",
+    "Interval",
+    "MedianCI",
+    "RatioCI",
+    "VarianceComponents",
+    "adaptive_max_restarts",
+    "bh_adjust",
+    "delta_from_aa",
+    "drift_check",
+    "fixed_restarts_for_power",
+    "look_number",
+    "median_ci",
+    "paired_ratio_ci",
+    "planned_looks",
+    "pocock_alpha",
+    "requests_per_restart",
+    "restarts_for_width",
+    "restarts_to_decide",
+    "sequential_alpha",
+    "sequential_power",
+    "t_interval",
+    "tukey_fences",
+    "tukey_outliers",
+    "variance_components",
+    "verdict",
+    "welch_ratio_ci",
+]
+
+VerdictName = Literal["WIN", "LOSS", "EQUIVALENT", "INCONCLUSIVE"]
+Side = Literal["low", "high"]
+
+"""Noise band used when no A/A arm calibrates it (stated as not calibrated)."""
+
+# Pocock's constant nominal two-sided level per look for an overall α = 0.05 (Pocock 1977;
+# Jennison & Turnbull table 2.1): z = 1.960, 2.178, 2.289, 2.361 for 1..4 looks.
+POCOCK_ALPHA = {1: 0.05, 2: 0.0294, 3: 0.0221, 4: 0.0182}
+# Maximum over fixed sample size of those tests at 90% power, R_P(K, 0.05, 0.1) (Jennison &
+# Turnbull table 2.3; a known-variance simulation gives 1.099, 1.144, 1.183).
+POCOCK_INFLATION = {1: 1.0, 2: 1.100, 3: 1.151, 4: 1.183}
+# Seeded Monte Carlo of sequential_alpha / sequential_power: 2^18 paths put the overall level
+# within ±0.05% (one SE) of the target at α = 0.05, the same value on every run.
+_SEQ_PATHS = 1 << 18
+_SEQ_SEED = 20130601
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A point estimate with a two-sided interval (None ends when it cannot be formed)."""
+
+    estimate: float
+    low: float | None
+    high: float | None
+    n: int
+
+
+@dataclass(frozen=True)
+class MedianCI:
+    """Median with its order-statistic interval and that interval's exact coverage."""
+
+    median: float
+    low: float | None
+    high: float | None
+    coverage: float | None
+
+
+@dataclass(frozen=True)
+class RatioCI:
+    """Ratio (exp of a mean log difference) with interval, p-value and the log-scale SE."""
+
+    ratio: float
+    low: float | None
+    high: float | None
+    p_value: float | None
+    se_log: float | None
+    df: float | None
+
+
+@dataclass(frozen=True)
+class VarianceComponents:
+    """Kalibera & Jones two-level components: within (S1²), of means (S2²), restart (T2²)."""
+
+    s1_sq: float
+    s2_sq: float
+    t2_sq: float
+    m: float
+    grand_mean: float
+
+
+@dataclass(frozen=True)
+class Drift:
+    """First measured requests vs the rest of one restart."""
+
+    n_first: int
+    first_mean: float
+    rest_mean: float
+    ratio: float
+    p_value: float | None
+    flagged: bool
+
+
+def _finite(x: float) -> float | None:
+    return float(x) if math.isfinite(x) else None
+
+
+def median_ci(values: Sequence[float], level: float = 0.95) -> MedianCI:
+    """Median and distribution-free interval (X_(j), X_(n−j+1)), j the largest index with
+    coverage 1 − 2·P(Binomial(n, ½) ≤ j−1) ≥ level. n = 15 → (X_(4), X_(12)); none for n ≤ 5.
+    Assumes only independent draws from a continuous distribution (within one process)."""
+    x = np.sort(np.asarray(values, dtype=float))
+    n = len(x)
+    if n == 0:
+        raise ValueError("median_ci needs at least one value")
+    best: tuple[int, float] | None = None
+    for j in range(1, n // 2 + 1):
+        coverage = 1.0 - 2.0 * float(sps.binom.cdf(j - 1, n, 0.5))
+        if coverage < level:
+            break
+        best = (j, coverage)
+    median = float(np.median(x))
+    if best is None:
+        return MedianCI(median, None, None, None)
+    j, coverage = best
+    return MedianCI(median, float(x[j - 1]), float(x[n - j]), coverage)
+
+
+def t_interval(values: Sequence[float], level: float = 0.95) -> Interval:
+    """Mean with a Student t interval (df = n−1): used on restart summaries, one per restart.
+    Assumes the restart summaries are independent and roughly normal; None ends for n < 2."""
+    x = np.asarray(values, dtype=float)
+    n = len(x)
+    if n == 0:
+        raise ValueError("t_interval needs at least one value")
+    mean = float(x.mean())
+    if n < 2:
+        return Interval(mean, None, None, n)
+    half = float(sps.t.ppf(0.5 + level / 2, n - 1)) * float(x.std(ddof=1)) / math.sqrt(n)
+    return Interval(mean, mean - half, mean + half, n)
+
+
+def welch_ratio_ci(log_arm: npt.ArrayLike, log_base: npt.ArrayLike, level: float = 0.95) -> RatioCI:
+    """Ratio of geometric means exp(mean log_arm − mean log_base) with the Welch t interval
+    on the log difference (scipy ttest_ind, equal_var=False), exponentiated. Inputs are log
+    restart means, one per restart; needs ≥ 2 per side."""
+    a = np.asarray(log_arm, dtype=float)
+    b = np.asarray(log_base, dtype=float)
+    diff = float(a.mean() - b.mean())
+    if len(a) < 2 or len(b) < 2:
+        return RatioCI(math.exp(diff), None, None, None, None, None)
+    se = math.sqrt(a.var(ddof=1) / len(a) + b.var(ddof=1) / len(b))
+    if _no_spread(se, a, b):
+        return _point(diff)
+    res = sps.ttest_ind(a, b, equal_var=False)
+    ci = res.confidence_interval(confidence_level=level)
+    return _ratio(diff, ci.low, ci.high, res.pvalue, se, res.df)
+
+
+def paired_ratio_ci(
+    log_arm: npt.ArrayLike, log_base: npt.ArrayLike, level: float = 0.95
+) -> RatioCI:
+    """Ratio from paired blocks: t interval on the per-block log ratios (scipy ttest_rel),
+    exponentiated. Pairing cancels slow drift shared by the two runs of a block."""
+    a = np.asarray(log_arm, dtype=float)
+    b = np.asarray(log_base, dtype=float)
+    if len(a) != len(b):
+        raise ValueError("paired_ratio_ci needs one arm value per baseline value (blocks)")
+    diff = float((a - b).mean())
+    if len(a) < 2:
+        return RatioCI(math.exp(diff), None, None, None, None, None)
+    se = float((a - b).std(ddof=1)) / math.sqrt(len(a))
+    if _no_spread(se, a, b):
+        return _point(diff)
+    res = sps.ttest_rel(a, b)
+    ci = res.confidence_interval(confidence_level=level)
+    return _ratio(diff, ci.low, ci.high, res.pvalue, se, res.df)
+
+
+def _no_spread(se: float, *samples: np.ndarray) -> bool:
+    # Values identical up to rounding: a t statistic would divide by ~0 (scipy warns of
+    # catastrophic cancellation), so the interval is the point itself.
+    scale = max(float(np.abs(x).max()) for x in samples)
+    return se <= 1e-12 * max(1.0, scale)
+
+
+def _point(diff: float) -> RatioCI:
+    ratio = math.exp(diff)
+    return RatioCI(ratio, ratio, ratio, 0.0 if abs(diff) > 1e-12 else 1.0, 0.0, None)
+
+
+def _ratio(diff: float, low: float, high: float, p: float, se: float, df: float) -> RatioCI:
+    lo, hi = _finite(low), _finite(high)
+    return RatioCI(
+        ratio=math.exp(diff),
+        low=math.exp(lo) if lo is not None else None,
+        high=math.exp(hi) if hi is not None else None,
+        p_value=_finite(p),
+        se_log=_finite(se),
+        df=_finite(df),
+    )
+
+
+def verdict(low: float | None, high: float | None, delta: float) -> VerdictName:
+    """Decision of a ratio interval [L, U] against the noise band δ: WIN if L > 1+δ, LOSS if
+    U < 1/(1+δ), EQUIVALENT if [L, U] lies inside [1/(1+δ), 1+δ], else INCONCLUSIVE."""
+    if low is None or high is None:
+        return "INCONCLUSIVE"
+    upper, lower = 1.0 + delta, 1.0 / (1.0 + delta)
+    if low > upper:
+        return "WIN"
+    if high < lower:
+        return "LOSS"
+    if lower <= low and high <= upper:
+        return "EQUIVALENT"
+    return "INCONCLUSIVE"
+
+
+def delta_from_aa(low: float, high: float, floor: float = 0.01) -> float:
+    """Noise band from an A/A ratio interval: max(floor, largest distance of [L, U] from 1)."""
+    return max(floor, 1.0 - low, high - 1.0)
+
+
+def bh_adjust(p_values: Sequence[float]) -> list[float]:
+    """Benjamini-Hochberg adjusted p-values (scipy.stats.false_discovery_control)."""
+    if not p_values:
+        return []
+    return [float(p) for p in sps.false_discovery_control(np.asarray(p_values, dtype=float))]
+
+
+def tukey_fences(values: Sequence[float], k: float = 1.5) -> tuple[float, float]:
+    """Tukey fences (Q1 − k·IQR, Q3 + k·IQR), quartiles by numpy's default (linear)."""
+    q1, q3 = np.percentile(np.asarray(values, dtype=float), [25, 75])
+    iqr = q3 - q1
+    return float(q1 - k * iqr), float(q3 + k * iqr)
+
+
+def tukey_outliers(values: Sequence[float], k: float = 1.5) -> list[tuple[int, Side]]:
+    """Indices of values outside the Tukey fences, with 'low' or 'high'. Flag, never drop."""
+    if len(values) < 4:
+        return []
+    lo, hi = tukey_fences(values, k)
+    out: list[tuple[int, Side]] = []
+    for i, v in enumerate(values):
+        if v < lo:
+            out.append((i, "low"))
+        elif v > hi:
+            out.append((i, "high"))
+    return out
+
+
+def variance_components(groups: Sequence[Sequence[float]]) -> VarianceComponents:
+    """Kalibera & Jones components from per-restart request values: S1² = mean within-restart
+    variance, S2² = variance of restart means, T2² = S2² − S1²/m (m = mean group size).
+    Needs ≥ 2 restarts with ≥ 2 requests each; T2² ≤ 0 means restart noise was not seen."""
+    usable = [np.asarray(g, dtype=float) for g in groups if len(g) >= 2]
+    if len(usable) < 2:
+        raise ValueError("variance_components needs ≥ 2 restarts with ≥ 2 requests each")
+    s1_sq = float(np.mean([g.var(ddof=1) for g in usable]))
+    means = np.array([g.mean() for g in usable])
+    s2_sq = float(means.var(ddof=1))
+    m = float(np.mean([len(g) for g in usable]))
+    return VarianceComponents(s1_sq, s2_sq, s2_sq - s1_sq / m, m, float(means.mean()))
+
+
+def requests_per_restart(
+    cost_restart: float, cost_request: float, s1_sq: float, t2_sq: float
+) -> int | None:
+    """Kalibera & Jones optimum m* = ceil(sqrt(c_restart/c_request · S1²/T2²)) requests per
+    restart; None when T2² ≤ 0 (no restart component: any m works, add restarts instead)."""
+    if t2_sq <= 0 or cost_request <= 0:
+        return None
+    return max(1, math.ceil(math.sqrt(cost_restart / cost_request * s1_sq / t2_sq)))
+
+
+def restarts_for_width(rel_sd: float, width: float, level: float = 0.95, floor: int = 3) -> int:
+    """Restarts for a relative full interval width W: R ≈ ceil(4·z²·σ²/W²), σ the relative SD
+    of restart means; never below `floor` (the 3-restart rule)."""
+    z = float(sps.norm.ppf(0.5 + level / 2))
+    return max(floor, math.ceil(4 * z * z * rel_sd * rel_sd / (width * width)))
+
+
+def restarts_to_decide(
+    se_log: float, n_per_arm: int, ratio: float, delta: float, level: float = 0.95, cap: int = 100
+) -> int | None:
+    """Restarts per arm likely to turn an INCONCLUSIVE ratio into a decision, if the ratio and
+    the per-restart SD (se_log·sqrt(n/2)) stay as measured: the smallest R above n_per_arm
+    whose half width t(level, R−1)·sd·sqrt(2/R) fits between log(ratio) and the nearest band
+    edge, with `level` the one the verdict uses (multiplicity included). None beyond `cap`."""
+    band = math.log1p(delta)
+    room = abs(abs(math.log(ratio)) - band)
+    if room <= 0 or se_log <= 0:
+        return None
+    sd = se_log * math.sqrt(n_per_arm / 2.0)
+    for r in range(max(n_per_arm + 1, 2), cap + 1):
+        if float(sps.t.ppf(0.5 + level / 2, r - 1)) * sd * math.sqrt(2.0 / r) <= room:
+            return r
+    return None
+
+
+def pocock_alpha(n_looks: int) -> float:
+    """Pocock nominal two-sided level per look (α = 0.05 overall), 1 to 4 looks. Normal
+    theory (known variance): with t intervals on few blocks use sequential_alpha."""
+    if n_looks not in POCOCK_ALPHA:
+        raise ValueError(f"Pocock levels are tabulated for 1-4 looks, not {n_looks}")
+    return POCOCK_ALPHA[n_looks]
+
+
+def look_number(n_now: int, looks: Sequence[int]) -> int | None:
+    """1-based index of the planned look that n_now restarts reaches exactly, else None."""
+    return looks.index(n_now) + 1 if n_now in looks else None
+
+
+def planned_looks(max_blocks: int, max_looks: int = 4, first: int = 4) -> list[int]:
+    """Equally spaced group-sequential looks ending at max_blocks: K = min(max_looks,
+    max_blocks // first) looks (at least 1) at round(max_blocks·i/K), so an interim look
+    never comes before `first` blocks (a t quantile on 2 df is useless). 16 → 4, 8, 12, 16;
+    12 → 4, 8, 12; 8 → 4, 8; below 8 → the end only (no interim look)."""
+    k = max(1, min(max_looks, max_blocks // first))
+    return [math.floor(max_blocks * i / k + 0.5) for i in range(1, k + 1)]
+
+
+def _t_paths(looks: Sequence[int], shift: float) -> tuple[np.ndarray, np.ndarray]:
+    """Seeded paths of i.i.d. N(shift, 1) block differences: (mean, standard error) at each
+    look, shape (paths, K). Each segment between looks is drawn as its sum (normal) and its
+    within-segment sum of squares (χ², independent of the sum): the exact joint law of the
+    looks' t statistics without drawing every block."""
+    rng = np.random.default_rng(_SEQ_SEED)
+    sizes = np.diff(np.asarray([0, *looks], dtype=float))
+    sums = rng.standard_normal((_SEQ_PATHS, len(sizes))) * np.sqrt(sizes) + shift * sizes
+    within = rng.chisquare(np.maximum(sizes - 1, 1), (_SEQ_PATHS, len(sizes))) * (sizes > 1)
+    n = np.cumsum(sizes)
+    total = np.cumsum(sums, axis=1)
+    ss = np.cumsum(within + sums**2 / sizes, axis=1) - total**2 / n
+    with np.errstate(divide="ignore", invalid="ignore"):
+        se = np.sqrt(np.maximum(ss, 0.0) / (n - 1) / n)
+    return total / n, se
+
+
+@functools.lru_cache(maxsize=64)
+def _sequential_alpha(looks: tuple[int, ...], alpha: float) -> float:
+    mean, se = _t_paths(looks, 0.0)
+    df = np.asarray(looks, dtype=float) - 1
+    with np.errstate(divide="ignore", invalid="ignore"):
+        p = 2 * sps.t.sf(np.abs(mean / se), df)
+    p = np.where(df >= 1, p, 1.0)  # a look at 1 block forms no interval: it never rejects
+    return float(np.quantile(p.min(axis=1), alpha))
+
+
+def sequential_alpha(looks: Sequence[int], alpha: float = 0.05) -> float:
+    """Per-look two-sided level of a Pocock design (the same level at every look) on paired
+    t intervals with df = n−1 at each look, such that the interval excludes no difference at
+    some look with probability `alpha` overall: the `alpha` quantile of the smallest p-value
+    over the looks, by a seeded simulation (same value every run). Pocock's normal-theory
+    level (pocock_alpha) assumes a known variance and lets the overall level creep above
+    `alpha` with t intervals on few blocks. Conservative for Welch intervals (more df)."""
+    if len(looks) < 2:
+        return alpha
+    return _sequential_alpha(tuple(int(n) for n in looks), float(alpha))
+
+
+def sequential_power(
+    looks: Sequence[int], effect_sd: float, band_sd: float, alpha_look: float
+) -> float:
+    """Probability that a paired design with these looks ends in WIN: at each look the
+    (1 − alpha_look) t interval of the mean block log ratio decides as `verdict` does (band
+    ±band_sd), and the design stops at the first decision. effect_sd and band_sd are the
+    true log ratio and log(1+δ) over the SD of one block's log ratio. Seeded simulation."""
+    mean, se = _t_paths(looks, effect_sd)
+    with np.errstate(invalid="ignore"):
+        half = sps.t.isf(alpha_look / 2, np.asarray(looks, dtype=float) - 1) * se
+    low, high = mean - half, mean + half
+    win = low > band_sd
+    decided = win | (high < -band_sd) | ((low >= -band_sd) & (high <= band_sd))
+    first = np.where(decided.any(axis=1), decided.argmax(axis=1), len(looks) - 1)
+    return float(win[np.arange(len(first)), first].mean())
+
+
+def fixed_restarts_for_power(
+    cv: float, effect: float, delta: float, power: float = 0.9, alpha: float = 0.05, cap: int = 1000
+) -> int | None:
+    """Blocks (restarts per arm) a fixed blocked plan needs to call WIN with probability
+    `power` when the arm is faster by `effect` (0.10 = 10%): the paired t interval at level
+    1 − alpha must clear the band edge 1+δ, exact by the noncentral t. cv is one arm's
+    restart-to-restart CV (SD of log restart means), so a block's log ratio has SD √2·cv.
+    Never below 3; None when the effect is inside the band or needs more than `cap`."""
+    sd = math.sqrt(2.0) * cv
+    room = abs(math.log1p(effect)) - math.log1p(delta)
+    if room <= 0 or sd <= 0:
+        return None
+    z = float(sps.norm.isf(alpha / 2) + sps.norm.ppf(power))
+    start = max(3, math.floor((z * sd / room) ** 2) - 1)  # the normal answer, from below
+    for n in range(start, cap + 1):
+        crit = float(sps.t.isf(alpha / 2, n - 1))
+        if float(sps.nct.sf(crit, n - 1, room * math.sqrt(n) / sd)) >= power:
+            return n
+    return None
+
+
+def adaptive_max_restarts(
+    cv: float, effect: float, delta: float, power: float = 0.9, looks: int = 4
+) -> int | None:
+    """Maximum blocks (the plan's `restarts`) of an adaptive sweep with the same power as the
+    fixed plan: the smallest N ≥ the fixed plan whose planned_looks(N, looks) design, at the
+    sequential_alpha level, calls WIN with probability ≥ `power` (Pocock's inflation, about
+    1.1-1.2 × the fixed plan, plus what t intervals on few blocks cost). cv as in
+    fixed_restarts_for_power; None when no fixed plan exists."""
+    n_fixed = fixed_restarts_for_power(cv, effect, delta, power)
+    if n_fixed is None:
+        return None
+    sd = math.sqrt(2.0) * cv
+    effect_sd, band_sd = abs(math.log1p(effect)) / sd, math.log1p(delta) / sd
+    for n in range(n_fixed, 2 * n_fixed + 8):
+        plan = planned_looks(n, looks)
+        if sequential_power(plan, effect_sd, band_sd, sequential_alpha(plan)) >= power:
+            return n
+    return None
+
+
+def drift_check(
+    values: Sequence[float], n_first: int = 3, threshold: float = 0.05, alpha: float = 0.05
+) -> Drift:
+    """Warm-up drift: the first n_first measured requests (in send order) vs the rest, Welch
+    t test. Flagged when p < alpha and the means differ by more than `threshold`."""
+    x = np.asarray(values, dtype=float)
+    first, rest = x[:n_first], x[n_first:]
+    if len(first) < 2 or len(rest) < 2:
+        raise ValueError("drift_check needs ≥ 2 requests on each side")
+    ratio = float(first.mean() / rest.mean())
+    se = math.sqrt(first.var(ddof=1) / len(first) + rest.var(ddof=1) / len(rest))
+    if _no_spread(se, first, rest):
+        p = None if ratio == 1.0 else 0.0
+    else:
+        p = _finite(float(sps.ttest_ind(first, rest, equal_var=False).pvalue))
+    flagged = p is not None and p < alpha and abs(ratio - 1) > threshold
+    return Drift(n_first, float(first.mean()), float(rest.mean()), ratio, p, flagged)

@@ -1,0 +1,349 @@
+"""The only module that reads or writes a bundle: create/open, atomic writes, request appends."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from diagnostic.bundle.redact import redact_json, redact_text
+from diagnostic.errors import BundleError
+from diagnostic.schema.bundle import (
+    SCHEMA_VERSION,
+    LenientRequestRecord,
+    Manifest,
+    RequestRecord,
+    RunInfo,
+)
+
+__all__ = [
+    "Bundle",
+    "RedactingLog",
+    "RequestLog",
+    "atomic_write_bytes",
+    "atomic_write_text",
+    "run_id",
+]
+
+MANIFEST = "manifest.json"
+RUN_JSON = "run.json"
+REQUESTS = "requests.jsonl"
+M = TypeVar("M", bound=BaseModel)
+_UMASK = os.umask(0o022)
+os.umask(_UMASK)
+_SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+=-]*$")
+
+
+def run_id(arm: str, restart: int) -> str:
+    """Folder name of one run: `<arm>-r<restart>`."""
+    return f"{arm}-r{restart}"
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Write a file so a reader sees the old content or the new one, never a torn mix."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        os.fchmod(fd, 0o666 & ~_UMASK)  # mkstemp makes 0600; a report is meant to be shared
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    _fsync_dir(path.parent)
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    """atomic_write_bytes for UTF-8 text."""
+    atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _dump(model: BaseModel) -> str:
+    return model.model_dump_json(indent=2) + "\n"
+
+
+def _dump_redacted(model: BaseModel) -> str:
+    """JSON of a model with every secret masked: this is the gate nothing secret passes."""
+    return json.dumps(redact_json(model.model_dump(mode="json")), indent=2) + "\n"
+
+
+def _redact_bytes(data: bytes) -> bytes:
+    # surrogateescape keeps non-UTF-8 bytes of a log byte-exact while the text is redacted
+    return redact_text(data.decode("utf-8", "surrogateescape")).encode("utf-8", "surrogateescape")
+
+
+def _load_json(path: Path) -> Any:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise BundleError(f"{path}: missing") from None
+    except UnicodeDecodeError as exc:
+        raise BundleError(f"{path}: not UTF-8 text ({exc.reason}); the file is corrupt") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise BundleError(
+            f"{path}:{exc.lineno}: corrupt JSON ({exc.msg}); restore it from a copy"
+        ) from None
+
+
+def _check_version(path: Path, data: Any) -> None:
+    version = data.get("schema_version") if isinstance(data, dict) else None
+    if isinstance(version, int) and version > SCHEMA_VERSION:
+        raise BundleError(
+            f"{path}: schema_version {version} is newer than this diagnose reads "
+            f"({SCHEMA_VERSION}); upgrade diagnose (pip install -U diagnose)"
+        )
+
+
+def _validate(model: type[M], path: Path, data: Any, line: int | None = None) -> M:
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        where = f"{path}:{line}" if line else str(path)
+        first = exc.errors()[0]
+        loc = ".".join(str(p) for p in first["loc"]) or "(top)"
+        raise BundleError(f"{where}: invalid {model.__name__}: {loc}: {first['msg']}") from None
+
+
+@dataclass
+class RequestLog:
+    """Records read from one requests.jsonl, and a torn last line if one was dropped."""
+
+    records: list[RequestRecord] = field(default_factory=list)
+    torn_line: int | None = None
+
+
+class Bundle:
+    """A bundle directory: manifest.json plus runs/<arm>-r<restart>/."""
+
+    def __init__(self, path: Path, manifest: Manifest, *, strict: bool = True) -> None:
+        self.path = path
+        self.manifest = manifest
+        self.strict = strict
+
+    # -- lifecycle ---------------------------------------------------------------------
+    @classmethod
+    def create(cls, path: Path, manifest: Manifest, *, force: bool = False) -> Bundle:
+        """Create a new bundle; refuse to touch an existing non-empty folder without force."""
+        path = Path(path)
+        if path.exists() and (not path.is_dir() or any(path.iterdir())):
+            if not force:
+                raise BundleError(
+                    f"{path} already exists; use --resume to continue it, --force to replace "
+                    "it, or choose another --out"
+                )
+            if (path / MANIFEST).is_file() or path.is_file():
+                _remove(path)
+            else:
+                raise BundleError(
+                    f"{path} is not a bundle; refusing to delete it even with --force"
+                )
+        (path / "runs").mkdir(parents=True, exist_ok=True)
+        bundle = cls(path, manifest)
+        bundle.write_manifest(manifest)
+        return bundle
+
+    @classmethod
+    def open(cls, path: Path, *, strict: bool = True) -> Bundle:
+        """Open and validate an existing bundle (manifest and every run.json)."""
+        path = Path(path)
+        if not path.is_dir():
+            raise BundleError(f"{path}: no such bundle folder; record one with `diagnose collect`")
+        manifest_path = path / MANIFEST
+        if not manifest_path.is_file():
+            raise BundleError(f"{manifest_path}: missing; {path} is not a diagnose bundle")
+        data = _load_json(manifest_path)
+        _check_version(manifest_path, data)
+        bundle = cls(path, _validate(Manifest, manifest_path, data), strict=strict)
+        bundle.runs()  # validates every run.json up front
+        return bundle
+
+    def write_manifest(self, manifest: Manifest) -> None:
+        """Replace manifest.json atomically."""
+        self.manifest = manifest
+        atomic_write_text(self.path / MANIFEST, _dump_redacted(manifest))
+
+    # -- runs --------------------------------------------------------------------------
+    def run_dir(self, arm: str, restart: int) -> Path:
+        """Folder of one run; the arm name must be usable as a folder name."""
+        if not _SAFE_NAME.match(arm):
+            raise BundleError(
+                f"arm name {arm!r} cannot name a folder; use letters, digits and . _ + = -"
+            )
+        return self.path / "runs" / run_id(arm, restart)
+
+    def write_run(self, info: RunInfo) -> None:
+        """Write run.json atomically (created on first write), secrets redacted."""
+        atomic_write_text(self.run_dir(info.arm, info.restart) / RUN_JSON, _dump_redacted(info))
+
+    def runs(self) -> list[RunInfo]:
+        """Every run of the bundle, ordered by (block, arm, restart)."""
+        infos = [self._read_run(p / RUN_JSON) for p in self._run_dirs()]
+        return sorted(
+            infos, key=lambda r: (r.block if r.block is not None else -1, r.arm, r.restart)
+        )
+
+    def find_run(self, arm: str, restart: int) -> RunInfo | None:
+        """run.json of (arm, restart), or None when that run was never started."""
+        path = self.run_dir(arm, restart) / RUN_JSON
+        return self._read_run(path) if path.is_file() else None
+
+    def _run_dirs(self) -> Iterator[Path]:
+        runs = self.path / "runs"
+        if runs.is_dir():
+            yield from sorted(p for p in runs.iterdir() if (p / RUN_JSON).is_file())
+
+    def _read_run(self, path: Path) -> RunInfo:
+        data = _load_json(path)
+        _check_version(path, data)
+        info = _validate(RunInfo, path, data)
+        if not _SAFE_NAME.match(info.arm) or run_id(info.arm, info.restart) != path.parent.name:
+            raise BundleError(
+                f"{path}: arm {info.arm!r} restart {info.restart} does not match its folder "
+                f"{path.parent.name!r}; the bundle was edited or damaged"
+            )
+        return info
+
+    # -- run files (server.log, metrics_*.prom, endpoint answers) ------------------------
+    def run_file(self, arm: str, restart: int, name: str) -> Path:
+        """Path of a file inside a run folder (it may not exist)."""
+        return self.run_dir(arm, restart) / name
+
+    def write_run_file(self, arm: str, restart: int, name: str, data: str | bytes) -> Path:
+        """Write a file into a run folder atomically, secrets redacted."""
+        path = self.run_file(arm, restart, name)
+        raw = data.encode("utf-8", "surrogateescape") if isinstance(data, str) else data
+        atomic_write_bytes(path, _redact_bytes(raw))
+        return path
+
+    def open_log(self, arm: str, restart: int, name: str = "server.log") -> RedactingLog:
+        """An appending log in a run folder that redacts each line before it is written."""
+        path = self.run_file(arm, restart, name)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return RedactingLog(path)
+
+    # -- requests ----------------------------------------------------------------------
+    def append_request(self, record: RequestRecord) -> None:
+        """Append one record as one JSON line, flushed and fsynced before returning."""
+        path = self.run_file(record.arm, record.restart, REQUESTS)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        line = record.model_dump_json() + "\n"
+        with open(path, "a+b") as fh:
+            if fh.tell() > 0:
+                fh.seek(-1, os.SEEK_END)
+                if fh.read(1) != b"\n":
+                    raise BundleError(
+                        f"{path}: the last line is torn (the run was interrupted); "
+                        "continue with --resume, which drops it"
+                    )
+            fh.write(line.encode("utf-8"))
+            fh.flush()
+            os.fsync(fh.fileno())
+
+    def read_requests(self, arm: str, restart: int) -> RequestLog:
+        """Records of one run; a torn last line (interrupted write) is dropped and reported."""
+        path = self.run_file(arm, restart, REQUESTS)
+        log = RequestLog()
+        if not path.is_file():
+            return log
+        model = RequestRecord if self.strict else LenientRequestRecord
+        raw = path.read_bytes()
+        lines = raw.split(b"\n")
+        complete = raw.endswith(b"\n")
+        for number, line in enumerate(lines, start=1):
+            if not line.strip():
+                continue
+            is_last = number == len(lines) and not complete
+            try:
+                data = json.loads(line)
+            except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+                if is_last:
+                    log.torn_line = number
+                    break
+                raise BundleError(
+                    f"{path}:{number}: corrupt request record ({exc}); "
+                    "the bundle was edited or damaged"
+                ) from None
+            _check_version(path, data)
+            log.records.append(_validate(model, path, data, number))
+        return log
+
+    def drop_torn_line(self, arm: str, restart: int) -> int | None:
+        """Cut a torn last line off requests.jsonl (for --resume); return its line number."""
+        path = self.run_file(arm, restart, REQUESTS)
+        log = self.read_requests(arm, restart)
+        raw = path.read_bytes() if path.is_file() else b""
+        if raw and not raw.endswith(b"\n"):
+            keep = raw[: raw.rfind(b"\n") + 1]
+            if log.torn_line is None:  # a complete record lacking only its newline
+                keep = raw + b"\n"
+            atomic_write_bytes(path, keep)
+        return log.torn_line
+
+    # -- bundle-level JSON files (findings.json, checklist.json, analysis.json) -----------
+    def write_json(self, name: str, model: BaseModel) -> Path:
+        """Write a top-level JSON file of the bundle atomically."""
+        path = self.path / name
+        atomic_write_text(path, _dump(model))
+        return path
+
+    def read_json(self, name: str, model: type[M]) -> M | None:
+        """Read and validate a top-level JSON file, or None when absent."""
+        path = self.path / name
+        if not path.is_file():
+            return None
+        data = _load_json(path)
+        _check_version(path, data)
+        return _validate(model, path, data)
+
+
+class RedactingLog:
+    """A log file written line by line (a server's stdout), each line redacted and flushed."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._fh = open(path, "ab")  # noqa: SIM115 - closed by close()/__exit__
+
+    def write_line(self, line: bytes) -> None:
+        """Append one line (with or without its newline), secrets masked, flushed at once."""
+        self._fh.write(_redact_bytes(line))
+        self._fh.flush()
+
+    def close(self) -> None:
+        """Flush to disk and close."""
+        if not self._fh.closed:
+            os.fsync(self._fh.fileno())
+            self._fh.close()
+
+    def __enter__(self) -> RedactingLog:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir():
+        shutil.rmtree(path)
+    else:
+        path.unlink()

@@ -1,0 +1,25 @@
+"""Every default of a measurement, in one place.
+
+The bundle models, the plan file, the presets, collect's settings, the client's options and
+both CLI commands read their defaults here; change one here and it changes everywhere.
+"""
+
+# Measured requests per restart and workload. Below this, per-restart means wobble enough to
+# blur a 10% effect (STATISTICS.md): the plan warns and the checklist flags it.
+MIN_REQUESTS = 15
+REQUESTS = MIN_REQUESTS
+WARMUP = 1  # discarded requests per restart and workload, before the measured ones
+MAX_TOKENS = 256  # output length forced on every request (ignore_eos + min_tokens)
+RESTARTS = 5  # server starts per arm in a sweep
+MIN_RESTARTS = 3  # below this an arm's interval cannot show the restart noise (checklist)
+WORKLOADS = ("code", "prose")
+CONCURRENCY = 1
+API = "completions"
+SEED = 0
+PORT = 8000  # substituted for {port} in a plan's templates
+HEALTH_TIMEOUT_S = 600.0  # seconds a server start may take to answer its health check
+REQUEST_TIMEOUT_S = 600.0  # seconds one request may take in all
+READ_TIMEOUT_S = 120.0  # longest silence within a stream
+CONNECT_TIMEOUT_S = 10.0
+MAX_OUTPUT_BYTES = 32 * 1024 * 1024  # stream bytes kept per request before giving up
+MARGIN = 0.02  # δ: EQUIVALENT inside [1/(1+δ), 1+δ] when no A/A arm calibrates the band

@@ -1,0 +1,440 @@
+"""Rules as data (checklists/rules/*.yaml) applied to the facts of one or several logs.
+
+A rule fires when its `when` conditions hold on the run's facts, its `match` pattern found
+lines, and its named `check` (code, for what a condition cannot say) returned a result; it
+needs at least one of the three. A pure pattern rule is a YAML file and no code.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from diagnostic.common.resources import checklists_dir
+from diagnostic.engines import LinePattern
+from diagnostic.errors import RuleError
+from diagnostic.schema.logfacts import (
+    MAX_EVIDENCE,
+    Comparison,
+    Evidence,
+    Finding,
+    LogFacts,
+    Severity,
+)
+
+__all__ = ["CHECKS", "Rule", "apply_rules", "line_patterns", "load_rules"]
+
+_FIELD = re.compile(r"\{([A-Za-z_][\w.\-]*)\}")
+_OPS = {"eq", "ne", "in", "not_in", "lt", "le", "gt", "ge", "regex", "exists"}
+
+
+class Match(BaseModel):
+    """Lines a rule looks for: one of `contains` (literal, the scan's prefilter), then `regex`."""
+
+    model_config = ConfigDict(extra="forbid")
+    contains: list[str] = Field(description="Literals; a line must contain one of them")
+    regex: str | None = Field(
+        None, description="Regex the line must also match (named groups usable)"
+    )
+
+    @field_validator("contains", mode="before")
+    @classmethod
+    def _one_or_many(cls, value: Any) -> Any:
+        return [value] if isinstance(value, str) else value
+
+    @field_validator("contains")
+    @classmethod
+    def _literals(cls, value: list[str]) -> list[str]:
+        if not value or any(not c or "\n" in c for c in value):
+            raise ValueError("give at least one non-empty, single-line literal")
+        return value
+
+    @field_validator("regex")
+    @classmethod
+    def _compiles(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                re.compile(value)
+            except re.error as exc:
+                raise ValueError(f"invalid regex: {exc}") from None
+        return value
+
+
+class Rule(BaseModel):
+    """One rule file entry."""
+
+    model_config = ConfigDict(extra="forbid")
+    id: str = Field(pattern=r"^[a-z0-9][a-z0-9-]*$", description="Stable id, kebab-case")
+    title: str = Field(description="One line naming the problem")
+    severity: Severity = Field(description="info, warning or error (error -> exit code 1)")
+    scope: Literal["run", "cross-run"] = Field("run", description="One log, or several together")
+    engines: list[str] = Field(
+        default_factory=list, description="Engines it applies to; all if empty"
+    )
+    when: dict[str, Any] = Field(default_factory=dict, description="Conditions on facts, all true")
+    when_any: list[dict[str, Any]] = Field(
+        default_factory=list, description="Condition sets, at least one wholly true"
+    )
+    match: Match | None = Field(None, description="Lines to look for in the log")
+    check: str | None = Field(None, description="Named check in diagnostic/checks.py")
+    params: dict[str, Any] = Field(default_factory=dict, description="Parameters of the check")
+    message: str = Field(description="What was found; {dotted.fact} and regex groups fill in")
+    advice: str = Field(description="What to do")
+    reference: str | None = Field(None, description="Where to read more")
+    evidence: list[Literal["capture", "spec", "fallbacks", "acceptance", "warnings"]] = Field(
+        default_factory=list, description="Fact evidence to attach besides matched lines"
+    )
+
+    @model_validator(mode="after")
+    def _has_a_test(self) -> Rule:
+        if not (self.when or self.when_any or self.match or self.check):
+            raise ValueError("a rule needs `when`, `when_any`, `match` or `check`")
+        if self.check is not None and self.check not in CHECKS:
+            raise ValueError(f"unknown check {self.check!r}; known: {', '.join(sorted(CHECKS))}")
+        for conditions in [self.when, *self.when_any]:
+            for key, cond in conditions.items():
+                if isinstance(cond, dict) and not set(cond) <= _OPS:
+                    raise ValueError(f"{key}: unknown operator(s) {sorted(set(cond) - _OPS)}")
+        return self
+
+
+# -- loading ---------------------------------------------------------------------------------
+def load_rules(folder: Path | None = None) -> list[Rule]:
+    """Every rule of checklists/rules/*.yaml, validated; errors name the file and the field."""
+    folder = folder or checklists_dir() / "rules"
+    files = sorted(folder.glob("*.yaml")) if folder.is_dir() else []
+    if not files:
+        raise RuleError(f"{folder}: no rule files (*.yaml); reinstall diagnose or restore them")
+    rules: list[Rule] = []
+    for path in files:
+        rules += _load_file(path)
+    ids = [r.id for r in rules]
+    dupes = sorted({i for i in ids if ids.count(i) > 1})
+    if dupes:
+        raise RuleError(f"{folder}: rule ids used twice: {', '.join(dupes)}")
+    return rules
+
+
+def _load_file(path: Path) -> list[Rule]:
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        raise RuleError(f"{path}: cannot read rules ({exc})") from None
+    entries = data if isinstance(data, list) else [data]
+    rules = []
+    for n, entry in enumerate(entries, start=1):
+        try:
+            rules.append(Rule.model_validate(entry))
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            loc = ".".join(str(p) for p in err["loc"]) or "(rule)"
+            raise RuleError(f"{path}: rule {n}: {loc}: {err['msg']}") from None
+    return rules
+
+
+def line_patterns(rules: Iterable[Rule]) -> list[LinePattern]:
+    """The lines the scan must collect for the pattern rules."""
+    return [
+        LinePattern(
+            key=r.id,
+            contains=tuple(r.match.contains),
+            regex=re.compile(r.match.regex) if r.match.regex else None,
+            engines=tuple(r.engines),
+        )
+        for r in rules
+        if r.match is not None
+    ]
+
+
+# -- facts lookup and conditions ------------------------------------------------------------
+def lookup(obj: Any, path: str) -> Any:
+    """Value at a dotted path (`capture.resolved`, `acceptance_summary.per_position.-1`)."""
+    for part in path.split("."):
+        if obj is None or part.startswith("_"):
+            return None
+        if isinstance(obj, dict):
+            obj = obj.get(part)
+        elif isinstance(obj, list):
+            try:
+                obj = obj[int(part)]
+            except (ValueError, IndexError):
+                return None
+        else:
+            obj = getattr(obj, part, None)
+    return obj
+
+
+def _holds(value: Any, cond: Any) -> bool:
+    if isinstance(cond, list):
+        return value in cond
+    if not isinstance(cond, dict):
+        return bool(value == cond)
+    return all(_op(value, op, arg) for op, arg in cond.items())
+
+
+def _op(value: Any, op: str, arg: Any) -> bool:
+    if op == "exists":
+        return (value is not None) == bool(arg)
+    if op in ("eq", "ne"):
+        return (value == arg) == (op == "eq")
+    if op in ("in", "not_in"):
+        return (value in arg) == (op == "in")
+    if value is None:
+        return False
+    if op == "regex":
+        return re.search(arg, str(value)) is not None
+    try:
+        return {"lt": value < arg, "le": value <= arg, "gt": value > arg, "ge": value >= arg}[op]
+    except TypeError:
+        return False
+
+
+def _conditions_hold(rule: Rule, facts: LogFacts) -> bool:
+    if not all(_holds(lookup(facts, k), c) for k, c in rule.when.items()):
+        return False
+    return not rule.when_any or any(
+        all(_holds(lookup(facts, k), c) for k, c in conds.items()) for conds in rule.when_any
+    )
+
+
+def render(template: str, facts: Any, extra: dict[str, Any]) -> str:
+    """Fill {dotted.path} from extra first, then the facts; unknown -> '?'."""
+
+    def value(m: re.Match[str]) -> str:
+        key = m[1]
+        found = extra[key] if key in extra else lookup(facts, key)
+        if isinstance(found, float):
+            return f"{found:.3g}"
+        if isinstance(found, list):
+            return ", ".join(f"{v:.2f}" if isinstance(v, float) else str(v) for v in found)
+        return "?" if found is None else str(found)
+
+    return (
+        _FIELD.sub(value, template.replace("{{", "\0").replace("}}", "\1"))
+        .replace("\0", "{")
+        .replace("\1", "}")
+    )
+
+
+# -- named checks -----------------------------------------------------------------------------
+CheckResult = dict[str, Any] | None
+
+
+def _draft_too_long(facts: LogFacts, params: dict[str, Any]) -> CheckResult:
+    """Trailing draft positions accepted less often than `threshold`: k can come down."""
+    summary = facts.acceptance_summary
+    threshold = float(params.get("threshold", 0.2))
+    rates = summary.per_position if summary else []
+    drafted = summary.drafted_tokens if summary else None
+    if len(rates) < 2 or (drafted is not None and drafted < params.get("min_drafted_tokens", 0)):
+        return None
+    keep = len(rates)
+    while keep > 0 and rates[keep - 1] < threshold:
+        keep -= 1
+    if keep == len(rates):
+        return None
+    weak = ", ".join(f"{i + 1}: {rates[i]:.2f}" for i in range(keep, len(rates)))
+    return {"k": len(rates), "weak_positions": weak, "suggested_k": max(keep, 1)}
+
+
+def _workers_disagree(facts: LogFacts, params: dict[str, Any]) -> CheckResult:
+    """Workers of one server resolved different capture modes."""
+    modes = facts.capture.per_worker
+    if len(set(modes.values())) < 2:
+        return None
+    return {"per_worker": ", ".join(f"{w}: {m}" for w, m in modes.items())}
+
+
+RunCheck = Callable[[LogFacts, dict[str, Any]], CheckResult]
+CHECKS: dict[str, Callable[..., Any]] = {
+    "draft_too_long": _draft_too_long,
+    "workers_disagree": _workers_disagree,
+    "spec_capture_differs": lambda runs, params: None,  # cross-run: see _cross_run
+}
+
+
+# -- applying -----------------------------------------------------------------------------
+def apply_rules(
+    rules: Iterable[Rule], runs: list[LogFacts]
+) -> tuple[list[Finding], list[Comparison]]:
+    """Findings of every rule on every run, then the cross-run ones, and the spec/no-spec pairs."""
+    rules = list(rules)
+    findings: list[Finding] = []
+    for facts in runs:
+        if facts.engine == "unknown":
+            continue
+        for rule in rules:
+            if rule.scope == "run" and (not rule.engines or facts.engine in rule.engines):
+                finding = _apply(rule, facts)
+                if finding is not None:
+                    findings.append(finding)
+    comparisons: list[Comparison] = []
+    for rule in rules:
+        if rule.scope == "cross-run" and rule.check == "spec_capture_differs":
+            pairs = pair_runs(runs, rule.params)
+            comparisons = comparisons or pairs
+            findings += [_differs(rule, c, runs) for c in pairs if c.same is False]
+    return findings, comparisons
+
+
+def _apply(rule: Rule, facts: LogFacts) -> Finding | None:
+    if not _conditions_hold(rule, facts):
+        return None
+    extra: dict[str, Any] = {}
+    evidence: list[Evidence] = []
+    if rule.match is not None:
+        hits = facts.matches.get(rule.id, [])
+        if not hits:
+            return None
+        evidence += hits
+        if rule.match.regex:
+            m = re.search(rule.match.regex, hits[0].text)
+            extra.update({k: v for k, v in (m.groupdict() if m else {}).items() if v is not None})
+    if rule.check is not None:
+        result = CHECKS[rule.check](facts, rule.params)
+        if result is None:
+            return None
+        extra.update(result)
+    for source in rule.evidence:
+        evidence += _evidence(facts, source)
+    return Finding(
+        rule=rule.id,
+        severity=rule.severity,
+        title=rule.title,
+        message=render(rule.message, facts, extra),
+        evidence=_unique(evidence),
+        advice=render(rule.advice, facts, extra),
+        reference=rule.reference,
+        run=facts.path,
+    )
+
+
+def _evidence(facts: LogFacts, source: str) -> list[Evidence]:
+    if source == "capture":
+        return facts.capture.evidence
+    if source == "spec":
+        return facts.spec_evidence
+    if source == "fallbacks":
+        return facts.fallbacks
+    if source == "warnings":
+        return facts.warnings[:5]
+    summary = facts.acceptance_summary
+    first = [summary.first_cuda_graph_false] if summary and summary.first_cuda_graph_false else []
+    return first + [Evidence(line=s.line, text=_sample_text(s)) for s in facts.acceptance[:3]]
+
+
+def _sample_text(sample: Any) -> str:
+    parts = [f"mean acceptance length {sample.mean_acceptance_length}"]
+    if sample.per_position:
+        parts.append("per position " + ", ".join(f"{p:.2f}" for p in sample.per_position))
+    if sample.cuda_graph is not None:
+        parts.append(f"cuda graph: {sample.cuda_graph}")
+    return "; ".join(parts)
+
+
+def _unique(items: list[Evidence]) -> list[Evidence]:
+    seen: dict[int, Evidence] = {}
+    for e in items:
+        seen.setdefault(e.line, e)
+    return sorted(seen.values(), key=lambda e: e.line)[:MAX_EVIDENCE]
+
+
+# -- spec vs no-spec across runs ---------------------------------------------------------------
+def _settings(facts: LogFacts, params: dict[str, Any]) -> dict[str, Any]:
+    """Requested settings less speculation and what differs between restarts by nature."""
+    ignore = set(params.get("ignore_args", []))
+    prefixes = tuple(params.get("ignore_prefixes", []))
+    return {
+        k: v
+        for k, v in facts.requested.items()
+        if k not in ignore and not k.lstrip("-").startswith(prefixes)
+    }
+
+
+def _differences(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
+    return sorted(k for k in a.keys() | b.keys() if a.get(k) != b.get(k))
+
+
+def pair_runs(runs: list[LogFacts], params: dict[str, Any]) -> list[Comparison]:
+    """Each spec run beside the no-spec run of its engine and model with the closest settings."""
+    pairs: list[Comparison] = []
+    for spec in runs:
+        if spec.spec.enabled is not True:
+            continue
+        candidates = [
+            b
+            for b in runs
+            if b.spec.enabled is False
+            and b.engine == spec.engine
+            and (b.model == spec.model or None in (b.model, spec.model))
+        ]
+        if not candidates:
+            continue
+        mine = _settings(spec, params)
+        scored = sorted(
+            (
+                (len(_differences(mine, _settings(b, params))), i, b)
+                for i, b in enumerate(candidates)
+            ),
+            key=lambda t: (t[0], t[1]),
+        )
+        best_score = scored[0][0]
+        best = [b for score, _, b in scored if score == best_score]
+        if len(best) > 1:
+            continue  # no single closest baseline: comparing would be a guess
+        base = best[0]
+        diff = _differences(mine, _settings(base, params))
+        how = (
+            "same settings apart from speculation"
+            if not diff
+            else f"closest settings (also differ: {', '.join(diff[:5])})"
+        )
+        pairs.append(
+            Comparison(
+                engine=spec.engine,
+                baseline=base.path,
+                baseline_label=base.label,
+                baseline_resolved=base.capture.resolved,
+                spec=spec.path,
+                spec_label=spec.label,
+                spec_method=spec.spec.method,
+                spec_resolved=spec.capture.resolved,
+                same=_same(base.capture.resolved, spec.capture.resolved),
+                matched_on=how,
+            )
+        )
+    return pairs
+
+
+def _same(a: str, b: str) -> bool | None:
+    """Equal modes; None when either run's mode could not be read."""
+    return None if "UNKNOWN" in (a, b) else a == b
+
+
+def _differs(rule: Rule, pair: Comparison, runs: list[LogFacts]) -> Finding:
+    by_path = {r.path: r for r in runs}
+    base, spec = by_path[pair.baseline], by_path[pair.spec]
+    extra = {
+        "baseline": pair.baseline_label or pair.baseline,
+        "baseline_resolved": pair.baseline_resolved,
+        "spec_run": pair.spec_label or pair.spec,
+        "spec_resolved": pair.spec_resolved,
+        "method": pair.spec_method or "?",
+        "matched_on": pair.matched_on,
+    }
+    return Finding(
+        rule=rule.id,
+        severity=rule.severity,
+        title=rule.title,
+        message=render(rule.message, spec, extra),
+        evidence=_unique(spec.capture.evidence)[:8],
+        advice=render(rule.advice, spec, extra),
+        reference=rule.reference,
+        run=spec.path,
+        runs=[base.path, spec.path],
+    )

@@ -1,0 +1,152 @@
+"""The `check` stage: server logs (files, folders, bundles) -> facts per run, findings, pairs."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from diagnostic.bundle.store import Bundle, run_id
+from diagnostic.common.progress import NullReporter, Reporter
+from diagnostic.engines import parse_log
+from diagnostic.errors import DiagnosticError
+from diagnostic.logcheck.rules import apply_rules, line_patterns, load_rules
+from diagnostic.schema.logfacts import CheckReport, Evidence, Finding, LogFacts
+
+__all__ = ["FINDINGS_FILE", "check_paths"]
+
+FINDINGS_FILE = "findings.json"
+SERVER_LOG = "server.log"
+
+
+@dataclass(frozen=True)
+class _Log:
+    """One log to read, the run name to show, and the bundle it belongs to."""
+
+    path: Path
+    label: str
+    bundle: Bundle | None = None
+    command: str | None = None  # the launch command run.json recorded for this log
+
+
+def check_paths(
+    paths: Sequence[Path], *, rules_dir: Path | None = None, reporter: Reporter | None = None
+) -> CheckReport:
+    """Check every log the paths lead to; write findings.json into each bundle given.
+
+    A path is a log file, a folder of logs (every *.log below it) or a bundle (every run's
+    server.log). Raises DiagnosticError when no log can be read at all (exit code 2).
+    """
+    reporter = reporter or NullReporter()
+    if not paths:
+        raise DiagnosticError("give at least one log file, folder of logs or bundle to check")
+    rules = load_rules(rules_dir)
+    patterns = line_patterns(rules)
+    logs = _collect(paths, reporter)
+    reporter.start("check", len(logs))
+    runs: list[LogFacts] = []
+    for log in logs:
+        facts = parse_log(log.path, patterns=patterns, command=log.command)
+        facts.path, facts.label = str(log.path), log.label
+        runs.append(facts)
+        reporter.advance("check", status=f"{log.label}: {facts.engine} {facts.capture.resolved}")
+    _require_usable(runs)
+    findings, comparisons = apply_rules(rules, runs)
+    findings = [_unusable(r) for r in runs if r.engine == "unknown"] + findings
+    report = CheckReport(runs=runs, findings=_ordered(findings), comparisons=comparisons)
+    for bundle in {log.bundle.path: log.bundle for log in logs if log.bundle}.values():
+        path = bundle.write_json(FINDINGS_FILE, _subset(report, bundle.path))
+        reporter.note(f"wrote {path}")
+    return report
+
+
+def _collect(paths: Sequence[Path], reporter: Reporter) -> list[_Log]:
+    logs: dict[Path, _Log] = {}
+    for path in paths:
+        path = Path(path)
+        if not path.exists():
+            raise DiagnosticError(
+                f"{path}: no such file or folder; give a log, a folder or a bundle"
+            )
+        found = _bundle_logs(path, reporter) if (path / "manifest.json").is_file() else _logs(path)
+        for log in found:
+            logs.setdefault(log.path.resolve(), log)
+    return list(logs.values())
+
+
+def _logs(path: Path) -> list[_Log]:
+    if path.is_file():
+        return [_Log(path, _label(path))]
+    files = sorted(
+        p
+        for p in path.rglob("*.log")
+        if p.is_file() and not any(part.startswith(".") for part in p.relative_to(path).parts)
+    )
+    if not files:
+        raise DiagnosticError(f"{path}: no *.log file in this folder; give log files or a bundle")
+    return [_Log(p, _label(p)) for p in files]
+
+
+def _label(path: Path) -> str:
+    """A run name: the folder of a server.log (runs/<arm>-r0/server.log), else the file stem."""
+    return path.parent.name if path.name == SERVER_LOG and path.parent.name else path.stem
+
+
+def _bundle_logs(path: Path, reporter: Reporter) -> list[_Log]:
+    bundle = Bundle.open(path, strict=False)
+    out: list[_Log] = []
+    for run in bundle.runs():
+        names = dict.fromkeys([SERVER_LOG, *(n for n in run.logs if n.endswith(".log"))])
+        rid = run_id(run.arm, run.restart)
+        present = [bundle.run_file(run.arm, run.restart, n) for n in names]
+        present = [p for p in present if p.is_file()]
+        if not present:
+            reporter.note(f"{bundle.run_dir(run.arm, run.restart)}: no {SERVER_LOG}; skipped")
+        for log in present:
+            main = log.name == SERVER_LOG
+            command = run.launch.command if main and run.launch else None
+            out.append(_Log(log, rid if main else f"{rid}/{log.name}", bundle, command))
+    if not out:
+        raise DiagnosticError(
+            f"{path}: no run of this bundle has a {SERVER_LOG}; copy the server's log into "
+            f"runs/<arm>-r<restart>/{SERVER_LOG} or give the log file itself"
+        )
+    return out
+
+
+def _require_usable(runs: list[LogFacts]) -> None:
+    if any(r.engine != "unknown" for r in runs):
+        return
+    why = "; ".join(f"{r.path}: {r.notes[-1] if r.notes else 'unreadable'}" for r in runs)
+    raise DiagnosticError(
+        f"no usable server log: {why}. Give the log of a vLLM, SGLang or llama.cpp server "
+        "from its start (the start-up lines say what was captured)"
+    )
+
+
+def _unusable(facts: LogFacts) -> Finding:
+    why = facts.notes[-1] if facts.notes else "no engine line found"
+    return Finding(
+        rule="unusable-log",
+        severity="warning",
+        title="Log could not be read",
+        message=f"{facts.path}: {why}; this run is left out of the check.",
+        evidence=[Evidence(line=1, text=f"{facts.lines} lines, {facts.bytes} bytes")],
+        advice="Give the server's own log from its start (stdout and stderr of the process).",
+        run=facts.path,
+    )
+
+
+def _ordered(findings: list[Finding]) -> list[Finding]:
+    rank = {"error": 0, "warning": 1, "info": 2}
+    return sorted(findings, key=lambda f: rank[f.severity])
+
+
+def _subset(report: CheckReport, root: Path) -> CheckReport:
+    """The part of a report about one bundle's runs."""
+    mine = {r.path for r in report.runs if Path(r.path).resolve().is_relative_to(root.resolve())}
+    return CheckReport(
+        runs=[r for r in report.runs if r.path in mine],
+        findings=[f for f in report.findings if f.run in mine and all(p in mine for p in f.runs)],
+        comparisons=[c for c in report.comparisons if {c.baseline, c.spec} <= mine],
+    )

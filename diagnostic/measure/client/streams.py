@@ -1,0 +1,242 @@
+"""One streamed request → a RequestRecord: the client and its pool of streams in flight."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+from diagnostic.measure.client.faults import http_error, stale, transport_error
+from diagnostic.measure.client.options import PATHS, ClientOptions, Job, auth_headers, build_payload
+from diagnostic.measure.client.sse import SSEStream, StreamFault, completion_tokens, new_stream
+from diagnostic.schema.bundle import RequestRecord, TokenSource
+
+
+def _make_record(
+    job: Job, options: ClientOptions, t_send: float, stream: SSEStream | None, error: str | None
+) -> RequestRecord:
+    """The record of a finished request; `t_send` is relative to the run's start."""
+    label, end = job.label, time.perf_counter()
+    fields: dict[str, Any] = {}
+    if stream is not None:
+        usage = stream.usage or {}
+        fields = {
+            "e2e_s": end - stream.t_send,
+            "ttft_s": stream.chunk_times[0] if stream.chunk_times else None,
+            "chunk_times_s": stream.chunk_times,
+            "chunk_tokens": stream.chunk_tokens(),
+            "completion_tokens": completion_tokens(usage),
+            "prompt_tokens": usage.get("prompt_tokens"),
+            "finish_reason": stream.finish_reason,
+            "text": "".join(stream.texts),
+            "server_timings": stream.timings,
+        }
+        if error is None and not stream.done:
+            error = "stream ended without [DONE]"
+        elif error is None and not stream.chunk_times:
+            error = "stream carried no output"
+    return RequestRecord(
+        arm=label.arm,
+        restart=label.restart,
+        seq=label.seq,
+        workload=label.workload,
+        prompt_id=label.prompt_id,
+        warmup=label.warmup,
+        t_send=t_send,
+        max_tokens=options.max_tokens,
+        concurrency=label.concurrency,
+        error=error,
+        **fields,
+    )
+
+
+def _tokenize_body(options: ClientOptions, text: str) -> dict[str, Any]:
+    # llama.cpp reads `content`, vLLM reads `prompt`; each ignores the other's key.
+    body: dict[str, Any] = {"content": text, "prompt": text, "add_special_tokens": False}
+    if options.model is not None:
+        body["model"] = options.model
+    return body
+
+
+def _tokenize_count(response: httpx.Response) -> int | None:
+    if response.status_code != 200:
+        return None
+    try:
+        data = response.json()
+    except ValueError:
+        return None
+    if isinstance(data, dict):
+        if isinstance(data.get("count"), int):
+            return int(data["count"])
+        if isinstance(data.get("tokens"), list):
+            return len(data["tokens"])
+    return None
+
+
+@dataclass
+class _TokenizeState:
+    """Whether the server has a tokenize endpoint (asked once per client)."""
+
+    supported: bool | None = None
+
+
+def _apply_count(record: RequestRecord, count: int | None, state: _TokenizeState) -> None:
+    source: TokenSource
+    if count is not None:
+        state.supported, source = True, "tokenizer"
+    else:
+        state.supported = False if state.supported is None else state.supported
+        count, source = len(record.chunk_times_s), "chunks"
+    record.completion_tokens, record.token_source = count, source
+
+
+def _needs_count(record: RequestRecord) -> bool:
+    return record.error is None and record.completion_tokens is None
+
+
+@dataclass
+class _Attempt:
+    """One try at a streamed request, and whether it met a stale connection."""
+
+    t_send: float
+    stream: SSEStream | None = None
+    error: str | None = None
+    answered: bool = False
+    stale: bool = False
+
+
+def _body(response: httpx.Response) -> AsyncIterator[bytes]:
+    """The body as read, past httpx's decoder and chunker when there is nothing to decode
+    (0.2 µs a chunk); a Content-Encoding still goes through the decoder."""
+    if "content-encoding" in response.headers:
+        return response.aiter_bytes()
+    return response.aiter_raw()
+
+
+class StreamClient:
+    """The client: one or several streams in flight on one httpx.AsyncClient. One stream
+    runs here too: it times the first chunk closer than httpx's synchronous client, whose
+    response set-up delays it (+0.5% decode tok/s at 5,000 tok/s; benchmarks/README.md)."""
+
+    def __init__(
+        self,
+        options: ClientOptions,
+        *,
+        concurrency: int = 1,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        # httpcore's read path and pool cost 145-266 µs of CPU per chunk, enough to queue
+        # chunks at 64 streams; aiohttp's costs 66-91 (benchmarks/README.md, section 1).
+        # Imported here: aiohttp adds 0.2 s to every command's start otherwise.
+        import aiohttp
+        from httpx_aiohttp import HttpxAiohttpClient
+
+        self.options = options
+        self._tokenize = _TokenizeState()
+        # httpx-aiohttp lets a malformed status line or chunk header through as aiohttp's own.
+        self._faults: tuple[type[Exception], ...] = (httpx.HTTPError, aiohttp.ClientError)
+        limits = httpx.Limits(
+            max_connections=concurrency + 1, max_keepalive_connections=concurrency
+        )
+        self._attempts = concurrency + 2  # every pooled connection stale, then a new one
+        # The aiohttp transport unless one is given (fault tests); proxies from the
+        # environment get aiohttp transports too, as httpx.AsyncClient would give them its own.
+        self._http: httpx.AsyncClient = HttpxAiohttpClient(
+            base_url=options.base_url,
+            timeout=options.timeout(),
+            headers=auth_headers(options.api_key),
+            transport=transport,
+            limits=limits,
+        )
+
+    async def __aenter__(self) -> StreamClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Close the connection pool."""
+        await self._http.aclose()
+
+    async def request(self, job: Job, *, t0: float) -> RequestRecord:
+        """Make one streamed request; never raises for server or network faults."""
+        payload = build_payload(self.options, job)
+        for _ in range(self._attempts):
+            # No answer on a kept-alive connection the server had closed (see faults.stale): send
+            # again, timed afresh. Each failure drops one stale connection from the pool.
+            attempt = await self._attempt(payload)
+            if not attempt.stale:
+                break
+        t_send = attempt.t_send - t0
+        record = _make_record(job, self.options, t_send, attempt.stream, attempt.error)
+        if _needs_count(record):
+            await self._count_tokens(record)
+        return record
+
+    async def _attempt(self, payload: dict[str, Any]) -> _Attempt:
+        opts, url = self.options, PATHS[self.options.api]
+        attempt = _Attempt(t_send=time.perf_counter())
+        try:
+            async with self._http.stream("POST", url, json=payload) as response:
+                attempt.answered = True
+                if response.status_code >= 400:
+                    attempt.error = http_error(response.status_code, await response.aread())
+                else:
+                    stream = attempt.stream = new_stream(opts, attempt.t_send)
+                    async for data in _body(response):
+                        stream.feed(data, time.perf_counter())
+                    stream.close(time.perf_counter())
+        except StreamFault as exc:
+            attempt.error = str(exc)
+        except self._faults as exc:
+            attempt.error = transport_error(exc, opts.base_url + url)
+            attempt.stale = not attempt.answered and stale(exc)
+        return attempt
+
+    async def count_tokens(self, text: str) -> int | None:
+        """Tokens in `text` by the server's /tokenize endpoint; None when it has none."""
+        body = _tokenize_body(self.options, text)
+        for _ in range(self._attempts):
+            try:
+                response = await self._http.post("/tokenize", json=body)
+            except self._faults as exc:
+                if not stale(exc):
+                    return None
+            else:
+                return _tokenize_count(response)
+        return None
+
+    async def _count_tokens(self, record: RequestRecord) -> None:
+        asked = self._tokenize.supported is not False
+        count = await self.count_tokens(record.text) if asked else None
+        _apply_count(record, count, self._tokenize)
+
+
+async def run_pool(
+    client: StreamClient,
+    jobs: Iterable[Job],
+    *,
+    concurrency: int,
+    t0: float,
+    on_record: Callable[[RequestRecord], Awaitable[None] | None],
+) -> None:
+    """Keep `concurrency` requests in flight, taking jobs in their fixed order.
+
+    `on_record` runs as each request ends (in completion order), so records are stored as soon
+    as they exist; with concurrency 1 this is exactly the sequential order.
+    """
+    iterator: Iterator[Job] = iter(jobs)
+
+    async def worker() -> None:
+        # One shared iterator: each worker takes the next job when it is free (fixed order).
+        for job in iterator:
+            result = on_record(await client.request(job, t0=t0))
+            if result is not None:
+                await result
+
+    await asyncio.gather(*(worker() for _ in range(max(1, concurrency))))

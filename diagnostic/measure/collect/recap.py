@@ -1,0 +1,77 @@
+"""Per-workload medians of a run's records: what `diagnose collect` prints at the end."""
+
+from __future__ import annotations
+
+import math
+import statistics
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from diagnostic.schema.analysis import EngineTiming
+from diagnostic.schema.bundle import RequestRecord, decode_tps
+
+__all__ = ["CollectSummary", "WorkloadSummary", "summarize"]
+
+
+class WorkloadSummary(BaseModel):
+    """Medians over one workload's measured requests of a run."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    workload: str = Field(description="Workload name")
+    requests: int = Field(description="Measured requests recorded")
+    failures: int = Field(description="Measured requests with an error")
+    decode_tps: float | None = Field(None, description="Median decode tokens/s (client side)")
+    ttft_s: float | None = Field(None, description="Median time to first chunk")
+    tokens_per_chunk: float | None = Field(None, description="Median tokens per content chunk")
+    token_sources: list[str] = Field(default_factory=list, description="token_source values seen")
+
+
+class CollectSummary(BaseModel):
+    """What `diagnose collect` did."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    bundle: Path = Field(description="Bundle folder")
+    run: str = Field(description="Run folder name, <arm>-r<restart>")
+    status: str = Field(description="Run status")
+    failure: str | None = Field(None, description="Why the run failed")
+    engine: str = Field(description="Engine name")
+    version: str | None = Field(None, description="Engine version")
+    model: str | None = Field(None, description="Model served")
+    resumed: int = Field(0, description="Requests already in the bundle, skipped")
+    workloads: list[WorkloadSummary] = Field(default_factory=list, description="Per workload")
+    engine_timing: EngineTiming | None = Field(
+        None, description="The client's decode tok/s against the engine's own clock, whole run"
+    )
+
+
+def _median(values: list[float | None]) -> float | None:
+    kept = [v for v in values if v is not None and math.isfinite(v)]
+    return statistics.median(kept) if kept else None
+
+
+def summarize(records: list[RequestRecord]) -> list[WorkloadSummary]:
+    """Per-workload medians over measured requests (warm-ups and errors left out)."""
+    names = list(dict.fromkeys(r.workload for r in records))
+    return [_summary(n, [r for r in records if r.workload == n and not r.warmup]) for n in names]
+
+
+def _summary(name: str, measured: list[RequestRecord]) -> WorkloadSummary:
+    ok = [r for r in measured if not r.error]
+    client = [decode_tps(r) for r in ok]
+    per_chunk = [
+        r.completion_tokens / len(r.chunk_times_s)
+        for r in ok
+        if r.completion_tokens is not None and r.chunk_times_s
+    ]
+    return WorkloadSummary(
+        workload=name,
+        requests=len(measured),
+        failures=len(measured) - len(ok),
+        decode_tps=_median(client),
+        ttft_s=_median([r.ttft_s for r in ok]),
+        tokens_per_chunk=_median(list(per_chunk)),
+        token_sources=sorted({r.token_source for r in ok}),
+    )

@@ -1,0 +1,194 @@
+"""collect_run: measure one server process into one run of a bundle, resumably."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from typing import Any, Literal
+
+import httpx
+
+from diagnostic.bundle.store import Bundle, run_id
+from diagnostic.common.progress import Reporter
+from diagnostic.engines.endpoints import Fingerprint, fingerprint
+from diagnostic.engines.metrics import fetch_metrics
+from diagnostic.errors import BundleError
+from diagnostic.measure.client import ClientOptions, Job, StreamClient, auth_headers, run_pool
+from diagnostic.measure.collect.settings import RunSettings, plan_jobs
+from diagnostic.measure.environment import capture_environment
+from diagnostic.schema.bundle import RequestRecord, RunInfo, decode_tps, utc_now
+
+__all__ = ["METRICS_AFTER", "METRICS_BEFORE", "collect_run"]
+
+METRICS_BEFORE = "metrics_before.prom"
+METRICS_AFTER = "metrics_after.prom"
+
+
+def collect_run(
+    bundle: Bundle, run: RunInfo, settings: RunSettings, *, reporter: Reporter
+) -> RunInfo:
+    """Measure one server process into bundle/runs/<arm>-r<restart>/; resumable.
+
+    Fingerprints the engine, snapshots /metrics around the measured requests, runs each
+    workload's warm-ups then its measured requests, appending each record as it ends. Requests
+    already in requests.jsonl (same workload and seq) are skipped, never repeated.
+    """
+    bundle.drop_torn_line(run.arm, run.restart)
+    existing = bundle.read_requests(run.arm, run.restart).records
+    _check_existing(bundle, run, settings, existing)
+    run = run.model_copy(update={"base_url": settings.base_url, "status": "running"})
+    origin = _origin(run, existing)
+    headers = auth_headers(settings.api_key)
+    found = fingerprint(settings.base_url, headers=headers, timeout_s=min(30.0, settings.timeout_s))
+    if found.unreachable:
+        return _end(bundle, run, "failed", found.unreachable)
+    run = _with_fingerprint(run, found, settings.model)
+    bundle.write_run(run)
+    options = settings.client_options(settings.model or found.model)
+    done = {(r.workload, r.seq) for r in existing}
+    try:
+        with httpx.Client(base_url=settings.base_url, headers=headers, timeout=30.0) as info:
+            _snapshot(bundle, run, info, METRICS_BEFORE, keep=bool(existing), reporter=reporter)
+            made = _measure(bundle, run, settings, options, done, origin, reporter)
+            # Nothing left to run (resuming a finished run): the old "after" snapshot stands.
+            _snapshot(bundle, run, info, METRICS_AFTER, keep=not made, reporter=reporter)
+        run = _refreshed(run, settings)
+    except BaseException:
+        _end(bundle, run, "interrupted", "collect was interrupted; continue with --resume")
+        raise
+    return _end(bundle, run, *_verdict(bundle.read_requests(run.arm, run.restart).records))
+
+
+def _check_existing(
+    bundle: Bundle, run: RunInfo, settings: RunSettings, existing: list[RequestRecord]
+) -> None:
+    asked = {r.max_tokens for r in existing} - {None, settings.max_tokens}
+    if asked:
+        raise BundleError(
+            f"{bundle.run_dir(run.arm, run.restart)}: recorded with max_tokens {asked.pop()}; "
+            f"resume with the same --max-tokens (not {settings.max_tokens})"
+        )
+
+
+def _origin(run: RunInfo, existing: list[RequestRecord]) -> float:
+    """perf_counter value of the run's start: t_send stays monotonic across a resume."""
+    now = time.perf_counter()
+    if not existing:
+        return now
+    elapsed = time.time() - datetime.fromisoformat(run.started_at).timestamp()
+    last_end = max(r.t_send + (r.e2e_s or 0.0) for r in existing)
+    return now - max(elapsed, last_end)
+
+
+def _with_fingerprint(run: RunInfo, found: Fingerprint, model: str | None) -> RunInfo:
+    return run.model_copy(
+        update={
+            "engine": found.engine,
+            "model": model or found.model,
+            "server_args": found.server_args,
+            "endpoints": found.endpoints,
+            "environment": capture_environment(run.base_url),
+        }
+    )
+
+
+def _refreshed(run: RunInfo, settings: RunSettings) -> RunInfo:
+    """Info answers again after the requests: llama.cpp's /slots shows a slot's speculation
+    params only once it has served one, SGLang's internal_states the acceptance so far."""
+    headers = auth_headers(settings.api_key)
+    later = fingerprint(settings.base_url, headers=headers, timeout_s=min(30.0, settings.timeout_s))
+    if later.unreachable or later.engine.name != run.engine.name:
+        return run
+    return run.model_copy(update={"endpoints": later.endpoints, "server_args": later.server_args})
+
+
+def _snapshot(
+    bundle: Bundle, run: RunInfo, client: httpx.Client, name: str, *, keep: bool, reporter: Reporter
+) -> None:
+    if keep and bundle.run_file(run.arm, run.restart, name).is_file():
+        return  # resuming: the first snapshot is the one before the first request
+    snap = fetch_metrics(client)
+    if snap.text is not None:
+        bundle.write_run_file(run.arm, run.restart, name, snap.text)
+    if snap.error:
+        reporter.note(f"{run_id(run.arm, run.restart)}: {snap.error}")
+
+
+def _measure(
+    bundle: Bundle,
+    run: RunInfo,
+    settings: RunSettings,
+    options: ClientOptions,
+    done: set[tuple[str, int]],
+    origin: float,
+    reporter: Reporter,
+) -> int:
+    """Run every job not yet done; return how many requests were made."""
+    levels = settings.concurrency
+    made = 0
+    for level, workload in ((lv, w) for lv in range(len(levels)) for w in settings.workloads):
+        label = f"{run_id(run.arm, run.restart)} {workload.name}"
+        label += f" c={levels[level]}" if len(levels) > 1 else ""
+        phases = plan_jobs(run, settings, workload, level)
+        reporter.start(label, sum(len(p) for p in phases))
+        skipped = sum((workload.name, j.label.seq) in done for p in phases for j in p)
+        if skipped:
+            reporter.advance(label, skipped, status=f"{skipped} already recorded")
+
+        def store(record: RequestRecord, label: str = label) -> None:
+            bundle.append_request(record)
+            reporter.advance(label, 1, status=_status(record))
+
+        for phase in phases:
+            todo = [j for j in phase if (workload.name, j.label.seq) not in done]
+            _run_jobs(todo, options, levels[level], origin, store)
+            made += len(todo)
+    return made
+
+
+def _run_jobs(
+    jobs: Sequence[Job],
+    options: ClientOptions,
+    concurrency: int,
+    origin: float,
+    store: Callable[[RequestRecord], None],
+) -> None:
+    if not jobs:
+        return
+
+    async def pool() -> None:
+        async with StreamClient(options, concurrency=concurrency) as client:
+            await run_pool(client, jobs, concurrency=concurrency, t0=origin, on_record=store)
+
+    asyncio.run(pool())
+
+
+def _status(record: RequestRecord) -> str:
+    if record.error:
+        return f"error: {record.error[:60]}"
+    tps = decode_tps(record)
+    kind = "warm-up" if record.warmup else "last"
+    text = f"{kind} {tps:.1f} tok/s" if tps is not None else f"{kind}: no decode interval"
+    if record.completion_tokens != record.max_tokens:
+        # The engine stopped early (EOS not ignored?): the analysis leaves such requests out.
+        text += f", {record.completion_tokens} of {record.max_tokens} tokens"
+    return text
+
+
+def _verdict(records: list[RequestRecord]) -> tuple[Literal["ok", "failed"], str | None]:
+    """ok unless fewer than half the measured requests succeeded (a server in trouble); single
+    errors stay in the records, where the analysis leaves them out."""
+    measured = [r for r in records if not r.warmup]
+    bad = [r for r in measured if r.error]
+    if measured and len(bad) * 2 <= len(measured):
+        return "ok", None
+    first = bad[0].error if bad else "no measured request"
+    return "failed", f"{len(bad)} of {len(measured)} measured requests failed; first: {first}"
+
+
+def _end(bundle: Bundle, run: RunInfo, status: Any, failure: str | None) -> RunInfo:
+    run = run.model_copy(update={"status": status, "failure": failure, "ended_at": utc_now()})
+    bundle.write_run(run)
+    return run

@@ -1,0 +1,214 @@
+"""The `diagnose collect` stage: open or create the bundle, run one collect, summarise."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+import httpx
+from pydantic import BaseModel, ConfigDict, Field
+
+from diagnostic import __version__, defaults
+from diagnostic.analyse.engine_timing import engine_timing
+from diagnostic.bundle.store import Bundle, run_id
+from diagnostic.common.progress import Reporter
+from diagnostic.errors import BundleError, DiagnosticError
+from diagnostic.measure.client import (
+    auth_headers,
+)
+from diagnostic.measure.collect.recap import CollectSummary, summarize
+from diagnostic.measure.collect.run import METRICS_AFTER, METRICS_BEFORE, collect_run
+from diagnostic.measure.collect.settings import RunSettings
+from diagnostic.measure.workloads import Workload, select_workloads
+from diagnostic.schema.bundle import ArmSpec, Manifest, PlanSpec, RunInfo, Target
+
+__all__ = ["CollectConfig", "collect"]
+
+
+class CollectConfig(BaseModel):
+    """Options of `diagnose collect` (the CLI builds it)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    base_url: str = Field(description="Server base URL")
+    out: Path = Field(description="Bundle folder")
+    arm: str = Field("baseline", description="Arm name of this server configuration")
+    restart: int = Field(0, ge=0, description="Restart index (server started by hand again)")
+    workloads: list[str] | None = Field(None, description="Workload names; None: default")
+    prompts: list[Path] = Field(default_factory=list, description="JSONL prompt files")
+    requests: int = Field(defaults.REQUESTS, ge=1, description="Measured requests per workload")
+    warmup: int = Field(defaults.WARMUP, ge=0, description="Warm-up requests per workload")
+    max_tokens: int = Field(defaults.MAX_TOKENS, ge=1, description="Output tokens per request")
+    concurrency: int = Field(defaults.CONCURRENCY, ge=1, description="Requests in flight")
+    api: Literal["completions", "chat"] = Field("completions", description="OpenAI API")
+    model: str | None = Field(None, description="Model name; None asks the server")
+    logs: list[Path] = Field(default_factory=list, description="Server logs to copy in")
+    api_key: str | None = Field(None, exclude=True, repr=False, description="Never stored")
+    resume: bool = Field(False, description="Continue an interrupted run")
+    force: bool = Field(False, description="Replace an existing bundle")
+    timeout_s: float = Field(
+        defaults.REQUEST_TIMEOUT_S, gt=0, description="Longest time one request may take"
+    )
+
+
+def collect(config: CollectConfig, *, reporter: Reporter) -> CollectSummary:
+    """`diagnose collect`: one run of a running server into a bundle (new, added, or resumed)."""
+    workloads = select_workloads(config.workloads, config.prompts)
+    _check_api(workloads, config.api)
+    _check_logs(config.logs)
+    _preflight(config)
+    bundle, run = _open_run(config, [w.name for w in workloads])
+    settings = RunSettings(
+        base_url=config.base_url,
+        workloads=workloads,
+        requests=config.requests,
+        warmup=config.warmup,
+        max_tokens=config.max_tokens,
+        concurrency=config.concurrency,
+        api=config.api,
+        model=config.model,
+        api_key=config.api_key,
+        timeout_s=config.timeout_s,
+    )
+    resumed = len(bundle.read_requests(run.arm, run.restart).records)
+    try:
+        run = collect_run(bundle, run, settings, reporter=reporter)
+    finally:
+        _copy_logs(bundle, config)
+    records = bundle.read_requests(run.arm, run.restart).records
+    after, before = (
+        bundle.run_file(run.arm, run.restart, n) for n in (METRICS_AFTER, METRICS_BEFORE)
+    )
+    return CollectSummary(
+        bundle=bundle.path,
+        run=run_id(run.arm, run.restart),
+        status=run.status,
+        failure=run.failure,
+        engine=run.engine.name,
+        version=run.engine.version,
+        model=run.model,
+        resumed=resumed,
+        workloads=summarize(records),
+        engine_timing=engine_timing(records, _text(after), _text(before)),
+    )
+
+
+def _text(path: Path) -> str | None:
+    return path.read_text(encoding="utf-8", errors="replace") if path.is_file() else None
+
+
+def _check_api(workloads: list[Workload], api: str) -> None:
+    if api == "chat":
+        return  # plain prompts become one user message
+    for workload in workloads:
+        if any(p.messages is not None for p in workload.prompts):
+            raise DiagnosticError(
+                f"{workload.source}: workload {workload.name!r} holds chat messages; "
+                "measure it with --api chat"
+            )
+
+
+def _check_logs(logs: list[Path]) -> None:
+    for path in logs:
+        if not path.is_file():
+            raise DiagnosticError(f"{path}: no such log file (--log); give the server's log file")
+
+
+def _preflight(config: CollectConfig) -> None:
+    """Fail before touching the bundle when the server is not there or refuses us."""
+    url = config.base_url.rstrip("/") + "/v1/models"
+    try:
+        response = httpx.get(url, headers=auth_headers(config.api_key), timeout=15.0)
+    except httpx.HTTPError as exc:
+        raise DiagnosticError(
+            f"cannot reach {config.base_url} ({type(exc).__name__}: {exc}); "
+            "start the server or fix the URL"
+        ) from None
+    if response.status_code in (401, 403):
+        raise DiagnosticError(
+            f"{url} answered HTTP {response.status_code}: the server wants an API key; "
+            "put it in an environment variable and pass --api-key-env VAR"
+        )
+
+
+def _open_run(config: CollectConfig, workloads: list[str]) -> tuple[Bundle, RunInfo]:
+    out = config.out
+    fresh = config.force or not out.exists() or (out.is_dir() and not any(out.iterdir()))
+    if fresh:
+        bundle = Bundle.create(out, _manifest(config, workloads), force=config.force)
+        return bundle, _new_run(config)
+    bundle = Bundle.open(out)
+    _check_plan(bundle, config, workloads)
+    existing = bundle.find_run(config.arm, config.restart)
+    rid = run_id(config.arm, config.restart)
+    if existing is not None and not config.resume:
+        raise BundleError(
+            f"{out}: run {rid} already exists; use --resume to continue it, --restart "
+            f"{config.restart + 1} for another restart, or --force to replace the whole bundle"
+        )
+    bundle.write_manifest(_add_arm(bundle.manifest, config))
+    return bundle, existing if existing is not None else _new_run(config)
+
+
+def _new_run(config: CollectConfig) -> RunInfo:
+    return RunInfo(arm=config.arm, restart=config.restart, base_url=config.base_url)
+
+
+def _manifest(config: CollectConfig, workloads: list[str]) -> Manifest:
+    plan = PlanSpec(
+        arms=[ArmSpec(name=config.arm)],
+        workloads=workloads,
+        requests=config.requests,
+        warmup=config.warmup,
+        restarts=config.restart + 1,
+        max_tokens=config.max_tokens,
+        concurrency=[config.concurrency],
+        api=config.api,
+        order="manual",
+    )
+    target = Target(base_url=config.base_url, model=config.model)
+    return Manifest(tool_version=__version__, target=target, plan=plan)
+
+
+def _check_plan(bundle: Bundle, config: CollectConfig, workloads: list[str]) -> None:
+    """Every arm of a bundle is measured the same way, or comparisons mean nothing."""
+    plan = bundle.manifest.plan
+    checks = [
+        ("max-tokens", config.max_tokens, plan.max_tokens, str(plan.max_tokens)),
+        ("api", config.api, plan.api, plan.api),
+        ("workloads", workloads, plan.workloads, ",".join(plan.workloads)),
+    ]
+    for option, asked, planned, shown in checks:
+        if asked != planned:
+            raise BundleError(
+                f"{bundle.path} was collected with --{option} {shown}; every arm must be "
+                f"measured the same way: pass --{option} {shown}, or use another --out"
+            )
+
+
+def _add_arm(manifest: Manifest, config: CollectConfig) -> Manifest:
+    plan = manifest.plan
+    arms = list(plan.arms)
+    if all(a.name != config.arm for a in arms):
+        arms.append(ArmSpec(name=config.arm))
+    levels = sorted(set(plan.concurrency) | {config.concurrency})
+    update = {
+        "arms": arms,
+        "restarts": max(plan.restarts, config.restart + 1),
+        "concurrency": levels,
+    }
+    return manifest.model_copy(update={"plan": plan.model_copy(update=update)})
+
+
+def _copy_logs(bundle: Bundle, config: CollectConfig) -> None:
+    """Copy --log files into the run (redacted by the bundle): server.log, server-2.log, …"""
+    if not config.logs:
+        return
+    names = []
+    for i, path in enumerate(config.logs, start=1):
+        name = "server.log" if i == 1 else f"server-{i}.log"
+        bundle.write_run_file(config.arm, config.restart, name, path.read_bytes())
+        names.append(name)
+    run = bundle.find_run(config.arm, config.restart)
+    if run is not None:
+        bundle.write_run(run.model_copy(update={"logs": names}))

@@ -1,0 +1,349 @@
+"""Start a server from a command in its own process group, capture its log, wait, stop it."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import threading
+import time
+from collections import deque
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import IO, Any, Literal
+from urllib.parse import urlsplit
+
+import httpx
+from pydantic import BaseModel, ConfigDict, Field
+
+from diagnostic.bundle.redact import redact_text
+from diagnostic.errors import LaunchError
+
+__all__ = [
+    "Health",
+    "ServerProcess",
+    "host_port",
+    "port_in_use",
+    "start_server",
+    "stop_leftover",
+    "wait_healthy",
+    "wait_port_free",
+]
+
+TAIL_LINES = 20
+# Set in every server's environment: a leftover server is recognised by it, never by pid alone.
+MARKER_VAR = "DIAGNOSE_SERVER_ID"
+# Answers meaning "this server has no such endpoint" rather than "not ready yet".
+_ABSENT = {404, 405, 501}
+
+
+class Health(BaseModel):
+    """How a started server proved it was ready."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    startup_s: float = Field(description="Seconds from launch to a successful 1-token probe")
+    health_endpoint: str | None = Field(None, description="/health, or None when absent")
+    model: str | None = Field(None, description="Model name the probe used")
+
+
+class ServerProcess:
+    """A launched server: a process group whose output streams into a redacted log file."""
+
+    def __init__(self, popen: subprocess.Popen[bytes], log_path: Path, log: IO[str]) -> None:
+        self.popen = popen
+        self.log_path = log_path
+        self.started = time.monotonic()
+        self._log = log
+        self._tail: deque[str] = deque(maxlen=TAIL_LINES)
+        self._thread = threading.Thread(target=self._pump, name=f"log-{popen.pid}", daemon=True)
+        self._thread.start()
+
+    @property
+    def pid(self) -> int:
+        """Process id of the group leader (the shell running the command)."""
+        return self.popen.pid
+
+    def poll(self) -> int | None:
+        """Exit status once the leader exited, else None."""
+        return self.popen.poll()
+
+    def tail(self) -> list[str]:
+        """The last lines of the log (redacted), for error messages."""
+        return list(self._tail)
+
+    def _pump(self) -> None:
+        # One line at a time, redacted before it touches the disk; flushed so a crash or a
+        # Ctrl-C leaves the log complete up to the last line the server wrote.
+        stream = self.popen.stdout
+        assert stream is not None
+        for raw in iter(stream.readline, b""):
+            line = redact_text(raw.decode("utf-8", errors="replace"))
+            self._log.write(line)
+            self._log.flush()
+            self._tail.append(line.rstrip("\r\n"))
+        stream.close()
+
+    def stop(self, *, grace_s: float = 30.0) -> int | None:
+        """SIGTERM the whole group, SIGKILL after `grace_s`; return the leader's exit status.
+
+        The status follows subprocess: negative when a signal ended it (-15: SIGTERM).
+        """
+        deadline = time.monotonic() + grace_s
+        # Even when the leader already exited, its children (engine workers) may still run.
+        if self.popen.poll() is None or _group_alive(self.pid):
+            _signal_group(self.pid, signal.SIGTERM)
+        try:
+            self.popen.wait(timeout=max(deadline - time.monotonic(), 0.1))
+        except subprocess.TimeoutExpired:
+            _signal_group(self.pid, signal.SIGKILL)
+            self.popen.wait()
+        # Children (engine workers) may outlive the leader: the group must be empty.
+        if not _wait_group_gone(self.pid, deadline):
+            _signal_group(self.pid, signal.SIGKILL)
+            _wait_group_gone(self.pid, time.monotonic() + 5.0)
+        self._thread.join(timeout=5.0)
+        self._log.close()
+        return self.popen.returncode
+
+
+def _signal_group(pgid: int, sig: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # killpg also finds zombies (exited, not yet reaped): those run nothing and hold no port.
+    members = list(_members(pgid))
+    return not members or any(state != "Z" for _, state in members)
+
+
+def _members(pgid: int) -> Iterator[tuple[Path, str]]:
+    """(/proc/<pid>, state) of every process in group `pgid` (nothing without /proc)."""
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            # The 2nd field (comm, in parentheses) may contain spaces: split after it.
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            if int(fields[2]) == pgid:
+                yield stat.parent, fields[0]
+        except (OSError, IndexError, ValueError):
+            continue
+
+
+def _wait_group_gone(pgid: int, deadline: float) -> bool:
+    while _group_alive(pgid):
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+def start_server(
+    command: str,
+    *,
+    env: Mapping[str, str],
+    log_path: Path,
+    cwd: Path | None = None,
+    marker: str | None = None,
+) -> ServerProcess:
+    """Run `command` with bash -c (so $VARS expand) in a new session, output to `log_path`.
+
+    `marker` goes into the environment as DIAGNOSE_SERVER_ID, for `stop_leftover`.
+    """
+    shell = shutil.which("bash") or "/bin/sh"
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    log = open(log_path, "a", encoding="utf-8", newline="")  # noqa: SIM115 (closed by stop)
+    try:
+        popen = subprocess.Popen(
+            [shell, "-c", command],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, **env, **({MARKER_VAR: marker} if marker else {})},
+            cwd=cwd,
+            start_new_session=True,  # own process group: stop() reaches every child
+        )
+    except OSError as exc:
+        log.close()
+        raise LaunchError(f"cannot run {shell} to start the server: {exc}") from None
+    return ServerProcess(popen, log_path, log)
+
+
+def stop_leftover(pgid: int, marker: str, *, grace_s: float = 30.0) -> bool:
+    """Stop a server group left running by a killed sweep; True when there was one.
+
+    Only processes of group `pgid` whose environment carries DIAGNOSE_SERVER_ID=`marker` are
+    ours: a reused pid is never signalled (Linux /proc; elsewhere nothing is done).
+    """
+    if not _group_has_marker(pgid, marker):
+        return False
+    _signal_group(pgid, signal.SIGTERM)
+    if not _wait_group_gone(pgid, time.monotonic() + grace_s):
+        _signal_group(pgid, signal.SIGKILL)
+        _wait_group_gone(pgid, time.monotonic() + 5.0)
+    return True
+
+
+def _group_has_marker(pgid: int, marker: str) -> bool:
+    wanted = f"{MARKER_VAR}={marker}".encode()
+    for proc, state in _members(pgid):
+        try:
+            if state != "Z" and wanted in (proc / "environ").read_bytes().split(b"\0"):
+                return True
+        except OSError:
+            continue
+    return False
+
+
+# -- ports -------------------------------------------------------------------------------
+
+
+def host_port(base_url: str) -> tuple[str, int]:
+    """Host and port of a base URL (default ports for http/https)."""
+    parts = urlsplit(base_url)
+    default = 443 if parts.scheme == "https" else 80
+    return parts.hostname or "127.0.0.1", parts.port or default
+
+
+def port_in_use(host: str, port: int) -> bool:
+    """Whether something accepts connections on host:port."""
+    try:
+        with socket.create_connection((host, port), timeout=0.5):
+            return True
+    except OSError:
+        return False
+
+
+def wait_port_free(host: str, port: int, *, timeout_s: float = 30.0) -> bool:
+    """Wait until nothing listens on host:port; False when the timeout passed first."""
+    deadline = time.monotonic() + timeout_s
+    while port_in_use(host, port):
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.1)
+    return True
+
+
+# -- health ------------------------------------------------------------------------------
+
+
+def wait_healthy(
+    server: ServerProcess,
+    base_url: str,
+    *,
+    timeout_s: float,
+    api: Literal["completions", "chat"] = "completions",
+    model: str | None = None,
+    api_key: str | None = None,
+    poll_s: float = 0.25,
+) -> Health:
+    """Wait for GET /health (else /v1/models), then a 1-token completion answered with 200.
+
+    Fails fast with the log's last lines when the process exits or `timeout_s` passes.
+    """
+    deadline = server.started + timeout_s
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    probe = _Probe(base_url.rstrip("/"), api, model)
+    with httpx.Client(headers=headers, timeout=httpx.Timeout(5.0, connect=2.0)) as client:
+        while True:
+            code = server.poll()
+            if code is not None:
+                raise LaunchError(
+                    f"the server exited with status {code} during start-up; last log lines:\n"
+                    + _indent(server.tail())
+                    + f"\nfull log: {server.log_path}",
+                    tail=server.tail(),
+                )
+            remaining = deadline - time.monotonic()
+            if probe.step(client, remaining):
+                return Health(
+                    startup_s=round(time.monotonic() - server.started, 3),
+                    health_endpoint=probe.health_endpoint,
+                    model=probe.model,
+                )
+            if time.monotonic() >= deadline:
+                raise LaunchError(
+                    f"the server did not become healthy within {timeout_s:g} s "
+                    f"(last check: {probe.last}); raise [plan] health_timeout_s if it is only "
+                    f"slow; last log lines:\n{_indent(server.tail())}\nfull log: {server.log_path}",
+                    tail=server.tail(),
+                )
+            time.sleep(poll_s)
+
+
+def _indent(lines: list[str]) -> str:
+    return "\n".join(f"  | {line}" for line in lines) or "  | (the log is empty)"
+
+
+class _Probe:
+    """The readiness checks, in order: /health (or /v1/models), then a 1-token completion."""
+
+    def __init__(self, base_url: str, api: str, model: str | None) -> None:
+        self.base_url = base_url
+        self.api = api
+        self.model = model
+        self.health_endpoint: str | None = "/health"
+        self.last = "no answer yet"
+
+    def step(self, client: httpx.Client, remaining: float) -> bool:
+        """One round of checks; True when the server answered a completion."""
+        try:
+            if not self._ready(client):
+                return False
+            return self._complete(client, remaining)
+        except httpx.HTTPError as exc:
+            self.last = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+            return False
+
+    def _ready(self, client: httpx.Client) -> bool:
+        if self.health_endpoint is not None:
+            answer = client.get(self.base_url + self.health_endpoint)
+            self.last = f"GET /health -> {answer.status_code} {_snippet(answer)}"
+            if answer.status_code in _ABSENT:
+                self.health_endpoint = None  # e.g. llama-cpp-python: ask /v1/models instead
+            elif answer.status_code != 200:
+                return False
+        if self.model is None or self.health_endpoint is None:
+            answer = client.get(self.base_url + "/v1/models")
+            self.last = f"GET /v1/models -> {answer.status_code} {_snippet(answer)}"
+            if answer.status_code != 200:
+                return False
+            self.model = self.model or _first_model(answer)
+        return True
+
+    def _complete(self, client: httpx.Client, remaining: float) -> bool:
+        path = "/v1/completions" if self.api == "completions" else "/v1/chat/completions"
+        body: dict[str, Any] = {"max_tokens": 1, "temperature": 0}
+        if self.api == "completions":
+            body["prompt"] = "Hello"
+        else:
+            body["messages"] = [{"role": "user", "content": "Hello"}]
+        if self.model:
+            body["model"] = self.model
+        # The first generation may compile kernels: allow it most of the time left.
+        timeout = httpx.Timeout(max(min(remaining, 300.0), 1.0), connect=2.0)
+        answer = client.post(self.base_url + path, json=body, timeout=timeout)
+        self.last = f"POST {path} -> {answer.status_code} {_snippet(answer)}"
+        return answer.status_code == 200
+
+
+def _first_model(answer: httpx.Response) -> str | None:
+    try:
+        data = answer.json().get("data") or []
+        return str(data[0]["id"]) if data else None
+    except (ValueError, AttributeError, KeyError, IndexError, TypeError):
+        return None
+
+
+def _snippet(answer: httpx.Response) -> str:
+    text = " ".join(answer.text.split())
+    return redact_text(text[:160] + ("…" if len(text) > 160 else ""))

@@ -1,0 +1,22 @@
+"""`diagnose sweep`: restart the server per configuration, in interleaved blocks, from a plan."""
+
+from diagnostic.measure.sweep.runner import (
+    OVERALL,
+    OutcomeStatus,
+    RunOutcome,
+    StartRunner,
+    capture_facts,
+)
+from diagnostic.measure.sweep.stage import SweepSummary, adaptive_looks, run_settings, sweep
+
+__all__ = [
+    "OVERALL",
+    "OutcomeStatus",
+    "RunOutcome",
+    "StartRunner",
+    "SweepSummary",
+    "adaptive_looks",
+    "capture_facts",
+    "run_settings",
+    "sweep",
+]

@@ -1,0 +1,290 @@
+"""One scheduled start of a sweep: launch, health, collect_run, stop; the run always recorded."""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from diagnostic.bundle.redact import redact_mapping, redact_text
+from diagnostic.bundle.store import Bundle
+from diagnostic.common.progress import Reporter
+from diagnostic.engines import parse_log
+from diagnostic.errors import DiagnosticError
+from diagnostic.measure.collect import METRICS_AFTER, METRICS_BEFORE, RunSettings, collect_run
+from diagnostic.measure.launch import (
+    LaunchError,
+    ServerProcess,
+    host_port,
+    start_server,
+    stop_leftover,
+    wait_healthy,
+    wait_port_free,
+)
+from diagnostic.measure.plan import Plan
+from diagnostic.measure.schedule import Start
+from diagnostic.schema.bundle import LaunchInfo, RunInfo, utc_now
+
+__all__ = ["OVERALL", "OutcomeStatus", "RunOutcome", "StartRunner", "capture_facts"]
+
+OVERALL = "sweep"  # the reporter label of the overall bar (steps = requests)
+SERVER_LOG = "server.log"
+REQUESTS = "requests.jsonl"
+OutcomeStatus = Literal["ok", "failed", "interrupted", "skipped", "planned"]
+
+
+class RunOutcome(BaseModel):
+    """What happened to one scheduled start."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    start: Start = Field(description="The scheduled start")
+    status: OutcomeStatus = Field(description="ok, failed, interrupted, skipped (done) or planned")
+    failure: str | None = Field(None, description="Why it failed")
+    startup_s: float | None = Field(None, description="Seconds from launch to healthy")
+
+
+class StartRunner:
+    """Runs one scheduled start at a time against a bundle."""
+
+    def __init__(
+        self, bundle: Bundle, plan: Plan, settings: RunSettings, reporter: Reporter, grace_s: float
+    ) -> None:
+        self.bundle = bundle
+        self.plan = plan
+        self.settings = settings
+        self.reporter = reporter
+        self.grace_s = grace_s
+        self.host, self.port = host_port(plan.base_url)
+        per_level = settings.warmup + settings.requests
+        self.steps_per_start = len(settings.workloads) * len(settings.concurrency) * per_level
+
+    def run(self, start: Start) -> RunOutcome:
+        """Launch, wait, collect, stop one start; record the run whatever happens."""
+        progress = _StartProgress(self.reporter, start)
+        try:
+            info = self._run(start, progress)
+        finally:
+            # Settle the overall bar for what collect did not report (skipped, failed).
+            progress.settle(self.steps_per_start)
+        status: OutcomeStatus = "failed" if info.status == "running" else info.status
+        if progress.skipped:
+            status = "skipped"
+        return RunOutcome(
+            start=start, status=status, failure=info.failure, startup_s=_startup(info)
+        )
+
+    def _run(self, start: Start, progress: _StartProgress) -> RunInfo:
+        previous = self.bundle.find_run(start.arm, start.restart)
+        if previous is not None and previous.status == "ok":
+            progress.skipped = True
+            return previous
+        self._stop_leftover(previous)
+        info = self._new_run(start, previous)
+        if not wait_port_free(self.host, self.port, timeout_s=self.grace_s):
+            busy = f"port {self.port} is in use by another process; stop it or change [plan] port"
+            return self._finish(info, None, "failed", busy)
+        arm = self.plan.arm(start.arm)
+        server = start_server(
+            arm.launch,
+            env=arm.env,
+            log_path=self._path(start, SERVER_LOG),
+            marker=self._marker(start),
+        )
+        assert info.launch is not None
+        info.launch.pid = server.pid
+        self.bundle.write_run(info)
+        try:
+            return self._measure(info, server, progress)
+        except BaseException as exc:
+            why = f"{type(exc).__name__}: {exc}"
+            if isinstance(exc, KeyboardInterrupt):  # Ctrl-C, or SIGTERM/SIGHUP via the CLI
+                why = str(exc) or "Ctrl-C"
+            with _signals_ignored():
+                self._finish(
+                    info, server, "interrupted", f"interrupted ({why}); continue with --resume"
+                )
+            raise
+
+    def _measure(self, info: RunInfo, server: ServerProcess, progress: _StartProgress) -> RunInfo:
+        o = self.plan.options
+        try:
+            health = wait_healthy(
+                server,
+                self.plan.base_url,
+                timeout_s=o.health_timeout_s,
+                api=o.api,
+                model=o.model,
+                api_key=self.settings.api_key,
+            )
+        except LaunchError as exc:
+            return self._finish(info, server, "failed", str(exc))
+        assert info.launch is not None
+        info.launch.startup_s = health.startup_s
+        self.bundle.write_run(info)
+        try:
+            info = collect_run(self.bundle, info, self.settings, reporter=progress)
+        except DiagnosticError as exc:
+            return self._finish(info, server, "failed", self._died(server) or str(exc))
+        died = self._died(server)
+        if died or info.status != "ok":
+            return self._finish(info, server, "failed", died or info.failure)
+        return self._finish(info, server, "ok", None)
+
+    def _marker(self, start: Start) -> str:
+        return f"{self.bundle.path.resolve()}:{start.arm}-r{start.restart}"
+
+    def _stop_leftover(self, previous: RunInfo | None) -> None:
+        """A sweep killed outright (SIGKILL, power) leaves its server holding the port."""
+        if previous is None or previous.status != "running" or previous.launch is None:
+            return
+        pid = previous.launch.pid
+        start = Start(index=0, block=previous.block, arm=previous.arm, restart=previous.restart)
+        if pid and stop_leftover(pid, self._marker(start), grace_s=self.grace_s):
+            self.reporter.note(f"stopped the server (pid {pid}) a killed sweep left running")
+
+    def _died(self, server: ServerProcess) -> str | None:
+        code = server.poll()
+        if code is None:
+            return None
+        tail = "\n".join(f"  | {line}" for line in server.tail()[-10:])
+        return (
+            f"the server exited with status {code} during the measurement; last log lines:\n{tail}"
+        )
+
+    def _new_run(self, start: Start, previous: RunInfo | None) -> RunInfo:
+        arm = self.plan.arm(start.arm)
+        logs = self._keep_attempt(start, previous)
+        info = RunInfo(
+            arm=start.arm,
+            restart=start.restart,
+            block=start.block,
+            base_url=self.plan.base_url,
+            model=self.plan.options.model,
+            launch=LaunchInfo(command=redact_text(arm.launch), env=redact_mapping(arm.env)),
+            logs=[*logs, SERVER_LOG],
+        )
+        self.bundle.write_run(info)
+        return info
+
+    def _keep_attempt(self, start: Start, previous: RunInfo | None) -> list[str]:
+        """Set an earlier attempt's files aside as *.attempt<N>.*; return the logs kept.
+
+        An interrupted run keeps its requests (collect continues it without duplicates); a
+        failed one is measured afresh, since its errors came from a server in trouble.
+        """
+        old = [name for name in (previous.logs if previous else []) if name != SERVER_LOG]
+        n = len(old) + 1
+        names = [SERVER_LOG]
+        if previous is not None and previous.status == "failed":
+            names += [REQUESTS, METRICS_BEFORE, METRICS_AFTER]
+        for name in names:
+            path = self._path(start, name)
+            if path.is_file():
+                stem, dot, ext = name.partition(".")
+                path.rename(path.with_name(f"{stem}.attempt{n}{dot}{ext}"))
+                if name == SERVER_LOG:
+                    old.append(f"{stem}.attempt{n}{dot}{ext}")
+        return old
+
+    def _path(self, start: Start, name: str) -> Path:
+        return self.bundle.run_file(start.arm, start.restart, name)
+
+    def _finish(
+        self,
+        info: RunInfo,
+        server: ServerProcess | None,
+        status: Literal["ok", "failed", "interrupted"],
+        failure: str | None,
+    ) -> RunInfo:
+        launch = info.launch
+        if server is not None:
+            assert launch is not None
+            launch.exit_code = server.stop(grace_s=self.grace_s)
+            if not wait_port_free(self.host, self.port, timeout_s=self.grace_s):
+                self.reporter.note(f"port {self.port} still busy {self.grace_s:g} s after the stop")
+        # collect_run may have written run.json since (fingerprint, its own verdict): build on it.
+        current = self.bundle.find_run(info.arm, info.restart) or info
+        current = current.model_copy(
+            update={
+                "launch": launch,
+                "status": status,
+                "failure": failure,
+                "ended_at": utc_now(),
+                "capture": capture_facts(self.bundle.run_file(info.arm, info.restart, SERVER_LOG)),
+            }
+        )
+        self.bundle.write_run(current)
+        return current
+
+
+class _StartProgress:
+    """The reporter collect_run sees: forwards, and feeds the overall bar with the same steps."""
+
+    def __init__(self, outer: Reporter, start: Start) -> None:
+        self.outer = outer
+        self.start_ = start
+        self.done = 0
+        self.skipped = False
+        block = f"block {start.block + 1} · " if start.block is not None else ""
+        self.where = f"{block}{start.arm} r{start.restart}"
+
+    def start(self, label: str, total: int | None) -> None:
+        """A workload of the run begins."""
+        self.outer.start(label, total)
+
+    def advance(self, label: str, steps: int = 1, status: str | None = None) -> None:
+        """Requests done: the workload's bar and the overall one move together."""
+        self.outer.advance(label, steps, status)
+        self.done += steps
+        workload = label.split(" ", 1)[-1]
+        line = f"{self.where} · {workload}" + (f" · {status}" if status else "")
+        self.outer.advance(OVERALL, steps, status=line)
+
+    def note(self, message: str) -> None:
+        """Pass notes through."""
+        self.outer.note(message)
+
+    def settle(self, total: int) -> None:
+        """Move the overall bar by the steps of this start that were not reported."""
+        rest = max(total - self.done, 0)
+        if rest:
+            state = "already done" if self.skipped else "ended"
+            self.outer.advance(OVERALL, rest, status=f"{self.where} · {state}")
+        self.done = max(self.done, total)
+
+
+def capture_facts(log: Path) -> dict[str, Any] | None:
+    """The capture facts `diagnose check` resolves from the server log (None without a log)."""
+    if not log.is_file():
+        return None
+    try:
+        return parse_log(log).capture.model_dump(mode="json")
+    except Exception as exc:
+        # A convenience copy: `check` re-reads server.log offline, so a parser failure must
+        # not cost a measured run (or the rest of a long sweep).
+        return {"error": f"{type(exc).__name__}: {exc}"}
+
+
+def _startup(info: RunInfo) -> float | None:
+    return info.launch.startup_s if info.launch else None
+
+
+@contextlib.contextmanager
+def _signals_ignored() -> Iterator[None]:
+    """A second Ctrl-C (or SIGTERM, SIGHUP) must not abandon a half-stopped server."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    signals = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+    previous = {sig: signal.signal(sig, signal.SIG_IGN) for sig in signals}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)

@@ -1,0 +1,243 @@
+"""`diagnose sweep`: start every arm's server per the schedule, collect each start into a bundle."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from diagnostic import __version__
+from diagnostic.bundle.store import Bundle
+from diagnostic.common.progress import NullReporter, Reporter
+from diagnostic.errors import BundleError, DiagnosticError
+from diagnostic.measure.collect import RunSettings
+from diagnostic.measure.plan import Plan
+from diagnostic.measure.schedule import (
+    Estimate,
+    EstimateAssumptions,
+    Start,
+    build_schedule,
+    estimate,
+)
+from diagnostic.measure.sweep.runner import OVERALL, OutcomeStatus, RunOutcome, StartRunner
+from diagnostic.schema.bundle import Engagement, Manifest
+
+__all__ = ["SweepSummary", "adaptive_looks", "run_settings", "sweep"]
+
+_NO_INTERIM = (
+    "--adaptive: restarts = {restarts} leaves no interim look (one needs 4 blocks before it "
+    "and as many after), so every block runs; restarts is the maximum: size it for power, "
+    "about 1.2-1.3x the restarts a fixed plan needs (a report's 'restarts per arm would "
+    "settle it')"
+)
+_SHELL_VAR = re.compile(r"(?<![\\$])\$(?:\{([A-Za-z_]\w*)\}|([A-Za-z_]\w*))")
+
+
+class SweepSummary(BaseModel):
+    """The result of `sweep`: the schedule, its estimate and each start's outcome."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    bundle: str | None = Field(description="Bundle folder (None on a dry run)")
+    plan_source: str = Field(description="Plan file or preset")
+    schedule: list[Start] = Field(description="Every scheduled start, in order")
+    estimate: Estimate = Field(description="Expected duration")
+    outcomes: list[RunOutcome] = Field(default_factory=list, description="Per start, in order")
+    stopped_early: bool = Field(False, description="--stop-on-failure ended the sweep")
+    looks: list[int] | None = Field(
+        None, description="--adaptive: blocks after which the analysis may stop the sweep"
+    )
+    stopped_at_look: int | None = Field(
+        None, description="--adaptive: blocks run when every comparison was decided"
+    )
+    warnings: list[str] = Field(default_factory=list, description="Doubts about the plan")
+
+    def count(self, status: OutcomeStatus) -> int:
+        """Starts that ended with `status`."""
+        return sum(1 for o in self.outcomes if o.status == status)
+
+
+def sweep(
+    plan: Plan,
+    *,
+    out: Path | None,
+    resume: bool = False,
+    force: bool = False,
+    dry_run: bool = False,
+    stop_on_failure: bool = False,
+    adaptive: bool = False,
+    reporter: Reporter | None = None,
+    api_key: str | None = None,
+    request_timeout_s: float | None = None,
+    engagement: Engagement | None = None,
+    grace_s: float = 30.0,
+    assumptions: EstimateAssumptions | None = None,
+) -> SweepSummary:
+    """Run `plan` into the bundle `out`: every scheduled start launched, measured and stopped.
+
+    A start that crashes or never becomes healthy is recorded as failed and the sweep goes on
+    (unless stop_on_failure). Ctrl-C stops the server, marks the run interrupted and re-raises
+    KeyboardInterrupt. `resume` skips runs already ok, continues interrupted ones and retries
+    failed ones (the failed attempt's files are kept as *.attempt<N>.*). `adaptive` analyses
+    the bundle at planned looks (block counts) and stops once every comparison is decided.
+    """
+    reporter = reporter or NullReporter()
+    o = plan.options
+    names = [a.name for a in plan.arms]
+    schedule = build_schedule(names, restarts=o.restarts, order=o.order, seed=o.seed)
+    summary = SweepSummary(
+        bundle=None if dry_run else str(out),
+        plan_source=plan.source,
+        schedule=schedule,
+        estimate=_estimate(plan, len(schedule), assumptions),
+        warnings=list(plan.warnings),
+        looks=adaptive_looks(plan) if adaptive else None,
+    )
+    if summary.looks is not None and len(summary.looks) < 2:
+        summary.warnings.append(_NO_INTERIM.format(restarts=o.restarts))
+        reporter.note(summary.warnings[-1])
+    if dry_run:
+        summary.outcomes = [RunOutcome(start=s, status="planned") for s in schedule]
+        return summary
+    if out is None:
+        raise DiagnosticError("sweep needs --out BUNDLE (the folder the measurements go to)")
+    settings = run_settings(plan, api_key=api_key, timeout_s=request_timeout_s)
+    _check_shell_vars(plan)
+    bundle = _open_bundle(
+        plan, settings, Path(out), resume=resume, force=force, engagement=engagement
+    )
+    runner = StartRunner(bundle, plan, settings, reporter, grace_s)
+    reporter.start(OVERALL, len(schedule) * runner.steps_per_start)
+    for index, start in enumerate(schedule):
+        outcome = runner.run(start)
+        summary.outcomes.append(outcome)
+        if outcome.status == "failed":
+            reporter.note(f"{start.arm} r{start.restart} failed: {outcome.failure}")
+            if stop_on_failure:
+                summary.stopped_early = True
+                break
+        block_done = index + 1 == len(schedule) or schedule[index + 1].block != start.block
+        if summary.looks and block_done and _decided(bundle, start, summary.looks, reporter):
+            summary.stopped_at_look = (start.block or 0) + 1
+            break
+    return summary
+
+
+def adaptive_looks(plan: Plan) -> list[int]:
+    """Planned looks (blocks per arm) for --adaptive: up to 4 equally spaced looks ending at
+    the plan's restarts, the maximum, the first after at least 4 blocks (stats.planned_looks;
+    the report reads the same looks back, analyse.compare.bundle_looks). Below 8 restarts
+    there is no interim look."""
+    o = plan.options
+    if o.order != "blocks":
+        raise DiagnosticError(f'{plan.source}: --adaptive needs [plan] order = "blocks"')
+    from diagnostic.analyse import stats  # imported here: scipy loads slowly
+
+    return stats.planned_looks(o.restarts)
+
+
+def _decided(bundle: Bundle, start: Start, looks: list[int], reporter: Reporter) -> bool:
+    """At a planned look, whether the analysis can stop every comparison now."""
+    blocks = (start.block or 0) + 1
+    if blocks not in looks or blocks == looks[-1]:
+        return False
+    from diagnostic.analyse.core import analyse  # imported here: scipy loads slowly
+
+    try:
+        verdict = analyse(Bundle.open(bundle.path), looks=looks).adaptive
+    except (DiagnosticError, ValueError) as exc:
+        reporter.note(f"look after block {blocks}: no analysis ({exc}); going on")
+        return False
+    if verdict is None or not verdict.all_decided:
+        reporter.note(f"look after block {blocks}: not every comparison is decided; going on")
+        return False
+    reporter.note(f"look after block {blocks}: every comparison decided; the sweep stops here")
+    return True
+
+
+def _estimate(plan: Plan, starts: int, assumptions: EstimateAssumptions | None) -> Estimate:
+    o = plan.options
+    return estimate(
+        starts,
+        workloads=len(o.workloads),
+        requests=o.requests,
+        warmup=o.warmup,
+        max_tokens=o.max_tokens,
+        concurrency_levels=len(o.concurrency),
+        assumptions=assumptions,
+    )
+
+
+def run_settings(plan: Plan, *, api_key: str | None, timeout_s: float | None) -> RunSettings:
+    """What collect_run measures each start with; loads the workloads (fails before any start)."""
+    o = plan.options
+    extra = {"timeout_s": timeout_s} if timeout_s is not None else {}
+    return RunSettings(
+        base_url=plan.base_url,
+        workloads=plan.workload_sources(),
+        requests=o.requests,
+        warmup=o.warmup,
+        max_tokens=o.max_tokens,
+        concurrency=list(o.concurrency),
+        api=o.api,
+        model=o.model,
+        api_key=api_key,
+        **extra,
+    )
+
+
+def _check_shell_vars(plan: Plan) -> None:
+    """Fail before any start when a launch uses a shell variable that nobody set."""
+    missing: dict[str, list[str]] = {}
+    for arm in plan.arms:
+        assigned = re.findall(r"(?:^|\s)([A-Za-z_]\w*)=", arm.launch)
+        defined = set(os.environ) | set(arm.env) | set(assigned)
+        for braced, bare in _SHELL_VAR.findall(arm.launch):
+            name = braced or bare
+            if name not in defined and arm.name not in missing.get(name, []):
+                missing.setdefault(name, []).append(arm.name)
+    if missing:
+        names = "; ".join(f"${n} (arms {', '.join(arms)})" for n, arms in missing.items())
+        raise DiagnosticError(
+            f"{plan.source}: the launch commands use {names}, not set in this environment; "
+            "export them first (for the real CPU engine: export $(scripts/real-server path))"
+        )
+
+
+def _open_bundle(
+    plan: Plan,
+    settings: RunSettings,
+    out: Path,
+    *,
+    resume: bool,
+    force: bool,
+    engagement: Engagement | None,
+) -> Bundle:
+    spec = plan.spec().model_copy(update={"workloads": [w.name for w in settings.workloads]})
+    manifest = Manifest(
+        tool_version=__version__,
+        engagement=engagement or Engagement(),
+        target=plan.target(),
+        plan=spec,
+        notes=f"diagnose sweep of {plan.source}",
+    )
+    if resume and (out / "manifest.json").is_file():
+        bundle = Bundle.open(out)
+        _check_same_plan(bundle, manifest)
+        return bundle
+    return Bundle.create(out, manifest, force=force)
+
+
+def _check_same_plan(bundle: Bundle, manifest: Manifest) -> None:
+    old = bundle.manifest.plan.model_dump()
+    new = manifest.plan.model_dump()
+    changed = [key for key in new if old.get(key) != new[key]]
+    if bundle.manifest.target.base_url != manifest.target.base_url:
+        changed.append("base_url")
+    if changed:
+        raise BundleError(
+            f"{bundle.path}: the plan differs from the one this bundle was started with "
+            f"({', '.join(changed)}); resume with the same plan, or start a new --out"
+        )

@@ -1,0 +1,208 @@
+"""Pydantic models of the bundle format (schema_version 1) shared by every stage; no I/O."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
+
+from diagnostic import defaults
+
+# Bundle format history (bump SCHEMA_VERSION and add an upgrade in bundle.py on any change
+# that an older reader would misread; adding an optional field is not such a change):
+#   1 — 2026-11: manifest.json, runs/<arm>-r<restart>/{run.json, server.log, metrics_*.prom,
+#       requests.jsonl}, findings.json.
+SCHEMA_VERSION = 1
+
+RunStatus = Literal["running", "ok", "failed", "interrupted"]
+TokenSource = Literal["usage", "chunks", "tokenizer"]
+
+
+def _one_level(value: Any) -> Any:
+    return [value] if isinstance(value, int) and not isinstance(value, bool) else value
+
+
+def _distinct_levels(value: list[int]) -> list[int]:
+    if not value or any(level < 1 for level in value) or len(set(value)) != len(value):
+        raise ValueError("concurrency levels must be distinct integers >= 1")
+    return value
+
+
+# Concurrency levels as plans and settings take them: one integer or a list of distinct ones.
+ConcurrencyLevels = Annotated[
+    list[int], BeforeValidator(_one_level), AfterValidator(_distinct_levels)
+]
+
+
+def utc_now() -> str:
+    """Current UTC time as an ISO 8601 string (what every timestamp in a bundle uses)."""
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+class Strict(BaseModel):
+    """Base for stored models: unknown fields are an error, so typos never pass silently."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class Engagement(Strict):
+    """Who the measurement is for."""
+
+    client: str | None = Field(None, description="Client organisation shown on the report cover")
+    site: str | None = Field(None, description="Cluster or site name")
+    consultant: str | None = Field(None, description="Who ran the measurements")
+
+
+class Target(Strict):
+    """The server being measured."""
+
+    base_url: str | None = Field(None, description="Base URL of the OpenAI-compatible server")
+    model: str | None = Field(None, description="Model name sent in requests")
+
+
+class ArmSpec(Strict):
+    """One server configuration of the plan."""
+
+    name: str = Field(description="Arm identifier, e.g. 'baseline' or 'ngram-k3'")
+    launch: str | None = Field(None, description="Launch command (secrets redacted), if any")
+    env: dict[str, str] = Field(default_factory=dict, description="Extra environment (redacted)")
+    params: dict[str, int | float | str] = Field(
+        default_factory=dict, description="Sweep parameters of this arm, e.g. {'k': 3}"
+    )
+    speculative: bool | None = Field(None, description="Whether the arm turns speculation on")
+    aa_of: str | None = Field(None, description="Name of the arm this one repeats (A/A noise arm)")
+
+
+class PlanSpec(Strict):
+    """What the bundle set out to measure."""
+
+    arms: list[ArmSpec] = Field(default_factory=list, description="Server configurations")
+    workloads: list[str] = Field(default_factory=list, description="Prompt sets, e.g. code, prose")
+    requests: int = Field(
+        defaults.REQUESTS, ge=1, description="Measured requests per restart and workload"
+    )
+    warmup: int = Field(
+        defaults.WARMUP, ge=0, description="Discarded requests per restart and workload"
+    )
+    restarts: int = Field(1, ge=1, description="Server starts per arm")
+    max_tokens: int = Field(
+        defaults.MAX_TOKENS, ge=1, description="Output length forced on every request"
+    )
+    concurrency: list[int] = Field(default_factory=lambda: [1], description="Concurrency levels")
+    baseline: str | None = Field(None, description="Arm the others are compared with")
+    seed: int = Field(0, description="Seed of the schedule and the sampler")
+    order: Literal["blocks", "sequential", "manual"] = Field(
+        "manual", description="How restarts were scheduled"
+    )
+    api: Literal["completions", "chat"] = Field("completions", description="OpenAI API used")
+
+
+class Manifest(Strict):
+    """manifest.json: the bundle's identity and plan."""
+
+    schema_version: int = Field(SCHEMA_VERSION, description="Bundle format version")
+    tool_version: str = Field(description="diagnose version that created the bundle")
+    created_at: str = Field(default_factory=utc_now, description="UTC creation time")
+    engagement: Engagement = Field(default_factory=Engagement, description="Client and people")
+    target: Target = Field(default_factory=Target, description="Server measured")
+    plan: PlanSpec = Field(default_factory=PlanSpec, description="What was planned")
+    notes: str | None = Field(None, description="Free text, e.g. how a sample was recorded")
+
+
+class EngineInfo(Strict):
+    """Which engine served the run."""
+
+    name: str = Field("unknown", description="vllm, sglang, llamacpp or unknown")
+    version: str | None = Field(None, description="Engine version as the engine reports it")
+
+
+class LaunchInfo(Strict):
+    """How the server process was started (sweep only)."""
+
+    command: str = Field(description="Launch command, secrets redacted")
+    env: dict[str, str] = Field(default_factory=dict, description="Extra environment, redacted")
+    pid: int | None = Field(None, description="Process id of the server")
+    startup_s: float | None = Field(None, description="Seconds from launch to healthy")
+    exit_code: int | None = Field(None, description="Exit status once stopped")
+
+
+class RunInfo(Strict):
+    """run.json: one server process (one restart of one arm)."""
+
+    schema_version: int = Field(SCHEMA_VERSION, description="Bundle format version")
+    arm: str = Field(description="Arm name")
+    restart: int = Field(ge=0, description="Restart index within the arm")
+    block: int | None = Field(None, description="Block of the interleaved schedule")
+    started_at: str = Field(default_factory=utc_now, description="UTC start of the run")
+    ended_at: str | None = Field(None, description="UTC end of the run")
+    status: RunStatus = Field("running", description="running, ok, failed or interrupted")
+    failure: str | None = Field(None, description="Why the run failed, when it did")
+    base_url: str | None = Field(None, description="Server URL measured")
+    engine: EngineInfo = Field(default_factory=EngineInfo, description="Engine and version")
+    model: str | None = Field(None, description="Model served")
+    server_args: dict[str, Any] = Field(
+        default_factory=dict, description="Server arguments as the engine reports them"
+    )
+    endpoints: dict[str, Any] = Field(
+        default_factory=dict, description="Raw answers of the engine's info endpoints, by path"
+    )
+    environment: dict[str, Any] = Field(
+        default_factory=dict, description="GPU, driver, CUDA, host, Python, tool version"
+    )
+    launch: LaunchInfo | None = Field(None, description="Launch details when sweep started it")
+    logs: list[str] = Field(default_factory=list, description="Log files stored in the run")
+    capture: dict[str, Any] | None = Field(
+        None, description="Resolved capture facts from the log (check), when known"
+    )
+
+
+class RequestRecord(Strict):
+    """One line of requests.jsonl: one streamed request. Names are a contract: add, never rename."""
+
+    arm: str = Field(description="Arm name")
+    restart: int = Field(ge=0, description="Restart index")
+    seq: int = Field(ge=0, description="Order of the request within (arm, restart, workload)")
+    workload: str = Field(description="Prompt set, e.g. code or prose")
+    prompt_id: str = Field(description="Stable id of the prompt within its workload")
+    warmup: bool = Field(description="Discarded warm-up request")
+    t_send: float = Field(description="Send time, seconds since the run began (monotonic)")
+    ttft_s: float | None = Field(None, description="Time to first content chunk")
+    e2e_s: float | None = Field(None, description="Send to end of stream")
+    chunk_times_s: list[float] = Field(
+        default_factory=list, description="Arrival of every chunk that carried output"
+    )
+    chunk_tokens: list[int] | None = Field(
+        None, description="Tokens in each chunk where the server reports them"
+    )
+    completion_tokens: int | None = Field(None, description="Output tokens from the API's usage")
+    prompt_tokens: int | None = Field(None, description="Prompt tokens from the API's usage")
+    token_source: TokenSource = Field("usage", description="Where completion_tokens came from")
+    finish_reason: str | None = Field(None, description="finish_reason of the last choice")
+    text: str = Field("", description="Generated text")
+    error: str | None = Field(None, description="Why the request failed; null when ok")
+    max_tokens: int | None = Field(None, description="max_tokens requested")
+    concurrency: int = Field(1, ge=1, description="Requests in flight at this level")
+    server_timings: dict[str, Any] | None = Field(
+        None, description="Timings the server itself reported (e.g. llama.cpp `timings`)"
+    )
+
+
+def decode_tps(record: RequestRecord) -> float | None:
+    """Decode tokens/s of one request, DESIGN.md's definition: (completion_tokens − tokens of
+    the first chunk) / (last − first chunk time). The first chunk's tokens come from
+    chunk_tokens when the server reported them, else count as 1. None when there is no
+    interval (fewer than 2 chunks, no token count, nothing after the first chunk)."""
+    times = record.chunk_times_s
+    if record.completion_tokens is None or len(times) < 2 or times[-1] <= times[0]:
+        return None
+    first = record.chunk_tokens[0] if record.chunk_tokens else 1
+    if record.completion_tokens <= first:
+        return None
+    return (record.completion_tokens - first) / (times[-1] - times[0])
+
+
+class LenientRequestRecord(RequestRecord):
+    """A RequestRecord that keeps unknown fields (written by a newer minor version)."""
+
+    model_config = ConfigDict(extra="allow")
