@@ -109,14 +109,38 @@ def generate(path: Path, size: int, *, seed: int = 0) -> int:
     return written
 
 
+# The vLLM parser's regexes (diagnostic/engines/vllm.py), as one ERE per signal: what
+# `grep -E` needs to find the same lines. Keep in step with the parser when it learns a signal.
+VLLM_ERES: tuple[str, ...] = (
+    r"Capturing (CUDA graphs|cudagraphs|the model for CUDA graphs|[a-z -]+ CUDA graphs)",
+    r"Graph capturing finished in [0-9]+ secs?",
+    r"CUDAGraphMode\.[A-Z_]+ is not supported",
+    r"setting cudagraph_mode=[A-Z_]+",
+    r"[Oo]verriding cudagraph_mode",
+    r"Cudagraph is disabled under eager mode",
+    r"Enforce eager set",
+    r"Skipping CUDA graph capture",
+    r"Profiling CUDA graph memory",
+    r"vLLM (API )?server version",
+    r"Starting vLLM",
+    r"(V[01] |an )LLM engine \(v[^)]+\) with config",
+    r"non-default args: \{",
+    r"speculative_model=",
+    r"Model Runner",
+    r"SpecDecoding metrics",
+    r"Speculative metrics: Draft",
+    r"WARNING",
+    r"Using [A-Za-z_. ]+ backend",
+)
+
+
 def grep_pattern() -> str:
     """The regexes the vLLM parser and the vLLM pattern rules apply, as one ERE alternation."""
-    from diagnostic.engines import vllm
     from diagnostic.logcheck.rules import load_rules
 
     rules = [r for r in load_rules() if r.match and (not r.engines or "vllm" in r.engines)]
     literals = [_ere(c) for r in rules if r.match for c in r.match.contains]
-    return "|".join([*vllm.GREP_EQUIVALENT, *literals])
+    return "|".join([*VLLM_ERES, *literals])
 
 
 def _ere(literal: str) -> str:

@@ -16,9 +16,9 @@ The two plans are sized the way a group-sequential design is compared, at equal 
 (same α, same power), with the project's planning functions (diagnostic.analyse.stats), from the CV
 of one restart's mean, sqrt(restart_cv² + request_cv²/requests):
 
-- fixed plan: stats.fixed_restarts_for_power, the fewest blocks whose 95% paired interval
+- fixed plan: plans.fixed_restarts_for_power, the fewest blocks whose 95% paired interval
   calls WIN with probability `power` (the simulation also shows the power one block less);
-- adaptive plan: stats.adaptive_max_restarts blocks at most (Pocock's inflation of the fixed
+- adaptive plan: plans.adaptive_max_restarts blocks at most (Pocock's inflation of the fixed
   plan, plus what t intervals cost), looks at stats.planned_looks (what `sweep --adaptive`
   uses), each at the level 1 − stats.sequential_alpha(looks), stopping at the first look
   whose verdict is not INCONCLUSIVE (WIN, LOSS or EQUIVALENT), else at the last one.
@@ -44,7 +44,9 @@ import numpy as np
 from scipy import stats as sps
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
+
+import power as plans  # noqa: E402  (benchmarks/power.py)
 
 from diagnostic import defaults  # noqa: E402
 from diagnostic.analyse import stats  # noqa: E402
@@ -81,13 +83,13 @@ class Design:
 
     @classmethod
     def size(cls, sc: Scenario, delta: float, power: float, looks: tuple[int, ...] = ()) -> Design:
-        """Plans sized for `power` by the project's planning functions."""
+        """Plans sized for `power` by benchmarks/power.py."""
         cv = sc.summary_cv()
-        fixed = stats.fixed_restarts_for_power(cv, sc.effect, delta, power)
+        fixed = plans.fixed_restarts_for_power(cv, sc.effect, delta, power)
         if fixed is None:
             raise SystemExit(f"no fixed plan reaches {power:.0%} power at CV {cv:.1%}")
         if not looks:
-            n_max = stats.adaptive_max_restarts(cv, sc.effect, delta, power)
+            n_max = plans.adaptive_max_restarts(cv, sc.effect, delta, power)
             if n_max is None:
                 raise SystemExit(f"no adaptive plan reaches {power:.0%} power at CV {cv:.1%}")
             looks = tuple(stats.planned_looks(n_max))

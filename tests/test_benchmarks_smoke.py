@@ -13,7 +13,7 @@ import pytest
 BENCHMARKS = Path(__file__).parents[1] / "benchmarks"
 
 
-def _load(name: str) -> ModuleType:
+def load_benchmark(name: str) -> ModuleType:
     if name in sys.modules:
         return sys.modules[name]
     spec = importlib.util.spec_from_file_location(name, BENCHMARKS / f"{name}.py")
@@ -26,7 +26,7 @@ def _load(name: str) -> ModuleType:
 
 @pytest.fixture(scope="module")
 def paced() -> ModuleType:
-    return _load("paced_server")
+    return load_benchmark("paced_server")
 
 
 def _events(body: bytes) -> list[str]:
@@ -94,8 +94,8 @@ def test_decode_rate_counts_tokens_after_the_first_chunk(paced: ModuleType) -> N
 
 
 def test_client_fidelity_measures_one_tiny_point() -> None:
-    fidelity = _load("client_fidelity")
-    paced = _load("paced_server")
+    fidelity = load_benchmark("client_fidelity")
+    paced = load_benchmark("paced_server")
     point = fidelity.Point(2000.0, 4, 2)
     with paced.PacedServer() as server:
         for client in fidelity.CLIENTS:
@@ -108,7 +108,7 @@ def test_client_fidelity_measures_one_tiny_point() -> None:
 
 
 def test_time_to_verdict_runs_a_few_simulations(capsys: pytest.CaptureFixture[str]) -> None:
-    ttv = _load("time_to_verdict")
+    ttv = load_benchmark("time_to_verdict")
     ttv.main(["--sims", "20", "--restart-cv", "0.05", "--check", "3"])
     out = capsys.readouterr().out
     assert "| 5% | 14 blocks (28) | 5/9/14/18" in out and "adaptive 5/9/14/18" in out
@@ -116,7 +116,7 @@ def test_time_to_verdict_runs_a_few_simulations(capsys: pytest.CaptureFixture[st
 
 
 def test_time_to_verdict_adaptive_stops_at_a_planned_look() -> None:
-    ttv = _load("time_to_verdict")
+    ttv = load_benchmark("time_to_verdict")
     import numpy as np
 
     rng = np.random.default_rng(1)
@@ -133,14 +133,14 @@ def test_time_to_verdict_adaptive_stops_at_a_planned_look() -> None:
 def test_time_to_verdict_takes_more_looks_than_pocock_tabulates(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    ttv = _load("time_to_verdict")
+    ttv = load_benchmark("time_to_verdict")
     looks = ["4", "6", "8", "10", "12"]
     ttv.main(["--sims", "20", "--restart-cv", "0.05", "--check", "0", "--looks", *looks])
     assert "4/6/8/10/12" in capsys.readouterr().out.split("\n")[2]
 
 
 def test_sequential_bound_reproduces_pococks_constants() -> None:
-    bound = _load("sequential_bound")
+    bound = load_benchmark("sequential_bound")
     import numpy as np
 
     theta = 1.959964 + 1.281552  # z(0.025) + z(0.10): 90% power at the fixed plan's size

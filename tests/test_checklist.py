@@ -14,7 +14,7 @@ from checklist_bundles import GOOD_ARMS, H200, make_bundle, record
 from pypdf import PdfReader
 
 from diagnostic.bundle.store import Bundle
-from diagnostic.checklist.auto import CHECKS, evaluate_check
+from diagnostic.checklist.auto import AUTO_CHECKS, evaluate_check
 from diagnostic.checklist.lists import (
     STATE_FILE,
     Checklist,
@@ -22,7 +22,6 @@ from diagnostic.checklist.lists import (
     available_checklists,
     checklist_summary,
     evaluate,
-    export_checklist,
     load_checklist,
     load_checklists,
     read_state,
@@ -30,6 +29,7 @@ from diagnostic.checklist.lists import (
     render_pdf,
     run_checklist,
     update_state,
+    write_export,
 )
 from diagnostic.errors import BundleError, ChecklistError
 from diagnostic.schema.bundle import ArmSpec, EngineInfo, LaunchInfo
@@ -45,7 +45,7 @@ def test_shipped_lists_load_in_the_order_of_the_engagement() -> None:
 
 def test_every_automatic_check_is_used_by_the_onsite_list() -> None:
     used = {item.check for item in load_checklist("onsite").items if item.check}
-    assert used == set(CHECKS)
+    assert used == set(AUTO_CHECKS)
 
 
 def test_onsite_list_covers_the_day() -> None:
@@ -157,7 +157,7 @@ def good(tmp_path_factory: pytest.TempPathFactory) -> Bundle:
 
 
 def test_a_complete_bundle_passes_every_check(good: Bundle) -> None:
-    results = {name: evaluate_check(name, good) for name in CHECKS}
+    results = {name: evaluate_check(name, good) for name in AUTO_CHECKS}
     assert results.pop("logs_every_worker").status == "not_applicable"
     # synthetic requests beside real /metrics: not the requests vLLM timed
     assert results.pop("client_matches_engine").status == "not_applicable"
@@ -171,7 +171,7 @@ def test_a_complete_bundle_passes_every_check(good: Bundle) -> None:
 
 def test_an_empty_bundle_has_nothing_done(tmp_path: Path) -> None:
     bundle = make_bundle(tmp_path / "b", arms=())
-    for name in CHECKS:
+    for name in AUTO_CHECKS:
         result = evaluate_check(name, bundle)
         assert result.status in {"not_done", "not_applicable"}, name
         assert result.evidence
@@ -464,7 +464,7 @@ def test_summary_covers_every_list_in_order(good: Bundle) -> None:
 
 
 def test_markdown_export(tmp_path: Path) -> None:
-    out = export_checklist("pre-visit", "md", tmp_path / "sub" / "pre-visit.md")
+    out = write_export(load_checklist("pre-visit"), "md", tmp_path / "sub" / "pre-visit.md")
     text = out.read_text()
     checklist = load_checklist("pre-visit")
     assert text.startswith(f"# {checklist.title}\n")
@@ -481,7 +481,7 @@ def test_markdown_with_a_bundle_shows_status(good: Bundle) -> None:
 
 
 def test_pdf_export_opens_and_carries_the_list(tmp_path: Path) -> None:
-    out = export_checklist("pre-visit", "pdf", tmp_path / "pre-visit.pdf")
+    out = write_export(load_checklist("pre-visit"), "pdf", tmp_path / "pre-visit.pdf")
     reader = PdfReader(io.BytesIO(out.read_bytes()))
     assert 1 <= len(reader.pages) <= 6
     text = " ".join(page.extract_text() for page in reader.pages)
@@ -491,7 +491,8 @@ def test_pdf_export_opens_and_carries_the_list(tmp_path: Path) -> None:
 def test_pdf_escapes_notes(tmp_path: Path) -> None:
     bundle = _bundle(tmp_path, arms=GOOD_ARMS[:1])
     update_state(bundle, load_checklist("deliverable"), notes=[("dl-bundle", "<b>sent</b> & done")])
-    out = export_checklist("deliverable", "pdf", tmp_path / "d.pdf", bundle=bundle)
+    deliverable = load_checklist("deliverable")
+    out = write_export(deliverable, "pdf", tmp_path / "d.pdf", evaluate(deliverable, bundle))
     text = " ".join(p.extract_text() for p in PdfReader(str(out)).pages)
     assert "<b>sent</b> & done" in text and "not done" in text
 

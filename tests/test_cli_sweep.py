@@ -15,7 +15,7 @@ from conftest import ROOT, free_port
 
 from diagnostic.bundle.store import Bundle
 from diagnostic.cli import main
-from diagnostic.measure.plan import load_plan
+from diagnostic.measure.plan.spec import load_plan
 
 SAMPLE = ROOT / "samples" / "plans" / "llamacpp-cpu.toml"
 
@@ -45,7 +45,7 @@ def test_preset_prints_the_plan_and_saves_it(tmp_path: Path) -> None:
     )  # fmt: skip
     assert code == 0, out
     assert "[[arms]]" in out and 'name = "eagle3-k{k}"' in out
-    assert "sweep = { k = [1, 2, 3, 5, 7] }" in out
+    assert "sweep = {k = [1, 2, 3, 5, 7]}" in out
     plan = load_plan(saved)
     assert [a.name for a in plan.arms][:2] == ["baseline", "baseline-aa"]
     assert plan.options.restarts == 3

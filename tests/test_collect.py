@@ -29,7 +29,7 @@ from diagnostic.measure.collect import (
     collect,
     collect_run,
     plan_jobs,
-    summarize,
+    recap,
 )
 from diagnostic.measure.workloads import builtin
 from diagnostic.schema.bundle import Manifest, RequestRecord, RunInfo, decode_tps
@@ -90,7 +90,7 @@ def test_summary_of_real_vllm_requests_matches_their_readme() -> None:
             _from_recorded(json.loads(line), seq)
             for seq, line in enumerate((VLLM / name / "requests.jsonl").read_text().splitlines())
         ]
-        medians[name] = {w.workload: w for w in summarize(records)}
+        medians[name] = {w.workload: w for w in recap(records)}
     for w in medians["base"].values():
         assert w.decode_tps is not None and 540 < w.decode_tps < 640
         assert w.tokens_per_chunk == pytest.approx(1.0, abs=0.05)

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import random
 from pathlib import Path
+from typing import get_args
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from diagnostic.engines import parse_log
 from diagnostic.engines._lines import LineScanner, clean
-from diagnostic.schema.logfacts import CAPTURE_MODES
+from diagnostic.schema.logfacts import CaptureMode
 from tests.engine_logs import CASES, REAL_RUNS
 
 ANCHORS = (b"Capturing", b"WARNING", b"accept")
@@ -107,7 +108,7 @@ REAL_LINES = _real_lines()
 def _check(facts_source: bytes) -> None:
     facts = parse_log(facts_source)
     assert facts.engine in ("vllm", "sglang", "llamacpp", "unknown")
-    assert facts.capture.resolved in CAPTURE_MODES
+    assert facts.capture.resolved in get_args(CaptureMode)
     facts.model_dump_json()
 
 

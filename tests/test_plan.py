@@ -10,14 +10,10 @@ from hypothesis import given, reject, settings
 from hypothesis import strategies as st
 
 from diagnostic.errors import PlanError, TemplateError
-from diagnostic.measure.plan import (
-    infer_speculative,
-    load_plan,
-    parse_plan,
-    plan_from_preset,
-    substitute,
-    to_toml,
-)
+from diagnostic.measure.plan.presets import plan_from_preset
+from diagnostic.measure.plan.serialise import to_toml
+from diagnostic.measure.plan.spec import infer_speculative, load_plan, parse_plan
+from diagnostic.measure.plan.templates import substitute
 
 DATA = Path(__file__).parent / "data" / "plan"
 ISSUE_PLAN = (DATA / "issue5.toml").read_text()

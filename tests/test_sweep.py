@@ -20,9 +20,9 @@ from diagnostic.bundle.store import Bundle
 from diagnostic.common.progress import NullReporter
 from diagnostic.errors import BundleError, DiagnosticError
 from diagnostic.measure.launch import port_in_use, start_server
-from diagnostic.measure.plan import Plan, load_plan, parse_plan
+from diagnostic.measure.plan.spec import Plan, load_plan, parse_plan
 from diagnostic.measure.schedule import build_schedule
-from diagnostic.measure.sweep import OVERALL, SweepSummary, adaptive_looks, capture_facts, sweep
+from diagnostic.measure.sweep import OVERALL, SweepResult, adaptive_looks, capture_facts, sweep
 from diagnostic.schema.bundle import RunInfo
 
 SERVER = (
@@ -387,7 +387,7 @@ def test_ctrl_c_stops_the_server_and_resume_finishes_without_duplicates(
     before = bundle.read_requests("baseline", 0).records
     assert 1 <= len(before) < 13
 
-    summary: SweepSummary = sweep(plan, out=tmp_path / "b", resume=True)
+    summary: SweepResult = sweep(plan, out=tmp_path / "b", resume=True)
     assert [o.status for o in summary.outcomes] == ["ok", "ok"]
     after = Bundle.open(tmp_path / "b").read_requests("baseline", 0).records
     assert len(after) == 13 and len({r.seq for r in after}) == 13

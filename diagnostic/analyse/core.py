@@ -260,7 +260,6 @@ def _finish_aa(ctx: Context) -> list[Comparison]:
     return out
 
 
-AA_MIN_RESTARTS = 3
 """Restarts per side an A/A comparison needs to set δ: with 2 its t interval has df = 1
 (t = 12.7) and would call almost anything noise."""
 
@@ -271,7 +270,7 @@ def _noise_band(aa: Sequence[Comparison]) -> NoiseBand:
         for c in aa
         if c.ci_low is not None
         and c.ci_high is not None
-        and min(c.n_restarts_arm, c.n_restarts_baseline) >= AA_MIN_RESTARTS
+        and min(c.n_restarts_arm, c.n_restarts_baseline) >= defaults.MIN_RESTARTS
     ]
     if not usable:
         source = "the bundle has no A/A arm, so 2% is a default"
@@ -279,7 +278,7 @@ def _noise_band(aa: Sequence[Comparison]) -> NoiseBand:
             n = min(min(c.n_restarts_arm, c.n_restarts_baseline) for c in aa)
             source = (
                 f"the A/A arm {aa[0].arm} has {n} restart(s) per side and calibrating needs "
-                f"≥ {AA_MIN_RESTARTS}, so 2% is a default"
+                f"≥ {defaults.MIN_RESTARTS}, so 2% is a default"
             )
         return NoiseBand(delta=defaults.MARGIN, calibrated=False, source=source)
     deltas = [stats.delta_from_aa(c.ci_low, c.ci_high) for c in usable]  # type: ignore[arg-type]

@@ -14,17 +14,14 @@ from scipy import stats as sps
 
 __all__ = [
     "POCOCK_ALPHA",
-    "POCOCK_INFLATION",
     "Drift",
     "Interval",
     "MedianCI",
     "RatioCI",
     "VarianceComponents",
-    "adaptive_max_restarts",
     "bh_adjust",
     "delta_from_aa",
     "drift_check",
-    "fixed_restarts_for_power",
     "look_number",
     "median_ci",
     "paired_ratio_ci",
@@ -34,7 +31,6 @@ __all__ = [
     "restarts_for_width",
     "restarts_to_decide",
     "sequential_alpha",
-    "sequential_power",
     "t_interval",
     "tukey_fences",
     "tukey_outliers",
@@ -53,7 +49,6 @@ Side = Literal["low", "high"]
 POCOCK_ALPHA = {1: 0.05, 2: 0.0294, 3: 0.0221, 4: 0.0182}
 # Maximum over fixed sample size of those tests at 90% power, R_P(K, 0.05, 0.1) (Jennison &
 # Turnbull table 2.3; a known-variance simulation gives 1.099, 1.144, 1.183).
-POCOCK_INFLATION = {1: 1.0, 2: 1.100, 3: 1.151, 4: 1.183}
 # Seeded Monte Carlo of sequential_alpha / sequential_power: 2^18 paths put the overall level
 # within ±0.05% (one SE) of the target at α = 0.05, the same value on every run.
 _SEQ_PATHS = 1 << 18
@@ -334,7 +329,7 @@ def planned_looks(max_blocks: int, max_looks: int = 4, first: int = 4) -> list[i
     return [math.floor(max_blocks * i / k + 0.5) for i in range(1, k + 1)]
 
 
-def _t_paths(looks: Sequence[int], shift: float) -> tuple[np.ndarray, np.ndarray]:
+def t_look_paths(looks: Sequence[int], shift: float) -> tuple[np.ndarray, np.ndarray]:
     """Seeded paths of i.i.d. N(shift, 1) block differences: (mean, standard error) at each
     look, shape (paths, K). Each segment between looks is drawn as its sum (normal) and its
     within-segment sum of squares (χ², independent of the sum): the exact joint law of the
@@ -353,7 +348,7 @@ def _t_paths(looks: Sequence[int], shift: float) -> tuple[np.ndarray, np.ndarray
 
 @functools.lru_cache(maxsize=64)
 def _sequential_alpha(looks: tuple[int, ...], alpha: float) -> float:
-    mean, se = _t_paths(looks, 0.0)
+    mean, se = t_look_paths(looks, 0.0)
     df = np.asarray(looks, dtype=float) - 1
     with np.errstate(divide="ignore", invalid="ignore"):
         p = 2 * sps.t.sf(np.abs(mean / se), df)
@@ -371,64 +366,6 @@ def sequential_alpha(looks: Sequence[int], alpha: float = 0.05) -> float:
     if len(looks) < 2:
         return alpha
     return _sequential_alpha(tuple(int(n) for n in looks), float(alpha))
-
-
-def sequential_power(
-    looks: Sequence[int], effect_sd: float, band_sd: float, alpha_look: float
-) -> float:
-    """Probability that a paired design with these looks ends in WIN: at each look the
-    (1 − alpha_look) t interval of the mean block log ratio decides as `verdict` does (band
-    ±band_sd), and the design stops at the first decision. effect_sd and band_sd are the
-    true log ratio and log(1+δ) over the SD of one block's log ratio. Seeded simulation."""
-    mean, se = _t_paths(looks, effect_sd)
-    with np.errstate(invalid="ignore"):
-        half = sps.t.isf(alpha_look / 2, np.asarray(looks, dtype=float) - 1) * se
-    low, high = mean - half, mean + half
-    win = low > band_sd
-    decided = win | (high < -band_sd) | ((low >= -band_sd) & (high <= band_sd))
-    first = np.where(decided.any(axis=1), decided.argmax(axis=1), len(looks) - 1)
-    return float(win[np.arange(len(first)), first].mean())
-
-
-def fixed_restarts_for_power(
-    cv: float, effect: float, delta: float, power: float = 0.9, alpha: float = 0.05, cap: int = 1000
-) -> int | None:
-    """Blocks (restarts per arm) a fixed blocked plan needs to call WIN with probability
-    `power` when the arm is faster by `effect` (0.10 = 10%): the paired t interval at level
-    1 − alpha must clear the band edge 1+δ, exact by the noncentral t. cv is one arm's
-    restart-to-restart CV (SD of log restart means), so a block's log ratio has SD √2·cv.
-    Never below 3; None when the effect is inside the band or needs more than `cap`."""
-    sd = math.sqrt(2.0) * cv
-    room = abs(math.log1p(effect)) - math.log1p(delta)
-    if room <= 0 or sd <= 0:
-        return None
-    z = float(sps.norm.isf(alpha / 2) + sps.norm.ppf(power))
-    start = max(3, math.floor((z * sd / room) ** 2) - 1)  # the normal answer, from below
-    for n in range(start, cap + 1):
-        crit = float(sps.t.isf(alpha / 2, n - 1))
-        if float(sps.nct.sf(crit, n - 1, room * math.sqrt(n) / sd)) >= power:
-            return n
-    return None
-
-
-def adaptive_max_restarts(
-    cv: float, effect: float, delta: float, power: float = 0.9, looks: int = 4
-) -> int | None:
-    """Maximum blocks (the plan's `restarts`) of an adaptive sweep with the same power as the
-    fixed plan: the smallest N ≥ the fixed plan whose planned_looks(N, looks) design, at the
-    sequential_alpha level, calls WIN with probability ≥ `power` (Pocock's inflation, about
-    1.1-1.2 × the fixed plan, plus what t intervals on few blocks cost). cv as in
-    fixed_restarts_for_power; None when no fixed plan exists."""
-    n_fixed = fixed_restarts_for_power(cv, effect, delta, power)
-    if n_fixed is None:
-        return None
-    sd = math.sqrt(2.0) * cv
-    effect_sd, band_sd = abs(math.log1p(effect)) / sd, math.log1p(delta) / sd
-    for n in range(n_fixed, 2 * n_fixed + 8):
-        plan = planned_looks(n, looks)
-        if sequential_power(plan, effect_sd, band_sd, sequential_alpha(plan)) >= power:
-            return n
-    return None
 
 
 def drift_check(

@@ -6,21 +6,17 @@ import re
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from functools import cached_property
-from pathlib import Path
 from typing import Any, Literal
 
-from diagnostic import defaults
 from diagnostic.analyse.engine_timing import engine_timing
 from diagnostic.bundle.store import Bundle, run_id
-from diagnostic.schema.bundle import ArmSpec, RequestRecord, RunInfo
+from diagnostic.checklist.bundle_facts import BundleFacts
+from diagnostic.defaults import MIN_REQUESTS, MIN_RESTARTS
+from diagnostic.schema.bundle import ArmSpec, RunInfo
 
 __all__ = [
-    "CHECKS",
-    "MIN_REQUESTS",
-    "MIN_RESTARTS",
+    "AUTO_CHECKS",
     "MIN_SWEEP_POINTS",
-    "BundleFacts",
     "Check",
     "CheckResult",
     "Status",
@@ -31,8 +27,6 @@ __all__ = [
 
 Status = Literal["done", "not_done", "not_applicable"]
 
-MIN_REQUESTS = defaults.MIN_REQUESTS
-MIN_RESTARTS = defaults.MIN_RESTARTS
 MIN_SWEEP_POINTS = 3  # distinct draft lengths needed to see where the optimum lies
 _SHOWN = 3  # offenders named in one evidence line before "and N more"
 
@@ -54,7 +48,7 @@ class CheckResult:
     evidence: str
 
 
-CheckFn = Callable[["BundleFacts"], CheckResult]
+CheckFn = Callable[[BundleFacts], CheckResult]
 
 
 @dataclass(frozen=True)
@@ -66,12 +60,12 @@ class Check:
     evaluate: CheckFn
 
 
-CHECKS: dict[str, Check] = {}
+AUTO_CHECKS: dict[str, Check] = {}
 
 
 def _check(name: str, title: str) -> Callable[[CheckFn], CheckFn]:
     def register(fn: CheckFn) -> CheckFn:
-        CHECKS[name] = Check(name, title, fn)
+        AUTO_CHECKS[name] = Check(name, title, fn)
         return fn
 
     return register
@@ -80,63 +74,7 @@ def _check(name: str, title: str) -> Callable[[CheckFn], CheckFn]:
 def evaluate_check(name: str, bundle: Bundle | BundleFacts) -> CheckResult:
     """Run the named check against a bundle (a BundleFacts shares reads between checks)."""
     facts = bundle if isinstance(bundle, BundleFacts) else BundleFacts(bundle)
-    return CHECKS[name].evaluate(facts)
-
-
-class BundleFacts:
-    """A bundle read once: runs, request records and logs, shared by every check."""
-
-    def __init__(self, bundle: Bundle) -> None:
-        self.bundle = bundle
-
-    @cached_property
-    def runs(self) -> list[RunInfo]:
-        """Every run.json of the bundle."""
-        return self.bundle.runs()
-
-    @cached_property
-    def arms(self) -> dict[str, ArmSpec]:
-        """The plan's arms by name."""
-        return {arm.name: arm for arm in self.bundle.manifest.plan.arms}
-
-    @cached_property
-    def requests(self) -> dict[str, list[RequestRecord]]:
-        """Request records of every run, by run id."""
-        return {
-            run_id(r.arm, r.restart): self.bundle.read_requests(r.arm, r.restart).records
-            for r in self.runs
-        }
-
-    def measured(self, run: RunInfo) -> list[RequestRecord]:
-        """Requests of a run that count: not warm-up, not failed."""
-        return [
-            rec
-            for rec in self.requests[run_id(run.arm, run.restart)]
-            if not rec.warmup and rec.error is None
-        ]
-
-    def usable(self, run: RunInfo) -> bool:
-        """A run that did not fail and measured at least one request."""
-        return run.status != "failed" and bool(self.measured(run))
-
-    def log_names(self, run: RunInfo) -> list[str]:
-        """Log files the run lists (plain names inside the run folder), or server.log."""
-        names = [n for n in run.logs if n and Path(n).name == n and n not in {".", ".."}]
-        return names or ["server.log"]
-
-    def log_text(self, run: RunInfo) -> str:
-        """Every log of a run, concatenated (undecodable bytes replaced)."""
-        parts = []
-        for name in self.log_names(run):
-            path = self.bundle.run_file(run.arm, run.restart, name)
-            if path.is_file():
-                parts.append(path.read_text(encoding="utf-8", errors="replace"))
-        return "\n".join(parts)
-
-    def file_size(self, run: RunInfo, name: str) -> int:
-        """Size of a file in the run folder, 0 when absent."""
-        path = self.bundle.run_file(run.arm, run.restart, name)
-        return path.stat().st_size if path.is_file() else 0
+    return AUTO_CHECKS[name].evaluate(facts)
 
 
 def _rid(run: RunInfo) -> str:

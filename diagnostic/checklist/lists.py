@@ -12,7 +12,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from diagnostic.bundle.redact import redact_text
 from diagnostic.bundle.store import Bundle, atomic_write_bytes, atomic_write_text
-from diagnostic.checklist.auto import CHECKS, BundleFacts, Status, evaluate_check
+from diagnostic.checklist.auto import AUTO_CHECKS, Status, evaluate_check
+from diagnostic.checklist.bundle_facts import BundleFacts
 from diagnostic.common.resources import checklists_dir, templates_dir
 from diagnostic.errors import ChecklistError
 from diagnostic.schema.bundle import utc_now
@@ -31,7 +32,6 @@ __all__ = [
     "available_checklists",
     "checklist_summary",
     "evaluate",
-    "export_checklist",
     "load_checklist",
     "load_checklists",
     "read_state",
@@ -245,10 +245,10 @@ def _check_items(path: Path, checklist: Checklist) -> None:
         if item.id in seen:
             raise ChecklistError(f"{path}: item {item.id!r}: duplicate id; ids must be unique")
         seen.add(item.id)
-        if item.check is not None and item.check not in CHECKS:
+        if item.check is not None and item.check not in AUTO_CHECKS:
             raise ChecklistError(
                 f"{path}: item {item.id!r}: unknown check {item.check!r}; "
-                f"known checks: {', '.join(sorted(CHECKS))}"
+                f"known checks: {', '.join(sorted(AUTO_CHECKS))}"
             )
 
 
@@ -425,15 +425,6 @@ def render_pdf(checklist: Checklist, statuses: Sequence[ItemStatus] | None = Non
     from diagnostic.common.pdf import html_to_pdf  # imported here: WeasyPrint is slow to load
 
     return html_to_pdf(html, templates_dir() / "checklist")
-
-
-def export_checklist(
-    name: str, fmt: Literal["md", "pdf"], out: Path, *, bundle: Bundle | None = None
-) -> Path:
-    """Write a checklist as Markdown or PDF (with statuses when a bundle is given)."""
-    checklist = load_checklist(name)
-    statuses = evaluate(checklist, bundle) if bundle is not None else None
-    return write_export(checklist, fmt, Path(out), statuses)
 
 
 def write_export(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from types import TracebackType
 from typing import Any
@@ -18,10 +19,35 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-__all__ = ["RichReporter", "console", "console_err", "number_option"]
+from diagnostic.errors import DiagnosticError
+
+__all__ = [
+    "RichReporter",
+    "api_key_from_env",
+    "api_key_option",
+    "console",
+    "console_err",
+    "number_option",
+]
 
 console = Console()
 console_err = Console(stderr=True)
+
+
+api_key_option = click.option(
+    "--api-key-env", metavar="VAR", help="Environment variable holding the API key."
+)
+
+
+def api_key_from_env(var: str | None) -> str | None:
+    """The API key held by environment variable `var` (the key itself is never an argument, so
+    it stays out of shell history and of the bundle's recorded command line)."""
+    if var is None:
+        return None
+    key = os.environ.get(var)
+    if not key:
+        raise DiagnosticError(f"--api-key-env {var}: the environment variable {var} is not set")
+    return key
 
 
 def number_option(

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
@@ -11,9 +10,14 @@ from rich import box
 from rich.table import Table
 
 from diagnostic import defaults
-from diagnostic.cli._common import RichReporter, console, number_option
-from diagnostic.errors import DiagnosticError
-from diagnostic.measure.collect import CollectConfig, CollectSummary, collect
+from diagnostic.cli._common import (
+    RichReporter,
+    api_key_from_env,
+    api_key_option,
+    console,
+    number_option,
+)
+from diagnostic.measure.collect import CollectConfig, CollectRecap, collect
 
 
 def _workload_names(value: str | None) -> list[str] | None:
@@ -23,15 +27,6 @@ def _workload_names(value: str | None) -> list[str] | None:
     if not names:
         raise click.BadParameter("give at least one workload name", param_hint="--workloads")
     return names
-
-
-def _api_key(var: str | None) -> str | None:
-    if var is None:
-        return None
-    key = os.environ.get(var)
-    if not key:
-        raise DiagnosticError(f"--api-key-env {var}: the environment variable {var} is not set")
-    return key
 
 
 @click.command("collect")
@@ -73,7 +68,7 @@ def _api_key(var: str | None) -> str | None:
     type=click.Path(path_type=Path),
     help="Server log file to copy into the run, redacted (repeatable).",
 )
-@click.option("--api-key-env", metavar="VAR", help="Environment variable holding the API key.")
+@api_key_option
 @number_option(
     "--timeout", defaults.REQUEST_TIMEOUT_S, 1, "Seconds one request may take.", dest="timeout_s"
 )
@@ -124,7 +119,7 @@ def command(
         api="chat" if api == "chat" else "completions",
         model=model,
         logs=list(logs),
-        api_key=_api_key(api_key_env),
+        api_key=api_key_from_env(api_key_env),
         resume=resume,
         force=force,
         timeout_s=timeout_s,
@@ -140,7 +135,7 @@ def _fmt(value: float | None, pattern: str) -> str:
     return "-" if value is None else format(value, pattern)
 
 
-def _print_summary(summary: CollectSummary) -> None:
+def _print_summary(summary: CollectRecap) -> None:
     title = f"{summary.run}: {summary.engine} {summary.version or ''} {summary.model or ''}"
     table = Table(title=title.strip(), box=box.SIMPLE_HEAD)
     table.add_column("workload", no_wrap=True)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import os
 import signal
 import sys
 from collections.abc import Iterator
@@ -19,11 +18,20 @@ from rich.table import Table
 
 from diagnostic import defaults
 from diagnostic.bundle.redact import redact_text
-from diagnostic.cli._common import RichReporter, console, console_err, number_option
+from diagnostic.cli._common import (
+    RichReporter,
+    api_key_from_env,
+    api_key_option,
+    console,
+    console_err,
+    number_option,
+)
 from diagnostic.errors import DiagnosticError
-from diagnostic.measure.plan import ENGINES, Plan, expand_plan, load_plan, plan_from_preset, to_toml
+from diagnostic.measure.plan.presets import ENGINES, plan_from_preset
+from diagnostic.measure.plan.serialise import to_toml
+from diagnostic.measure.plan.spec import Plan, expand_plan, load_plan
 from diagnostic.measure.schedule import EstimateAssumptions
-from diagnostic.measure.sweep import OVERALL, SweepSummary, sweep
+from diagnostic.measure.sweep import OVERALL, SweepResult, sweep
 
 CURRENT = "  this run"
 _PRESET_OPTIONS = (
@@ -87,15 +95,6 @@ def _ks(value: str | None) -> list[int]:
         raise click.BadParameter("give draft lengths as integers, e.g. 1,2,3,5,7") from None
 
 
-def _api_key(var: str | None) -> str | None:
-    if var is None:
-        return None
-    key = os.environ.get(var)
-    if not key:
-        raise DiagnosticError(f"--api-key-env {var}: the environment variable {var} is not set")
-    return key
-
-
 _OUT = click.Path(path_type=Path)
 
 
@@ -141,7 +140,7 @@ _OUT = click.Path(path_type=Path)
 @click.option("--extra-args", default="", help="Preset: flags added to every launch.")
 @click.option("--no-aa", is_flag=True, help="Preset: leave out the A/A arm (baseline-aa).")
 @click.option("--save-plan", type=_OUT, help="Preset: write the plan to this file.")
-@click.option("--api-key-env", metavar="VAR", help="Environment variable holding the API key.")
+@api_key_option
 @click.option(
     "--timeout",
     "timeout_s",
@@ -201,7 +200,7 @@ def command(
         force=force,
         stop_on_failure=stop_on_failure,
         adaptive=adaptive,
-        api_key=_api_key(api_key_env),
+        api_key=api_key_from_env(api_key_env),
         request_timeout_s=timeout_s,
         assumptions=EstimateAssumptions(startup_s=assume_startup, decode_tps=assume_tps),
     )
@@ -290,7 +289,7 @@ def _duration(seconds: float) -> str:
     return f"{minutes // 60} h {minutes % 60:02d} min" if minutes >= 60 else f"{minutes} min"
 
 
-def _print_schedule(summary: SweepSummary) -> None:
+def _print_schedule(summary: SweepResult) -> None:
     table = Table(title=f"Schedule of {summary.plan_source}", box=box.SIMPLE_HEAD)
     for name in ("#", "block", "arm", "restart"):
         table.add_column(name, justify="right" if name != "arm" else "left")
@@ -311,7 +310,7 @@ def _print_schedule(summary: SweepSummary) -> None:
         console.print(f"--adaptive: the analysis looks after blocks {looks}", highlight=False)
 
 
-def _print_outcomes(summary: SweepSummary) -> None:
+def _print_outcomes(summary: SweepResult) -> None:
     table = Table(title=f"Sweep into {summary.bundle}", box=box.SIMPLE_HEAD)
     for name in ("block", "arm", "restart", "status", "start-up s", "why"):
         table.add_column(name, justify="right" if name in ("block", "restart") else "left")

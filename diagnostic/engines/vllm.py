@@ -33,29 +33,6 @@ ANCHORS: tuple[bytes, ...] = (
     b"WARNING",
     b"backend",
 )
-# The regexes below, as one ERE per signal: what `grep -E` needs to find the same lines
-# (benchmarks/logscan.py compares the two).
-GREP_EQUIVALENT: tuple[str, ...] = (
-    r"Capturing (CUDA graphs|cudagraphs|the model for CUDA graphs|[a-z -]+ CUDA graphs)",
-    r"Graph capturing finished in [0-9]+ secs?",
-    r"CUDAGraphMode\.[A-Z_]+ is not supported",
-    r"setting cudagraph_mode=[A-Z_]+",
-    r"[Oo]verriding cudagraph_mode",
-    r"Cudagraph is disabled under eager mode",
-    r"Enforce eager set",
-    r"Skipping CUDA graph capture",
-    r"Profiling CUDA graph memory",
-    r"vLLM (API )?server version",
-    r"Starting vLLM",
-    r"(V[01] |an )LLM engine \(v[^)]+\) with config",
-    r"non-default args: \{",
-    r"speculative_model=",
-    r"Model Runner",
-    r"SpecDecoding metrics",
-    r"Speculative metrics: Draft",
-    r"WARNING",
-    r"Using [A-Za-z_. ]+ backend",
-)
 SIGNATURES: tuple[bytes, ...] = (
     b"vLLM",
     b"LLM engine",
@@ -94,7 +71,6 @@ _FINISHED = re.compile(
     r"Graph capturing finished in (?P<s>[\d.]+) secs?(?:, took (?P<gib>[\d.]+) GiB)?"
 )
 _SETTING = re.compile(r"setting cudagraph_mode=(?:CUDAGraphMode\.)?(?P<to>[A-Z_]+)")
-_NOT_SUPPORTED = re.compile(r"CUDAGraphMode\.(?P<from>[A-Z_]+) is not supported")
 _OVERRIDE = re.compile(
     r"[Oo]verriding cudagraph_mode (?:from (?:CUDAGraphMode\.)?(?P<from>[A-Z_]+) )?"
     r"to (?:CUDAGraphMode\.)?(?P<to>[A-Z_]+)"

@@ -27,7 +27,7 @@ from diagnostic.schema.logfacts import (
     Severity,
 )
 
-__all__ = ["CHECKS", "Rule", "apply_rules", "line_patterns", "load_rules"]
+__all__ = ["RULE_CHECKS", "Rule", "apply_rules", "line_patterns", "load_rules"]
 
 _FIELD = re.compile(r"\{([A-Za-z_][\w.\-]*)\}")
 _OPS = {"eq", "ne", "in", "not_in", "lt", "le", "gt", "ge", "regex", "exists"}
@@ -94,8 +94,10 @@ class Rule(BaseModel):
     def _has_a_test(self) -> Rule:
         if not (self.when or self.when_any or self.match or self.check):
             raise ValueError("a rule needs `when`, `when_any`, `match` or `check`")
-        if self.check is not None and self.check not in CHECKS:
-            raise ValueError(f"unknown check {self.check!r}; known: {', '.join(sorted(CHECKS))}")
+        if self.check is not None and self.check not in RULE_CHECKS:
+            raise ValueError(
+                f"unknown check {self.check!r}; known: {', '.join(sorted(RULE_CHECKS))}"
+            )
         for conditions in [self.when, *self.when_any]:
             for key, cond in conditions.items():
                 if isinstance(cond, dict) and not set(cond) <= _OPS:
@@ -250,8 +252,7 @@ def _workers_disagree(facts: LogFacts, params: dict[str, Any]) -> CheckResult:
     return {"per_worker": ", ".join(f"{w}: {m}" for w, m in modes.items())}
 
 
-RunCheck = Callable[[LogFacts, dict[str, Any]], CheckResult]
-CHECKS: dict[str, Callable[..., Any]] = {
+RULE_CHECKS: dict[str, Callable[..., Any]] = {
     "draft_too_long": _draft_too_long,
     "workers_disagree": _workers_disagree,
     "spec_capture_differs": lambda runs, params: None,  # cross-run: see _cross_run
@@ -296,7 +297,7 @@ def _apply(rule: Rule, facts: LogFacts) -> Finding | None:
             m = re.search(rule.match.regex, hits[0].text)
             extra.update({k: v for k, v in (m.groupdict() if m else {}).items() if v is not None})
     if rule.check is not None:
-        result = CHECKS[rule.check](facts, rule.params)
+        result = RULE_CHECKS[rule.check](facts, rule.params)
         if result is None:
             return None
         extra.update(result)

@@ -8,6 +8,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from diagnostic import defaults
+
 __all__ = ["Estimate", "EstimateAssumptions", "Start", "build_schedule", "estimate"]
 
 
@@ -27,7 +29,7 @@ def build_schedule(
     *,
     restarts: int,
     order: Literal["blocks", "sequential"] = "blocks",
-    seed: int = 0,
+    seed: int = defaults.SEED,
 ) -> list[Start]:
     """Every (arm, restart) once; blocks: block b starts each arm once (restart b), shuffled.
 

@@ -91,7 +91,7 @@ class PlanSpec(Strict):
     )
     concurrency: list[int] = Field(default_factory=lambda: [1], description="Concurrency levels")
     baseline: str | None = Field(None, description="Arm the others are compared with")
-    seed: int = Field(0, description="Seed of the schedule and the sampler")
+    seed: int = Field(defaults.SEED, description="Seed of the schedule and the sampler")
     order: Literal["blocks", "sequential", "manual"] = Field(
         "manual", description="How restarts were scheduled"
     )

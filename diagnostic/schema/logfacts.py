@@ -13,15 +13,6 @@ CaptureMode = Literal[
     "FULL_AND_PIECEWISE", "FULL", "FULL_DECODE_ONLY", "PIECEWISE", "NONE", "CAPTURED", "UNKNOWN"
 ]
 Severity = Literal["info", "warning", "error"]
-CAPTURE_MODES: tuple[str, ...] = (
-    "FULL_AND_PIECEWISE",
-    "FULL",
-    "FULL_DECODE_ONLY",
-    "PIECEWISE",
-    "NONE",
-    "CAPTURED",
-    "UNKNOWN",
-)
 # Stored lists are capped so a gigabyte log still gives a small findings.json; the summaries
 # are computed over every line.
 MAX_SAMPLES = 200

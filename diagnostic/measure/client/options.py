@@ -25,7 +25,7 @@ class ClientOptions(BaseModel):
     max_tokens: int = Field(
         defaults.MAX_TOKENS, ge=1, description="Output length asked of every request"
     )
-    seed: int = Field(0, description="Sampler seed (greedy anyway)")
+    seed: int = Field(defaults.SEED, description="Sampler seed (greedy anyway)")
     force_length: bool = Field(
         True, description="Send ignore_eos and min_tokens so every answer has max_tokens tokens"
     )

@@ -11,10 +11,10 @@ from pydantic import BaseModel, ConfigDict, Field
 from diagnostic.schema.analysis import EngineTiming
 from diagnostic.schema.bundle import RequestRecord, decode_tps
 
-__all__ = ["CollectSummary", "WorkloadSummary", "summarize"]
+__all__ = ["CollectRecap", "WorkloadRecap", "recap"]
 
 
-class WorkloadSummary(BaseModel):
+class WorkloadRecap(BaseModel):
     """Medians over one workload's measured requests of a run."""
 
     model_config = ConfigDict(extra="forbid")
@@ -28,7 +28,7 @@ class WorkloadSummary(BaseModel):
     token_sources: list[str] = Field(default_factory=list, description="token_source values seen")
 
 
-class CollectSummary(BaseModel):
+class CollectRecap(BaseModel):
     """What `diagnose collect` did."""
 
     model_config = ConfigDict(extra="forbid")
@@ -41,7 +41,7 @@ class CollectSummary(BaseModel):
     version: str | None = Field(None, description="Engine version")
     model: str | None = Field(None, description="Model served")
     resumed: int = Field(0, description="Requests already in the bundle, skipped")
-    workloads: list[WorkloadSummary] = Field(default_factory=list, description="Per workload")
+    workloads: list[WorkloadRecap] = Field(default_factory=list, description="Per workload")
     engine_timing: EngineTiming | None = Field(
         None, description="The client's decode tok/s against the engine's own clock, whole run"
     )
@@ -52,13 +52,13 @@ def _median(values: list[float | None]) -> float | None:
     return statistics.median(kept) if kept else None
 
 
-def summarize(records: list[RequestRecord]) -> list[WorkloadSummary]:
+def recap(records: list[RequestRecord]) -> list[WorkloadRecap]:
     """Per-workload medians over measured requests (warm-ups and errors left out)."""
     names = list(dict.fromkeys(r.workload for r in records))
     return [_summary(n, [r for r in records if r.workload == n and not r.warmup]) for n in names]
 
 
-def _summary(name: str, measured: list[RequestRecord]) -> WorkloadSummary:
+def _summary(name: str, measured: list[RequestRecord]) -> WorkloadRecap:
     ok = [r for r in measured if not r.error]
     client = [decode_tps(r) for r in ok]
     per_chunk = [
@@ -66,7 +66,7 @@ def _summary(name: str, measured: list[RequestRecord]) -> WorkloadSummary:
         for r in ok
         if r.completion_tokens is not None and r.chunk_times_s
     ]
-    return WorkloadSummary(
+    return WorkloadRecap(
         workload=name,
         requests=len(measured),
         failures=len(measured) - len(ok),

@@ -41,7 +41,7 @@ class RunSettings(BaseModel):
     read_timeout_s: float = Field(
         defaults.READ_TIMEOUT_S, gt=0, description="Longest silence within a stream"
     )
-    seed: int = Field(0, description="Sampler seed (requests are greedy anyway)")
+    seed: int = Field(defaults.SEED, description="Sampler seed (requests are greedy anyway)")
     force_length: bool = Field(True, description="Send ignore_eos and min_tokens")
     extra_body: dict[str, Any] = Field(default_factory=dict, description="Extra request fields")
     max_output_bytes: int = Field(

@@ -16,7 +16,7 @@ from diagnostic.errors import BundleError, DiagnosticError
 from diagnostic.measure.client import (
     auth_headers,
 )
-from diagnostic.measure.collect.recap import CollectSummary, summarize
+from diagnostic.measure.collect.recap import CollectRecap, recap
 from diagnostic.measure.collect.run import METRICS_AFTER, METRICS_BEFORE, collect_run
 from diagnostic.measure.collect.settings import RunSettings
 from diagnostic.measure.workloads import Workload, select_workloads
@@ -51,7 +51,7 @@ class CollectConfig(BaseModel):
     )
 
 
-def collect(config: CollectConfig, *, reporter: Reporter) -> CollectSummary:
+def collect(config: CollectConfig, *, reporter: Reporter) -> CollectRecap:
     """`diagnose collect`: one run of a running server into a bundle (new, added, or resumed)."""
     workloads = select_workloads(config.workloads, config.prompts)
     _check_api(workloads, config.api)
@@ -79,7 +79,7 @@ def collect(config: CollectConfig, *, reporter: Reporter) -> CollectSummary:
     after, before = (
         bundle.run_file(run.arm, run.restart, n) for n in (METRICS_AFTER, METRICS_BEFORE)
     )
-    return CollectSummary(
+    return CollectRecap(
         bundle=bundle.path,
         run=run_id(run.arm, run.restart),
         status=run.status,
@@ -88,7 +88,7 @@ def collect(config: CollectConfig, *, reporter: Reporter) -> CollectSummary:
         version=run.engine.version,
         model=run.model,
         resumed=resumed,
-        workloads=summarize(records),
+        workloads=recap(records),
         engine_timing=engine_timing(records, _text(after), _text(before)),
     )
 

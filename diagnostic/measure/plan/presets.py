@@ -47,7 +47,7 @@ def plan_from_preset(
     server: str | None = None,
     extra_args: str = "",
     aa: bool = True,
-    seed: int = 0,
+    seed: int = defaults.SEED,
     health_timeout_s: float = defaults.HEALTH_TIMEOUT_S,
 ) -> PlanFile:
     """A plan with a baseline, an A/A arm (unless aa=False) and one arm per draft length k."""

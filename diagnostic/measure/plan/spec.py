@@ -19,7 +19,6 @@ from diagnostic.measure.workloads import BUILTIN
 from diagnostic.schema.bundle import ArmSpec, ConcurrencyLevels, PlanSpec, Target
 
 __all__ = [
-    "MIN_REQUESTS",
     "Arm",
     "ArmTable",
     "Plan",
@@ -31,9 +30,6 @@ __all__ = [
     "parse_plan",
 ]
 
-# Below this many measured requests per restart and workload, per-restart medians wobble
-# enough to blur a 10% effect (see STATISTICS.md); warn, do not refuse.
-MIN_REQUESTS = defaults.MIN_REQUESTS
 # The same rule as bundle.run_dir: an arm name becomes a folder name.
 _SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+=-]*$")
 # Flags that turn speculation on in vLLM, SGLang or llama.cpp launch commands.
@@ -82,7 +78,7 @@ class PlanTable(_Table):
     order: Literal["blocks", "sequential"] = Field(
         "blocks", description="blocks: every block starts each arm once, in seeded random order"
     )
-    seed: int = Field(0, description="Seed of the block order")
+    seed: int = Field(defaults.SEED, description="Seed of the block order")
     concurrency: ConcurrencyLevels = Field(
         default_factory=lambda: [1], description="Concurrency levels"
     )
@@ -421,9 +417,9 @@ def _baseline(source: str, baseline: str | None, arms: list[Arm]) -> str:
 def _warnings(plan: Plan) -> list[str]:
     notes = []
     o = plan.options
-    if o.requests < MIN_REQUESTS:
+    if o.requests < defaults.MIN_REQUESTS:
         notes.append(
-            f"{plan.source}: requests = {o.requests} is below {MIN_REQUESTS}; per-restart "
+            f"{plan.source}: requests = {o.requests} is below {defaults.MIN_REQUESTS}; per-restart "
             "medians will be noisy (fine for a smoke test, not for a verdict)"
         )
     if o.restarts < 3:

@@ -7,14 +7,14 @@ from diagnostic.measure.sweep.runner import (
     StartRunner,
     capture_facts,
 )
-from diagnostic.measure.sweep.stage import SweepSummary, adaptive_looks, run_settings, sweep
+from diagnostic.measure.sweep.stage import SweepResult, adaptive_looks, run_settings, sweep
 
 __all__ = [
     "OVERALL",
     "OutcomeStatus",
     "RunOutcome",
     "StartRunner",
-    "SweepSummary",
+    "SweepResult",
     "adaptive_looks",
     "capture_facts",
     "run_settings",

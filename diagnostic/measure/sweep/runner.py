@@ -26,7 +26,7 @@ from diagnostic.measure.launch import (
     wait_healthy,
     wait_port_free,
 )
-from diagnostic.measure.plan import Plan
+from diagnostic.measure.plan.spec import Plan
 from diagnostic.measure.schedule import Start
 from diagnostic.schema.bundle import LaunchInfo, RunInfo, utc_now
 

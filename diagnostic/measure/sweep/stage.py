@@ -13,7 +13,7 @@ from diagnostic.bundle.store import Bundle
 from diagnostic.common.progress import NullReporter, Reporter
 from diagnostic.errors import BundleError, DiagnosticError
 from diagnostic.measure.collect import RunSettings
-from diagnostic.measure.plan import Plan
+from diagnostic.measure.plan.spec import Plan
 from diagnostic.measure.schedule import (
     Estimate,
     EstimateAssumptions,
@@ -24,7 +24,7 @@ from diagnostic.measure.schedule import (
 from diagnostic.measure.sweep.runner import OVERALL, OutcomeStatus, RunOutcome, StartRunner
 from diagnostic.schema.bundle import Engagement, Manifest
 
-__all__ = ["SweepSummary", "adaptive_looks", "run_settings", "sweep"]
+__all__ = ["SweepResult", "adaptive_looks", "run_settings", "sweep"]
 
 _NO_INTERIM = (
     "--adaptive: restarts = {restarts} leaves no interim look (one needs 4 blocks before it "
@@ -35,7 +35,7 @@ _NO_INTERIM = (
 _SHELL_VAR = re.compile(r"(?<![\\$])\$(?:\{([A-Za-z_]\w*)\}|([A-Za-z_]\w*))")
 
 
-class SweepSummary(BaseModel):
+class SweepResult(BaseModel):
     """The result of `sweep`: the schedule, its estimate and each start's outcome."""
 
     model_config = ConfigDict(extra="forbid")
@@ -74,7 +74,7 @@ def sweep(
     engagement: Engagement | None = None,
     grace_s: float = 30.0,
     assumptions: EstimateAssumptions | None = None,
-) -> SweepSummary:
+) -> SweepResult:
     """Run `plan` into the bundle `out`: every scheduled start launched, measured and stopped.
 
     A start that crashes or never becomes healthy is recorded as failed and the sweep goes on
@@ -87,7 +87,7 @@ def sweep(
     o = plan.options
     names = [a.name for a in plan.arms]
     schedule = build_schedule(names, restarts=o.restarts, order=o.order, seed=o.seed)
-    summary = SweepSummary(
+    summary = SweepResult(
         bundle=None if dry_run else str(out),
         plan_source=plan.source,
         schedule=schedule,
