@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from diagnostic import defaults
 from diagnostic.bundle.redact import redact_mapping, redact_text
+from diagnostic.engines.flags import infer_speculative
 from diagnostic.errors import PlanError
 from diagnostic.measure.plan.templates import TemplateError, substitute
 from diagnostic.measure.workloads import BUILTIN
@@ -32,11 +33,6 @@ __all__ = [
 
 # The same rule as bundle.run_dir: an arm name becomes a folder name.
 _SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+=-]*$")
-# Flags that turn speculation on in vLLM, SGLang or llama.cpp launch commands.
-_SPEC_FLAG = re.compile(
-    r"(?:^|\s)(?:--speculative[-_][\w-]+|--spec-type(?:=|\s+)(?!none\b)\S+|-md|--model-draft"
-    r"|--draft(?:-max|-n)?|--spec-draft[\w-]*|--hf-repo-draft|-hfd)(?=[\s=]|$)"
-)
 
 
 class _Table(BaseModel):
@@ -348,11 +344,6 @@ def _one_arm(source: str, where: str, table: ArmTable, port: int, params: dict[s
         speculative=speculative,
         aa_of=table.aa_of,
     )
-
-
-def infer_speculative(launch: str) -> bool:
-    """Whether a launch command carries a speculation flag of vLLM, SGLang or llama.cpp."""
-    return _SPEC_FLAG.search(launch) is not None
 
 
 def _check_names(source: str, arms: list[Arm]) -> None:
