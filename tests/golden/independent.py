@@ -1,0 +1,449 @@
+"""Independent reference implementation of the analysis rules (v2) for the golden tests.
+
+Reads the raw bundle files (manifest.json, runs/*/run.json, runs/*/requests.jsonl) with json
+and computes the figures of tests/golden/README.md with numpy and scipy only. It imports
+nothing from the `diagnostic` package on purpose: it is the check of that package's analysis.
+
+    .venv/bin/python tests/golden/independent.py      # rewrites tests/golden/<sample>.expected.json
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import shlex
+import sys
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from scipy import stats
+
+HERE = Path(__file__).resolve().parent
+SAMPLES = HERE.parent.parent / "samples"
+ALL = "all"
+DEFAULT_MARGIN = 0.02
+ERROR_SHARE = 0.10
+SIGNIFICANT = 10
+
+SPEC_FLAG = re.compile(
+    r"--speculative[-_][\w-]+|--num[-_]speculative[-_]tokens|--spec[-_][\w-]+|-md|--model-draft"
+    r"|--draft(?:[-_][\w-]+)?|--hf-repo-draft|-hfd|-devd|--device-draft|-ngld|--gpu-layers-draft"
+    r"|-td|--threads-draft|-tbd|--threads-batch-draft|-cd|--ctx-size-draft"
+)
+
+
+# -- R1, R2: reading ---------------------------------------------------------------------------
+def read_records(path: Path) -> list[dict[str, Any]]:
+    """requests.jsonl as dicts; an unparseable last line (torn write) is dropped."""
+    if not path.is_file():
+        return []
+    lines = [ln for ln in path.read_text(encoding="utf-8").splitlines() if ln.strip()]
+    out = []
+    for i, line in enumerate(lines):
+        try:
+            out.append(json.loads(line))
+        except json.JSONDecodeError as err:
+            if i == len(lines) - 1:
+                break
+            raise ValueError(
+                f"{path}: line {i + 1} is not JSON (only a torn last line may be)"
+            ) from err
+    return out
+
+
+def decode_tps(rec: dict[str, Any]) -> float | None:
+    """R1's decode interval, or None when the request has none."""
+    times = rec.get("chunk_times_s") or []
+    tokens = rec.get("completion_tokens")
+    chunk_tokens = rec.get("chunk_tokens")
+    first = chunk_tokens[0] if isinstance(chunk_tokens, list) and chunk_tokens else 1
+    if len(times) < 2 or times[-1] <= times[0] or tokens is None or tokens <= first:
+        return None
+    return (tokens - first) / (times[-1] - times[0])
+
+
+def is_measured(rec: dict[str, Any], max_tokens: int | None) -> bool:
+    if rec.get("warmup") or rec.get("error") is not None:
+        return False
+    if max_tokens is not None and rec.get("completion_tokens") != max_tokens:
+        return False
+    return decode_tps(rec) is not None
+
+
+def load_runs(bundle: Path) -> list[dict[str, Any]]:
+    """Every run folder: its run.json facts, records, and whether (and why) it is left out."""
+    runs = []
+    for run_json in sorted((bundle / "runs").glob("*/run.json")):
+        info = json.loads(run_json.read_text(encoding="utf-8"))
+        records = read_records(run_json.parent / "requests.jsonl")
+        arm, restart = info.get("arm"), info.get("restart")
+        reason = None
+        non_warm = [r for r in records if not r.get("warmup")]
+        failed = sum(1 for r in non_warm if r.get("error") is not None)
+        if info.get("status") == "failed":
+            reason = "run status failed"
+        elif non_warm and failed / len(non_warm) > ERROR_SHARE:
+            reason = f"{failed} of {len(non_warm)} non-warm-up requests failed (> 10%)"
+        runs.append(
+            {
+                "id": f"{arm}-r{restart}",
+                "arm": arm,
+                "restart": restart,
+                "block": info.get("block"),
+                "records": records,
+                "left_out": reason,
+            }
+        )
+    return runs
+
+
+# -- R6: which comparisons ---------------------------------------------------------------------
+def without_speculation(launch: str | None) -> list[str] | None:
+    if launch is None:
+        return None
+    tokens = shlex.split(launch)
+    out, i = [], 0
+    while i < len(tokens):
+        tok = tokens[i]
+        head = tok.split("=", 1)[0]
+        if SPEC_FLAG.fullmatch(head):
+            if "=" not in tok and i + 1 < len(tokens) and not tokens[i + 1].startswith("-"):
+                i += 1  # the flag's value
+            i += 1
+            continue
+        out.append(tok)
+        i += 1
+    return out
+
+
+def carries_speculation(launch: str | None) -> bool:
+    if launch is None:
+        return False
+    return any(SPEC_FLAG.fullmatch(t.split("=", 1)[0]) for t in shlex.split(launch))
+
+
+def is_speculative(arm: dict[str, Any]) -> bool:
+    flag = arm.get("speculative")
+    return carries_speculation(arm.get("launch")) if flag is None else bool(flag)
+
+
+def comparison_plan(plan: dict[str, Any]) -> list[tuple[str, str, str, bool]]:
+    """(arm, baseline, kind, matched) in plan order."""
+    arms = plan.get("arms") or []
+    base = plan.get("baseline")
+    plain = [a for a in arms if not is_speculative(a) and not a.get("aa_of")]
+    out = []
+    for arm in arms:
+        name = arm["name"]
+        if arm.get("aa_of"):
+            out.append((name, arm["aa_of"], "aa", False))
+        elif is_speculative(arm):
+            if arm.get("baseline"):
+                out.append((name, arm["baseline"], "spec", True))
+                continue
+            mine = without_speculation(arm.get("launch"))
+            match = next(
+                (b["name"] for b in plain if without_speculation(b.get("launch")) == mine), None
+            )
+            if match is not None:
+                out.append((name, match, "spec", True))
+            elif base is not None:
+                out.append((name, base, "spec", False))
+        elif base is not None and name != base:
+            out.append((name, base, "config", False))
+    return out
+
+
+# -- R3-R5: summaries and arm estimates --------------------------------------------------------
+def t_interval(values: list[float], level: float) -> tuple[float, float]:
+    x = np.asarray(values, dtype=float)
+    n = len(x)
+    mean = float(x.mean())
+    if n < 2:
+        return mean, mean
+    sd = float(x.std(ddof=1))
+    if sd == 0:
+        return mean, mean
+    half = float(stats.t.ppf((1 + level) / 2, n - 1)) * sd / math.sqrt(n)
+    return mean - half, mean + half
+
+
+def summaries(runs: list[dict[str, Any]], plan: dict[str, Any]) -> dict:
+    """{(arm, key, level): {restart: {"tps": [...], "block": b}}} over the runs left in."""
+    max_tokens = plan.get("max_tokens")
+    order = list(plan.get("workloads") or [])
+    per_run: dict = defaultdict(lambda: defaultdict(dict))
+    workloads_of: dict[str, set[str]] = defaultdict(set)
+    for run in runs:
+        if run["left_out"]:
+            continue
+        for rec in run["records"]:
+            if not is_measured(rec, max_tokens):
+                continue
+            level = rec.get("concurrency")
+            level = 1 if level is None else int(level)
+            wl = rec.get("workload")
+            cell = per_run[(run["arm"], wl, level)].setdefault(
+                run["restart"], {"tps": [], "block": run["block"]}
+            )
+            cell["tps"].append(decode_tps(rec))
+            workloads_of[run["arm"]].add(wl)
+    out: dict = {}
+    for (arm, wl, level), by_restart in per_run.items():
+        out[(arm, wl, level)] = by_restart
+    for arm, wls in workloads_of.items():
+        if len(wls) < 2:
+            continue
+        levels = sorted({lv for (a, _, lv) in per_run if a == arm})
+        for level in levels:
+            pooled: dict = {}
+            for wl in wls:
+                for restart, cell in per_run.get((arm, wl, level), {}).items():
+                    dest = pooled.setdefault(restart, {"tps": [], "block": cell["block"]})
+                    dest["tps"].extend(cell["tps"])
+            if pooled:
+                out[(arm, ALL, level)] = pooled
+    keys_of = {}
+    for arm, wls in workloads_of.items():
+        keys = [w for w in order if w in wls] + sorted(wls - set(order))
+        keys_of[arm] = keys + ([ALL] if len(wls) > 1 else [])
+    return {"cells": out, "keys": keys_of}
+
+
+def restart_means(cell: dict) -> dict[int, float]:
+    return {r: float(np.mean(c["tps"])) for r, c in sorted(cell.items())}
+
+
+def arm_estimate(cell: dict) -> dict[str, Any]:
+    means = restart_means(cell)
+    if len(means) == 1:
+        (only,) = cell.values()
+        low, high = t_interval(only["tps"], 0.95)
+        est = next(iter(means.values()))
+        return _estimate(est, low, high, 1, True)
+    logs = np.log(list(means.values()))
+    low, high = t_interval(list(logs), 0.95)
+    return _estimate(math.exp(float(logs.mean())), math.exp(low), math.exp(high), len(logs), False)
+
+
+def _estimate(est: float, low: float, high: float, n: int, within: bool) -> dict[str, Any]:
+    return {
+        "estimate": est,
+        "ci_low": low,
+        "ci_high": high,
+        "n_restarts": n,
+        "within_process": within,
+    }
+
+
+# -- R7: ratio and interval --------------------------------------------------------------------
+def within_process_ratio(a: dict, b: dict, level: float) -> tuple[float, float, float]:
+    """One restart on either side: requests of each side pooled over its restarts."""
+    xa = np.asarray([v for c in a.values() for v in c["tps"]], dtype=float)
+    xb = np.asarray([v for c in b.values() for v in c["tps"]], dtype=float)
+    ma, mb = float(xa.mean()), float(xb.mean())
+    ratio = ma / mb
+    na, nb = len(xa), len(xb)
+    va = float(xa.var(ddof=1)) / (na * ma**2) if na > 1 else 0.0
+    vb = float(xb.var(ddof=1)) / (nb * mb**2) if nb > 1 else 0.0
+    se2 = va + vb
+    if se2 == 0:
+        return ratio, ratio, ratio
+    den = (va**2 / (na - 1) if na > 1 else 0.0) + (vb**2 / (nb - 1) if nb > 1 else 0.0)
+    df = se2**2 / den
+    half = float(stats.t.ppf((1 + level) / 2, df)) * math.sqrt(se2)
+    return ratio, ratio * math.exp(-half), ratio * math.exp(half)
+
+
+def common_blocks(a: dict, b: dict) -> list[tuple[float, float]]:
+    """(mean log summary arm, mean log summary base) per block holding a restart of both."""
+
+    def by_block(cell: dict) -> dict[Any, list[float]]:
+        out: dict[Any, list[float]] = defaultdict(list)
+        for c in cell.values():
+            if c["block"] is not None:
+                out[c["block"]].append(math.log(float(np.mean(c["tps"]))))
+        return out
+
+    ba, bb = by_block(a), by_block(b)
+    return [(float(np.mean(ba[k])), float(np.mean(bb[k]))) for k in sorted(set(ba) & set(bb))]
+
+
+def ratio_interval(a: dict, b: dict, level: float, blocks: bool) -> tuple[float, float, float]:
+    pairs = common_blocks(a, b) if blocks else []
+    if len(pairs) >= 2:
+        la = np.asarray([p[0] for p in pairs])
+        lb = np.asarray([p[1] for p in pairs])
+        d = la - lb
+        ratio = math.exp(float(d.mean()))
+        if float(d.std(ddof=1)) == 0:
+            return ratio, ratio, ratio
+        ci = stats.ttest_rel(la, lb).confidence_interval(confidence_level=level)
+        return ratio, math.exp(float(ci.low)), math.exp(float(ci.high))
+    la = np.log(list(restart_means(a).values()))
+    lb = np.log(list(restart_means(b).values()))
+    ratio = math.exp(float(la.mean() - lb.mean()))
+    if float(la.std(ddof=1)) == 0 and float(lb.std(ddof=1)) == 0:
+        return ratio, ratio, ratio
+    ci = stats.ttest_ind(la, lb, equal_var=False).confidence_interval(confidence_level=level)
+    return ratio, math.exp(float(ci.low)), math.exp(float(ci.high))
+
+
+# -- R9: verdict -------------------------------------------------------------------------------
+def verdict(low: float, high: float, delta: float) -> str:
+    if low > 1 + delta:
+        return "WIN"
+    if high < 1 / (1 + delta):
+        return "LOSS"
+    if 1 / (1 + delta) <= low and high <= 1 + delta:
+        return "EQUIVALENT"
+    return "INCONCLUSIVE"
+
+
+# -- everything --------------------------------------------------------------------------------
+def compute(bundle_dir: str | Path) -> dict[str, Any]:
+    bundle = Path(bundle_dir)
+    manifest = json.loads((bundle / "manifest.json").read_text(encoding="utf-8"))
+    plan = manifest["plan"]
+    margin = plan.get("margin")
+    delta = DEFAULT_MARGIN if margin is None else float(margin)
+    blocks = plan.get("order") == "blocks"
+    runs = load_runs(bundle)
+    data = summaries(runs, plan)
+    cells, keys_of = data["cells"], data["keys"]
+
+    plan_arms = [a["name"] for a in plan.get("arms") or []]
+    seen = sorted({arm for (arm, _, _) in cells} - set(plan_arms))
+    levels_of = {arm: sorted({lv for (a, _, lv) in cells if a == arm}) for arm in plan_arms + seen}
+
+    arms_out: dict[str, dict[str, Any]] = {}
+    for arm in plan_arms + seen:
+        rows = {}
+        for key in keys_of.get(arm, []):
+            for level in levels_of[arm]:
+                if (arm, key, level) in cells:
+                    rows[f"{key}@{level}"] = arm_estimate(cells[(arm, key, level)])
+        if rows:
+            arms_out[arm] = rows
+
+    # R6-R8: the comparisons, the spec family first counted, then intervals at their level.
+    pending = []
+    for arm, base, kind, matched in comparison_plan(plan):
+        for key in keys_of.get(arm, []):
+            for level in levels_of.get(arm, []):
+                a, b = cells.get((arm, key, level)), cells.get((base, key, level))
+                if not a or not b:
+                    continue
+                within = len(a) == 1 or len(b) == 1
+                pending.append((arm, base, kind, matched, key, level, a, b, within))
+    m = sum(1 for p in pending if p[2] == "spec" and not p[8])
+    comparisons = []
+    for arm, base, kind, matched, key, level, a, b, within in pending:
+        family = kind == "spec" and not within
+        ci_level = 1 - 0.05 / m if family else 0.95
+        label = f"simultaneous 95% over {m} comparisons" if family and m > 1 else "95%"
+        if within:
+            ratio, low, high = within_process_ratio(a, b, ci_level)
+        else:
+            ratio, low, high = ratio_interval(a, b, ci_level, blocks)
+        comparisons.append(
+            {
+                "arm": arm,
+                "baseline": base,
+                "kind": kind,
+                "matched": matched,
+                "workload": key,
+                "concurrency": level,
+                "ratio": ratio,
+                "ci_low": low,
+                "ci_high": high,
+                "ci_level": label,
+                "verdict": "INCONCLUSIVE" if within else verdict(low, high, delta),
+                "withheld": within,
+            }
+        )
+
+    aa_check = all(
+        c["ci_low"] <= 1 <= c["ci_high"]
+        for c in comparisons
+        if c["kind"] == "aa" and not c["withheld"]
+    )
+
+    # R11: best k among the sweep arms (spec, matched to plan.baseline, integer k).
+    base_name = plan.get("baseline")
+    k_of: dict[str, int] = {}
+    taken: set[int] = set()
+    params = {a["name"]: a.get("params") or {} for a in plan.get("arms") or []}
+    for arm, base, kind, matched in comparison_plan(plan):
+        k = params.get(arm, {}).get("k")
+        if kind != "spec" or not matched or base != base_name:
+            continue
+        if isinstance(k, int) and not isinstance(k, bool) and k not in taken:
+            k_of[arm] = k
+            taken.add(k)
+    best_k: dict[str, int | None] = {}
+    for c in comparisons:
+        if c["arm"] not in k_of or c["kind"] != "spec":
+            continue
+        best_k.setdefault(f"{c['workload']}@{c['concurrency']}", None)
+    for cell in best_k:
+        sweep = [
+            c
+            for c in comparisons
+            if c["arm"] in k_of
+            and c["kind"] == "spec"
+            and f"{c['workload']}@{c['concurrency']}" == cell
+        ]
+        wins = [c for c in sweep if c["verdict"] == "WIN"]
+        if wins:
+            top = max(c["ci_low"] for c in wins)
+            best_k[cell] = min(k_of[c["arm"]] for c in wins if c["ci_high"] >= top)
+        elif any(c["verdict"] == "INCONCLUSIVE" and c["ratio"] > 1 for c in sweep):
+            best_k[cell] = None
+        else:
+            best_k[cell] = 0
+
+    return {
+        "left_out_runs": [{"run": r["id"], "reason": r["left_out"]} for r in runs if r["left_out"]],
+        "arms": arms_out,
+        "comparisons": comparisons,
+        "family_size": m,
+        "aa_check": aa_check,
+        "best_k": best_k,
+    }
+
+
+def rounded(value: Any) -> Any:
+    """Floats to 10 significant digits, recursively (what the expected files hold)."""
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            return None
+        return float(f"{value:.{SIGNIFICANT}g}")
+    if isinstance(value, dict):
+        return {k: rounded(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [rounded(v) for v in value]
+    return value
+
+
+def sample_dirs() -> list[Path]:
+    return sorted(p for p in SAMPLES.iterdir() if (p / "manifest.json").is_file())
+
+
+def expected_path(sample: Path) -> Path:
+    return HERE / f"{sample.name}.expected.json"
+
+
+def main() -> int:
+    for sample in sample_dirs():
+        out = expected_path(sample)
+        out.write_text(json.dumps(rounded(compute(sample)), indent=2) + "\n", encoding="utf-8")
+        print(f"wrote {out.relative_to(HERE.parent.parent)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,226 @@
+"""Golden numbers (issue 18): the sample bundles' figures, computed by an independent script.
+
+tests/golden/independent.py implements the analysis rules (tests/golden/README.md) from the raw
+bundle files with numpy and scipy only. (a) The checked-in expected files equal what the
+script computes now; (b) the package's analysis gives the same figures (rel. tol. 1e-6; verdicts,
+booleans, k and labels exactly), every mismatch of a sample reported in one assertion.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+GOLDEN = Path(__file__).resolve().parent / "golden"
+_spec = importlib.util.spec_from_file_location("golden_independent", GOLDEN / "independent.py")
+assert _spec is not None and _spec.loader is not None
+independent = importlib.util.module_from_spec(_spec)
+sys.modules["golden_independent"] = independent
+_spec.loader.exec_module(independent)
+
+SAMPLES = independent.sample_dirs()
+IDS = [p.name for p in SAMPLES]
+REL_TOL = 1e-6
+MISSING = "<missing field>"
+
+
+def expected(sample: Path) -> dict[str, Any]:
+    return json.loads(independent.expected_path(sample).read_text(encoding="utf-8"))
+
+
+def test_every_sample_has_an_expected_file() -> None:
+    assert {p.name for p in SAMPLES} == {
+        "llamacpp-cpu-gemma3",
+        "vllm-h200-mla",
+        "vllm-h200-validation",
+    }
+    names = {p.name.removesuffix(".expected.json") for p in GOLDEN.glob("*.expected.json")}
+    assert names == set(IDS), "regenerate: .venv/bin/python tests/golden/independent.py"
+
+
+@pytest.mark.parametrize("sample", SAMPLES, ids=IDS)
+def test_expected_file_is_what_the_script_computes(sample: Path) -> None:
+    assert independent.rounded(independent.compute(sample)) == expected(sample), (
+        f"{independent.expected_path(sample).name} drifted from independent.py; regenerate: "
+        ".venv/bin/python tests/golden/independent.py"
+    )
+
+
+# -- (b) the package against the expected files ---------------------------------------------------
+def _get(obj: Any, *names: str) -> Any:
+    for name in names:
+        if obj is MISSING or obj is None:
+            return MISSING
+        obj = obj.get(name, MISSING) if isinstance(obj, dict) else getattr(obj, name, MISSING)
+    return obj
+
+
+class Diff:
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def add(self, path: str, want: Any, got: Any) -> None:
+        self.lines.append(f"{path}: expected {want!r}, got {got!r}")
+
+    def check(self, path: str, want: Any, got: Any) -> None:
+        if got is MISSING:
+            self.add(path, want, MISSING)
+        elif isinstance(want, float) and not isinstance(got, bool):
+            ok = isinstance(got, int | float) and math.isclose(want, got, rel_tol=REL_TOL)
+            if not ok:
+                self.add(path, want, got)
+        elif type(want) is not type(got) or want != got:
+            self.add(path, want, got)
+
+
+def _within_process(estimate: Any) -> Any:
+    flag = _get(estimate, "within_process")
+    if flag is not MISSING:
+        return flag
+    method = _get(estimate, "method")
+    return MISSING if method is MISSING else "within-process" in str(method)
+
+
+def package_mismatches(sample: Path, want: dict[str, Any]) -> list[str]:
+    from diagnostic.analyse.core import analyse
+    from diagnostic.bundle.store import Bundle
+
+    a = analyse(Bundle.open(sample))
+    diff = Diff()
+
+    left = _get(a, "left_out_runs")
+    if left is MISSING:
+        diff.add("left_out_runs", want["left_out_runs"], MISSING)
+    else:  # the run ids; the reason is free text
+        diff.check(
+            "left_out_runs[].run",
+            [r["run"] for r in want["left_out_runs"]],
+            [_get(r, "run") for r in left],
+        )
+
+    arms = {_get(r, "id"): r for r in (_get(a, "arms") if _get(a, "arms") is not MISSING else [])}
+    for arm, rows in want["arms"].items():
+        if arm not in arms:
+            diff.add(f"arms[{arm}]", "present", MISSING)
+            continue
+        got_rows = {
+            f"{_get(w, 'workload')}@{_get(w, 'concurrency')}": w
+            for w in (_get(arms[arm], "workloads") or [])
+        }
+        for cell, fields in rows.items():
+            if cell not in got_rows:
+                diff.add(f"arms[{arm}].workloads[{cell}]", "present", MISSING)
+                continue
+            est = _get(got_rows[cell], "decode_tps")
+            for field in ("estimate", "ci_low", "ci_high", "n_restarts"):
+                diff.check(
+                    f"arms[{arm}][{cell}].decode_tps.{field}", fields[field], _get(est, field)
+                )
+            diff.check(
+                f"arms[{arm}][{cell}].decode_tps.within_process",
+                fields["within_process"],
+                _within_process(est),
+            )
+
+    comps = _get(a, "comparisons")
+    comps = [] if comps is MISSING else comps
+    got_comps = {(_get(c, "arm"), _get(c, "workload"), _get(c, "concurrency")): c for c in comps}
+    want_keys = set()
+    for c in want["comparisons"]:
+        key = (c["arm"], c["workload"], c["concurrency"])
+        want_keys.add(key)
+        name = f"comparisons[{c['arm']} {c['workload']}@{c['concurrency']}]"
+        if key not in got_comps:
+            diff.add(name, f"a comparison vs {c['baseline']} ({c['kind']})", MISSING)
+            continue
+        for field in (
+            "baseline",
+            "kind",
+            "matched",
+            "ratio",
+            "ci_low",
+            "ci_high",
+            "ci_level",
+            "verdict",
+            "withheld",
+        ):
+            diff.check(f"{name}.{field}", c[field], _get(got_comps[key], field))
+    for key in sorted(set(got_comps) - want_keys, key=str):
+        diff.add(f"comparisons[{key[0]} {key[1]}@{key[2]}]", "absent", "present")
+
+    diff.check("family_size", want["family_size"], _get(a, "family_size"))
+    diff.check("aa_check", want["aa_check"], _get(a, "aa_check"))
+
+    sweep = _get(a, "sweep", "workloads")
+    got_k = {}
+    if sweep is not MISSING:
+        got_k = {f"{_get(w, 'workload')}@{_get(w, 'concurrency')}": w for w in sweep}
+    for cell, k in want["best_k"].items():
+        if cell not in got_k:
+            diff.add(f"sweep.workloads[{cell}].best_k", k, MISSING)
+        else:
+            diff.check(f"sweep.workloads[{cell}].best_k", k, _get(got_k[cell], "best_k"))
+    return diff.lines
+
+
+@pytest.mark.parametrize("sample", SAMPLES, ids=IDS)
+def test_package_analysis_gives_the_golden_numbers(sample: Path) -> None:
+    lines = package_mismatches(sample, expected(sample))
+    assert not lines, f"{sample.name}: {len(lines)} mismatches\n" + "\n".join(lines)
+
+
+# -- the rules' edge cases the samples do not exercise ------------------------------------------
+def test_speculation_flags_and_their_values_are_removed() -> None:
+    launch = (
+        "srv -m M --port 1 -md D --spec-type=ngram --draft-max 8 -ngld 99 --draft --metrics "
+        "--speculative-config '{\"k\": 3}' --num-speculative-tokens 3"
+    )
+    assert independent.without_speculation(launch) == ["srv", "-m", "M", "--port", "1", "--metrics"]
+    assert independent.carries_speculation(launch)
+    assert not independent.carries_speculation("srv -m M --spectacle 1 --drafty x")
+
+
+def _record(**kw: Any) -> dict[str, Any]:
+    rec = {
+        "workload": "code",
+        "warmup": False,
+        "error": None,
+        "completion_tokens": 5,
+        "chunk_times_s": [0.0, 1.0, 2.0],
+        "chunk_tokens": None,
+    }
+    rec.update(kw)
+    return rec
+
+
+def test_decode_interval() -> None:
+    assert independent.decode_tps(_record()) == 2.0  # (5 − 1) / 2
+    assert independent.decode_tps(_record(chunk_tokens=[3, 1, 1])) == 1.0
+    assert independent.decode_tps(_record(chunk_times_s=[1.0])) is None
+    assert independent.decode_tps(_record(chunk_times_s=[1.0, 1.0])) is None
+    assert independent.decode_tps(_record(completion_tokens=1)) is None
+    assert not independent.is_measured(_record(), 6)
+    assert not independent.is_measured(_record(warmup=True), 5)
+    assert independent.is_measured(_record(), 5)
+
+
+def test_torn_last_line_and_left_out_runs(tmp_path: Path) -> None:
+    run = tmp_path / "runs" / "a-r0"
+    run.mkdir(parents=True)
+    (run / "run.json").write_text(json.dumps({"arm": "a", "restart": 0, "status": "ok"}))
+    good = [json.dumps(_record()) for _ in range(9)]
+    bad = json.dumps(_record(error="boom"))
+    (run / "requests.jsonl").write_text("\n".join([*good, bad]) + '\n{"torn')
+    (runs,) = independent.load_runs(tmp_path)
+    assert len(runs["records"]) == 10 and runs["left_out"] is None  # 1 of 10: not > 10%
+    (run / "requests.jsonl").write_text("\n".join([*good[:8], bad, bad]) + "\n")
+    assert independent.load_runs(tmp_path)[0]["left_out"]
+    (run / "requests.jsonl").write_text("\n".join(good) + "\n")
+    (run / "run.json").write_text(json.dumps({"arm": "a", "restart": 0, "status": "failed"}))
+    assert independent.load_runs(tmp_path)[0]["left_out"] == "run status failed"
