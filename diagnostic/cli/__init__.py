@@ -8,7 +8,7 @@ from typing import Any
 import click
 
 from diagnostic import __version__
-from diagnostic.cli import check, checklist, collect, report, sweep
+from diagnostic.cli import check, checklist, collect, report, sweep, verify
 from diagnostic.cli._common import console_err
 from diagnostic.errors import DiagnosticError
 
@@ -37,10 +37,11 @@ def main() -> None:
       diagnose collect   measure a running server (spec off and on) into a bundle
       diagnose sweep     restart the server per configuration (k sweep, A/A) into a bundle
       diagnose check     read the startup logs: what did the engine really resolve?
-      diagnose report    the client's PDF (or HTML, JSON) from a bundle
+      diagnose report    the client's PDF (or HTML, JSON, CSV) from a bundle
+      diagnose verify    recompute a bundle's analysis: do the report's figures follow?
       diagnose checklist the consultant's checklist, evaluated against a bundle
     """
 
 
-for _module in (collect, sweep, check, report, checklist):
+for _module in (collect, sweep, check, report, verify, checklist):
     main.add_command(_module.command)

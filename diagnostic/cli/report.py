@@ -10,7 +10,7 @@ from diagnostic.bundle.store import Bundle, atomic_write_text
 from diagnostic.cli._common import RichReporter, console
 
 ANALYSIS_JSON = "analysis.json"
-FORMATS = ("pdf", "html", "json")
+FORMATS = ("pdf", "html", "json", "csv")
 
 
 def _format(fmt: str | None, out: Path | None) -> str:
@@ -27,31 +27,36 @@ def _format(fmt: str | None, out: Path | None) -> str:
     "--out",
     type=click.Path(path_type=Path),
     default=None,
-    help="Output file (default: report.pdf / report.html here; json: BUNDLE/analysis.json).",
+    help="Output file (default: report.pdf / report.html here; json: BUNDLE/analysis.json); "
+    "csv: the folder for requests.csv, restarts.csv and comparisons.csv (default: here).",
 )
 @click.option(
     "--format",
     "fmt",
     type=click.Choice(FORMATS),
     default=None,
-    help="pdf, html or json (default: from the -o suffix, else pdf).",
+    help="pdf, html, json or csv (default: from the -o suffix, else pdf).",
 )
 @click.option("--client", default=None, help="Client name on the report (default: the bundle's).")
 @click.option("--title", default=None, help="Report title.")
 def command(
     bundle: Path, out: Path | None, fmt: str | None, client: str | None, title: str | None
 ) -> None:
-    """Render a bundle into the client's report (PDF, HTML or JSON).
+    """Render a bundle into the client's report (PDF, HTML, JSON or CSV tables).
 
     Runs offline on the bundle only: per-arm decode tokens/s with restart-aware 95%
     intervals, speedup ratios with WIN/LOSS/EQUIVALENT/INCONCLUSIVE verdicts, the k sweep,
-    acceptance and greedy output equivalence.
+    acceptance and greedy output equivalence. The PDF embeds its analysis.json, so
+    `diagnose verify BUNDLE report.pdf` can check it. --format csv writes three tables into
+    the folder -o names: requests.csv (every request record, with why it was excluded),
+    restarts.csv (the restart summaries) and comparisons.csv (ratios, intervals, verdicts).
 
     \b
     Examples:
       diagnose report bundle --format json            # writes bundle/analysis.json
       diagnose report bundle -o analysis.json
       diagnose report bundle -o report.pdf --client "ACME"
+      diagnose report bundle --format csv -o tables/   # tables/requests.csv, …
     """
     kind = _format(fmt, out)
     if kind in ("pdf", "html"):
@@ -72,6 +77,12 @@ def command(
 
     opened = Bundle.open(bundle, strict=False)
     analysis = analyse(opened, title=title, client=client)
+    if kind == "csv":
+        from diagnostic.report.export import write_csv  # imported here: pandas loads slowly
+
+        for written in write_csv(opened, analysis, out or Path()):
+            console.print(f"Wrote {written}", markup=False, highlight=False)
+        return
     if out is None:
         path = opened.write_json(ANALYSIS_JSON, analysis)
     else:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
@@ -54,17 +55,25 @@ class SandboxedFetcher(URLFetcher):
         return super().fetch(url, headers)
 
 
-def html_to_pdf(html: str, root: Path) -> bytes:
-    """Render `html` to PDF bytes; relative URLs resolve in `root`, the only folder readable."""
+def html_to_pdf(html: str, root: Path, attachments: Mapping[str, str] | None = None) -> bytes:
+    """Render `html` to PDF bytes; relative URLs resolve in `root`, the only folder readable.
+
+    `attachments` (file name → text) are embedded as PDF file attachments; given as strings
+    they fetch nothing."""
     try:  # imported here: WeasyPrint loads Pango, slow and absent on some hosts
-        from weasyprint import HTML
+        from weasyprint import HTML, Attachment
     except OSError as exc:
         raise DiagnosticError(
             f"WeasyPrint cannot load its system libraries ({exc}); install Pango "
             "(apt-get install libpango-1.0-0 libpangoft2-1.0-0) or use --format html"
         ) from None
     root = Path(root).resolve()
-    document = HTML(string=html, base_url=root.as_uri() + "/", url_fetcher=SandboxedFetcher(root))
-    pdf = document.write_pdf(presentational_hints=False)
+    fetcher = SandboxedFetcher(root)
+    document = HTML(string=html, base_url=root.as_uri() + "/", url_fetcher=fetcher)
+    files = [
+        Attachment(string=text, name=name, url_fetcher=fetcher, relationship="Data")
+        for name, text in (attachments or {}).items()
+    ]
+    pdf = document.write_pdf(presentational_hints=False, attachments=files)
     assert pdf is not None  # write_pdf without a target returns the bytes
     return bytes(pdf)

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Literal
 
 from diagnostic.analyse.core import analyse
+from diagnostic.analyse.verify import ANALYSIS_FILE
 from diagnostic.bundle.store import Bundle, atomic_write_text
 from diagnostic.common.progress import NullReporter, Reporter
 from diagnostic.errors import DiagnosticError
@@ -68,17 +69,20 @@ def build_report(
     """Render the bundle's report to `out` as a PDF or one self-contained HTML file.
 
     This is what `diagnose report BUNDLE -o OUT --format pdf|html` calls; it reads only the
-    bundle (check's findings.json is made from the server logs when missing)."""
+    bundle (check's findings.json is made from the server logs when missing). The PDF embeds
+    the analysis it shows as the attachment analysis.json (`diagnose verify` reads it)."""
     reporter = reporter or NullReporter()
     reporter.start("report", 3)
     bundle = Bundle.open(Path(bundle_path), strict=False)
-    ctx = report_context(bundle, client=client, title=title, reporter=reporter)
+    analysis = analyse(bundle, title=title, client=client)
+    analysis_json = analysis.model_dump_json(indent=2) + "\n"  # as analyse made it
+    ctx = report_context(bundle, analysis=analysis, client=client, title=title, reporter=reporter)
     reporter.advance("report", status="analysed")
     html = render_html(ctx)
     reporter.advance("report", status="HTML rendered")
     if fmt == "html":
         atomic_write_text(Path(out), html)
-    else:
-        render_pdf(html, Path(out))
+    else:  # the PDF carries the analysis it shows, for `diagnose verify BUNDLE REPORT.pdf`
+        render_pdf(html, Path(out), {ANALYSIS_FILE: analysis_json})
     reporter.advance("report", status=f"wrote {out}")
     return Path(out)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 import jinja2
@@ -41,11 +42,12 @@ def render_html(ctx: ReportContext) -> str:
         ) from exc
 
 
-def render_pdf(html: str, out: Path) -> Path:
-    """Write `html` to `out` as a PDF; WeasyPrint may read only the templates folder."""
+def render_pdf(html: str, out: Path, attachments: Mapping[str, str] | None = None) -> Path:
+    """Write `html` to `out` as a PDF; WeasyPrint may read only the templates folder.
+    `attachments` (name → text, e.g. the analysis.json the report shows) are embedded."""
     from diagnostic.common.pdf import html_to_pdf  # imported here: WeasyPrint is slow to load
 
-    pdf = html_to_pdf(html, report_templates())
+    pdf = html_to_pdf(html, report_templates(), attachments)
     try:
         atomic_write_bytes(Path(out), pdf)
     except OSError as exc:

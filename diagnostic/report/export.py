@@ -1,0 +1,170 @@
+"""CSV export of a bundle and its analysis: tables for a spreadsheet or a notebook.
+
+`requests_frame` has one row per request record of every run, with why it was left out of the
+statistics (empty when measured); `restarts_frame` the analysis' restart summaries (one row
+per arm, workload, concurrency and restart); `comparisons_frame` the analysis' comparisons
+(nested objects flattened to dotted columns, e.g. `stopping.can_stop`). `write_csv` writes
+them as requests.csv, restarts.csv and comparisons.csv into one folder.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from diagnostic.analyse.requests import (
+    REASON_ERROR,
+    REASON_NO_INTERVAL,
+    REASON_TOKENS,
+    REASON_WARMUP,
+    exclusion_reason,
+)
+from diagnostic.bundle.store import Bundle, atomic_write_text
+from diagnostic.errors import DiagnosticError
+from diagnostic.schema.analysis import Analysis
+from diagnostic.schema.bundle import decode_tps
+
+__all__ = [
+    "CSV_FILES",
+    "REQUEST_COLUMNS",
+    "comparisons_frame",
+    "frames",
+    "requests_frame",
+    "restarts_frame",
+    "write_csv",
+]
+
+CSV_FILES = ("requests.csv", "restarts.csv", "comparisons.csv")
+REQUEST_COLUMNS = (
+    "arm",
+    "restart",
+    "block",
+    "workload",
+    "concurrency",
+    "seq",
+    "attempt",  # only when the bundle's records carry it
+    "warmup",
+    "excluded",
+    "decode_tps",
+    "ttft_s",
+    "e2e_s",
+    "completion_tokens",
+    "prompt_id",
+)
+_RECORD_FIELDS = {"arm", "restart", "workload", "concurrency", "seq", "attempt", "warmup"} | {
+    "ttft_s",
+    "e2e_s",
+    "completion_tokens",
+    "prompt_id",
+}
+# Reasons exclusion_reason gives one record; any other reason in the analysis' exclusions
+# leaves a whole run out (it failed, or too many of its requests did).
+_PER_RECORD = {REASON_WARMUP, REASON_ERROR, REASON_TOKENS, REASON_NO_INTERVAL}
+
+
+def _flatten(value: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Nested objects as dotted keys (`stopping.can_stop`); an absent object adds no keys, a
+    list of scalars becomes its values joined by spaces."""
+    out: dict[str, Any] = {}
+    for key, item in value.items():
+        name = f"{prefix}{key}"
+        if isinstance(item, Mapping):
+            out.update(_flatten(item, f"{name}."))
+        elif isinstance(item, list):
+            out[name] = " ".join(str(v) for v in item)
+        else:
+            out[name] = item
+    return out
+
+
+def _frame(rows: list[dict[str, Any]], columns: Iterable[str] | None = None) -> pd.DataFrame:
+    """A table of flat rows; integer columns with gaps as nullable Int64 (written `3`, not
+    `3.0`), a gap written empty."""
+    frame = pd.DataFrame.from_records(rows, columns=list(columns) if columns else None)
+    for column in frame.columns:
+        values = [r[column] for r in rows if r.get(column) is not None]
+        if values and all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+            frame[column] = frame[column].astype("Int64")
+    return frame
+
+
+def _run_reasons(analysis: Analysis) -> dict[tuple[str, int], str]:
+    """Runs the analysis left out whole, with the reason it gives."""
+    return {
+        (item.arm, item.restart): item.reason
+        for item in analysis.exclusions.items
+        if item.reason not in _PER_RECORD
+    }
+
+
+def requests_frame(bundle: Bundle, analysis: Analysis) -> pd.DataFrame:
+    """One row per request record of every run: identity, warm-up, the exclusion reason
+    (empty when the statistics use it), decode tokens/s, TTFT, end-to-end time, tokens."""
+    max_tokens = bundle.manifest.plan.max_tokens
+    left_out = _run_reasons(analysis)
+    rows: list[dict[str, Any]] = []
+    for run in bundle.runs():
+        whole_run = left_out.get((run.arm, run.restart))
+        for record in bundle.read_requests(run.arm, run.restart).records:
+            row = record.model_dump(include=_RECORD_FIELDS)
+            row["block"] = run.block
+            row["excluded"] = whole_run or exclusion_reason(record, max_tokens) or ""
+            row["decode_tps"] = decode_tps(record)
+            rows.append(row)
+    columns = [c for c in REQUEST_COLUMNS if c != "attempt" or any("attempt" in r for r in rows)]
+    return _frame(rows, columns)
+
+
+def restarts_frame(analysis: Analysis) -> pd.DataFrame:
+    """The restart summaries of every arm, workload and concurrency level; the drift check
+    as `drift.*` columns, the outliers counted in `n_outliers`."""
+    rows = []
+    for arm in analysis.arms:
+        for workload in arm.workloads:
+            for summary in workload.restarts:
+                row = _flatten(summary.model_dump(mode="json", exclude={"outliers"}))
+                row["n_outliers"] = len(summary.outliers)
+                rows.append(row)
+    return _frame(rows)
+
+
+def comparisons_frame(analysis: Analysis) -> pd.DataFrame:
+    """One row per comparison (A/A and speculation vs baseline), nested fields as dotted
+    columns (`stopping.*`), the planned looks as their values joined by spaces."""
+    return _frame([_flatten(c.model_dump(mode="json")) for c in analysis.comparisons])
+
+
+def frames(bundle: Bundle, analysis: Analysis) -> dict[str, pd.DataFrame]:
+    """The three tables by file name (CSV_FILES)."""
+    return dict(
+        zip(
+            CSV_FILES,
+            (
+                requests_frame(bundle, analysis),
+                restarts_frame(analysis),
+                comparisons_frame(analysis),
+            ),
+            strict=True,
+        )
+    )
+
+
+def write_csv(bundle: Bundle, analysis: Analysis, folder: Path) -> list[Path]:
+    """Write requests.csv, restarts.csv and comparisons.csv into `folder` (made if missing)."""
+    folder = Path(folder)
+    if folder.exists() and not folder.is_dir():
+        raise DiagnosticError(
+            f"{folder}: not a folder; --format csv writes three files into -o DIR"
+        )
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        written = []
+        for name, frame in frames(bundle, analysis).items():
+            atomic_write_text(folder / name, frame.to_csv(index=False))
+            written.append(folder / name)
+    except OSError as exc:
+        raise DiagnosticError(f"{folder}: cannot write the CSV files ({exc})") from None
+    return written
