@@ -70,7 +70,7 @@ def test_bundle_without_any_server_log(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("content", "message"),
-    [(b"", "the file is empty"), (b"hello\nworld\n", "not a vLLM, SGLang or llama.cpp")],
+    [(b"", "the file is empty"), (b"hello\nworld\n", "nothing recognised.*looked for")],
 )
 def test_unusable_input_is_an_error(tmp_path: Path, content: bytes, message: str) -> None:
     log = tmp_path / "x.log"
@@ -149,3 +149,46 @@ def test_written_cases_check_together() -> None:
     report = check_paths(sorted(CASES.glob("*.log")))
     assert len(report.runs) == len(list(CASES.glob("*.log")))
     assert all(r.engine != "unknown" for r in report.runs)
+
+
+LONE_DOWNGRADE = (
+    "(EngineCore_DP0 pid=2291) WARNING 10-14 16:02:57 [gpu_model_runner.py:3687] "
+    "CUDAGraphMode.FULL_AND_PIECEWISE is not supported with spec-decode for attention backend "
+    "FlashInferMetadataBuilder (support: AttentionCGSupport.UNIFORM_SINGLE_TOKEN_DECODE); "
+    "setting cudagraph_mode=PIECEWISE\n"
+)
+
+
+def test_cli_reads_a_paste_from_stdin() -> None:
+    result = CliRunner().invoke(main, ["check", "-", "--json"], input=LONE_DOWNGRADE)
+    assert result.exit_code == 1, result.output
+    run = json.loads(result.output)["runs"][0]
+    assert (run["path"], run["label"], run["engine"]) == ("<stdin>", "stdin", "vllm")
+    assert run["capture"]["resolved"] == "PIECEWISE"
+    assert "excerpt ends before capture finished" in run["capture"]["reason"]
+    assert run["sources"]["spec.enabled"] == {
+        "kind": "startup",
+        "line": 1,
+        "text": LONE_DOWNGRADE.strip(),
+    }
+    nothing = CliRunner().invoke(main, ["check", "-"], input="meeting notes\n")
+    assert nothing.exit_code == 2
+    assert "nothing recognised" in nothing.output and "launch commands" in nothing.output
+
+
+def test_cli_engine_option_overrides_detection(tmp_path: Path) -> None:
+    log = tmp_path / "paste.txt"
+    log.write_text("Capture cuda graph end. Time elapsed: 3.1 s. mem usage=1.0 GB.\n")
+    detected = json.loads(CliRunner().invoke(main, ["check", str(log), "--json"]).output)
+    assert detected["runs"][0]["engine"] == "sglang"
+    forced = CliRunner().invoke(main, ["check", str(log), "--json", "--engine", "vllm"])
+    assert json.loads(forced.output)["runs"][0]["engine"] == "vllm"
+    bad = CliRunner().invoke(main, ["check", str(log), "--engine", "trtllm"])
+    assert bad.exit_code == 2
+
+
+def test_pasted_command_is_what_was_configured() -> None:
+    report = check_paths([CASES / "excerpts" / "3-vllm-serve-spec-config-eagle3.log"])
+    run = report.runs[0]
+    assert run.sources["spec.method"].kind == "command"
+    assert run.capture.resolved == "UNKNOWN"  # a command says nothing about what was resolved

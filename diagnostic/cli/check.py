@@ -11,6 +11,7 @@ from rich.table import Table
 
 from diagnostic.cli._common import console, console_err
 from diagnostic.common.resources import checklists_dir
+from diagnostic.engines import ENGINES
 from diagnostic.logcheck.stage import check_paths
 from diagnostic.schema.logfacts import CheckReport, Evidence, Finding, LogFacts
 
@@ -35,23 +36,38 @@ class _NoteReporter:
 @click.command("check")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--json", "as_json", is_flag=True, help="Print the machine-readable report.")
-def command(paths: tuple[Path, ...], as_json: bool) -> None:
-    """Read startup logs and report what the engine really resolved.
+@click.option(
+    "--engine",
+    type=click.Choice(sorted(ENGINES)),
+    default=None,
+    help="Read the text as this engine's, whatever it looks like (default: detected).",
+)
+def command(paths: tuple[Path, ...], as_json: bool, engine: str | None) -> None:
+    """Read server logs, excerpts or launch commands and report what the engine resolved.
 
-    PATH is a server log, a folder of logs (every *.log below it) or a bundle (every run's
-    server.log; findings.json is written into the bundle). For each run: engine, version,
-    speculation, configured -> resolved CUDA-graph capture and the lines that show it; then
-    the findings, and the spec vs no-spec comparison when several runs are given.
+    PATH is a server log, a folder of logs (every *.log below it), a bundle (every run's
+    server.log; findings.json is written into the bundle) or - for text pasted on standard
+    input. Excerpts are read too: a lone warning, metrics lines, a pasted launch command
+    (what was configured, not resolved). For each run: engine, version, speculation,
+    configured -> resolved CUDA-graph capture and the lines that show it; then the findings,
+    and the spec vs no-spec comparison when several runs are given. In --json every field's
+    source (startup line, command, runtime line or metric) is in `sources`.
 
-    Exit code: 0 no error finding, 1 an error finding, 2 unusable input.
+    Exit code: 0 no error finding, 1 an error finding, 2 unusable input (nothing recognised).
 
     \b
     Examples:
       diagnose check bundle/
       diagnose check runs/*/server.log --json
+      pbpaste | diagnose check -
+      diagnose check notes.txt --engine vllm
     """
     report = check_paths(
-        list(paths), rules_dir=checklists_dir() / "rules", reporter=_NoteReporter()
+        list(paths),
+        rules_dir=checklists_dir() / "rules",
+        reporter=_NoteReporter(),
+        engine=engine,
+        stdin=sys.stdin.buffer,
     )
     if as_json:
         click.echo(report.model_dump_json(indent=2))
@@ -89,10 +105,12 @@ def _spec(facts: LogFacts) -> str:
     spec = facts.spec
     if spec.enabled is None:
         return "?"
+    source = facts.sources.get("spec.enabled")
+    seen = f" ({source.kind})" if source and source.kind != "startup" else ""
     if not spec.enabled:
-        return "off"
+        return "off" + seen
     k = f" k={spec.num_draft_tokens}" if spec.num_draft_tokens is not None else ""
-    return f"{spec.method or '?'}{k}"
+    return f"{spec.method or 'on'}{k}{seen}"
 
 
 def _lines(evidence: list[Evidence], limit: int = 6) -> str:

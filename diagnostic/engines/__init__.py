@@ -1,7 +1,10 @@
 """Engine knowledge: which engine wrote a log and what the log says (`parse_log`).
 
-One module per engine (vllm, sglang, llamacpp) holds its anchors, detection signatures and
-log parser; `_lines` is the streaming reader they share.
+One module per engine (vllm, sglang, llamacpp) holds its anchors, detection signatures, its
+signals as data (`SIGNALS`, read by `_signals`), its launch-command markers (`COMMANDS`) and
+its log parser; `_lines` is the streaming reader they share. Any text in which one engine's
+signatures or signals show is read, however short; text with none gets a note naming what
+was looked for.
 """
 
 from __future__ import annotations
@@ -13,14 +16,23 @@ from pathlib import Path
 from types import ModuleType
 
 from diagnostic.engines import llamacpp, sglang, vllm
+from diagnostic.engines._command import COMMAND_ANCHORS
 from diagnostic.engines._common import ev
 from diagnostic.engines._lines import Line, LineScanner, read_head
-from diagnostic.schema.logfacts import MAX_EVIDENCE, LogFacts
+from diagnostic.engines._signals import SignalReader, record_sources
+from diagnostic.schema.logfacts import MAX_EVIDENCE, Evidence, LogFacts
 
-__all__ = ["ENGINES", "LinePattern", "detect_engine", "parse_log"]
+__all__ = ["ENGINES", "LOOKED_FOR", "LinePattern", "detect_engine", "parse_log"]
 
 ENGINES: dict[str, ModuleType] = {"vllm": vllm, "sglang": sglang, "llamacpp": llamacpp}
 MAX_UNDETECTED_LINES = 200_000
+LOOKED_FOR = (
+    "start-up banners and settings lines (vLLM version / engine config / non-default args, "
+    "SGLang server_args, llama.cpp build), capture and downgrade lines, speculation metrics "
+    "(SpecDecoding / Speculative metrics, accept len, draft acceptance, /metrics counters), "
+    "decode-batch and timing lines, launch commands (vllm serve, python -m "
+    "sglang.launch_server, llama-server)"
+)
 
 
 @dataclass(frozen=True)
@@ -44,9 +56,26 @@ class LinePattern:
         return False
 
 
+def _signals(module: ModuleType) -> tuple[bytes, ...]:
+    """The literals of an engine's signals and its command markers."""
+    return tuple(s.contains.encode() for s in module.SIGNALS) + module.COMMANDS
+
+
+def _signatures(module: ModuleType) -> tuple[bytes, ...]:
+    """What identifies an engine: its signatures, its signals' literals, its command markers."""
+    return tuple(dict.fromkeys(module.SIGNATURES + _signals(module)))
+
+
+def _anchors(module: ModuleType) -> list[bytes]:
+    """The lines the scan hands the engine's parser."""
+    return list(dict.fromkeys(module.ANCHORS + _signals(module) + COMMAND_ANCHORS))
+
+
 def detect_engine(head: bytes) -> str | None:
     """The engine whose signatures the bytes show most; None when none or a tie."""
-    scores = {name: module.detect(head) for name, module in ENGINES.items()}
+    scores = {
+        name: sum(sig in head for sig in _signatures(module)) for name, module in ENGINES.items()
+    }
     best = max(scores.values())
     winners = [name for name, score in scores.items() if score == best]
     return winners[0] if best and len(winners) == 1 else None
@@ -78,14 +107,15 @@ def parse_log(
     module = ENGINES[name]
     scanner = _scanner(module, patterns, name)
     parser = module.Parser(facts)
-    if command and hasattr(parser, "read_command"):
+    if command:
         parser.read_command(command)
+        record_sources(facts, "command", Evidence(line=0, text=f"launch command: {command}"))
     _run(scanner.scan(source), parser, patterns, name)
     return _finish(parser, scanner)
 
 
 def _scanner(module: ModuleType, patterns: Sequence[LinePattern], engine: str) -> LineScanner:
-    anchors = list(module.ANCHORS)
+    anchors = _anchors(module)
     anchors += [c.encode() for p in patterns if p.applies(engine) for c in p.contains if c]
     return LineScanner(
         tuple(dict.fromkeys(anchors)), wants_more=module.wants_more, continues=module.continues
@@ -98,8 +128,13 @@ def _run(
     active = [p for p in patterns if p.applies(engine)]
     facts: LogFacts = parser.facts  # type: ignore[attr-defined]
     feed = parser.feed  # type: ignore[attr-defined]
+    signals = SignalReader(ENGINES[engine].SIGNALS, facts)
+    parser.signals = signals  # type: ignore[attr-defined]
     for line in lines:
+        parser.kind = "startup"  # type: ignore[attr-defined]
+        signals.feed(line)
         feed(line)
+        record_sources(facts, parser.kind, ev(line))  # type: ignore[attr-defined]
         for pattern in active:
             if pattern.matches(line.text):
                 hits = facts.matches.setdefault(pattern.key, [])
@@ -108,6 +143,7 @@ def _run(
 
 
 def _finish(parser: object, scanner: LineScanner) -> LogFacts:
+    parser.signals.finish()  # type: ignore[attr-defined]
     facts: LogFacts = parser.finish()  # type: ignore[attr-defined]
     facts.lines = scanner.lines
     facts.bytes = scanner.bytes_read
@@ -117,7 +153,7 @@ def _finish(parser: object, scanner: LineScanner) -> LogFacts:
 
 def _undetected(source: Path | bytes, facts: LogFacts, patterns: Sequence[LinePattern]) -> LogFacts:
     """No signature at the head: scan the whole log with every engine's anchors, then decide."""
-    anchors = tuple(dict.fromkeys(a for m in ENGINES.values() for a in m.ANCHORS))
+    anchors = tuple(dict.fromkeys(a for m in ENGINES.values() for a in _anchors(m)))
     scanner = LineScanner(anchors)
     lines: list[Line] = []
     for line in scanner.scan(source):
@@ -132,7 +168,9 @@ def _undetected(source: Path | bytes, facts: LogFacts, patterns: Sequence[LinePa
         facts.notes.append(
             "the file is empty"
             if not scanner.bytes_read
-            else "not a vLLM, SGLang or llama.cpp server log (no engine signature found)"
+            else "nothing recognised: no vLLM, SGLang or llama.cpp line in the text (looked for "
+            + LOOKED_FOR
+            + ")"
         )
         return facts
     parser = ENGINES[name].Parser(facts)

@@ -13,6 +13,7 @@ from diagnostic.schema.logfacts import (
     AcceptanceSummary,
     Evidence,
     LogFacts,
+    SourceKind,
 )
 
 __all__ = ["AcceptanceTally", "LogParser", "Worker", "cap_append", "ev"]
@@ -47,13 +48,25 @@ class Worker:
 
 
 class LogParser:
-    """Base of the engine parsers: owns the facts being filled in."""
+    """Base of the engine parsers: owns the facts being filled in.
+
+    `kind` is the source kind of the line being fed (startup unless a handler says it read a
+    command, a runtime line or a metric); the reader records it for the fields the line set.
+    """
 
     engine = "unknown"
 
     def __init__(self, facts: LogFacts) -> None:
         self.facts = facts
+        self.kind: SourceKind = "startup"
         facts.engine = self.engine  # type: ignore[assignment]
+
+    def read_command(self, command: str) -> None:
+        """The launch command a bundle recorded beside the log (run.json), read as line 0."""
+        self.feed(Line(number=0, text=command, raw=command))
+        for e in self.facts.spec_evidence:
+            if e.line == 0:  # not a log line: say where it came from
+                e.text = f"launch command (run.json): {command}"
 
     def feed(self, line: Line) -> None:
         """Read one candidate line."""

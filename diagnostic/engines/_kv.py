@@ -6,7 +6,7 @@ import ast
 from collections.abc import Iterator
 from typing import Any
 
-__all__ = ["balance", "literal", "split_kv", "unquote"]
+__all__ = ["balance", "literal", "literal_prefix", "split_kv", "unquote"]
 
 MAX_LITERAL = 64 << 10  # literal_eval on huge or deeply nested text is slow; keep it bounded
 
@@ -79,6 +79,29 @@ def literal(value: str) -> Any:
         return ast.literal_eval(value)
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
         return value
+
+
+def literal_prefix(text: str, tries: int = 64) -> Any:
+    """The longest prefix of a literal cut off mid-way (a dict without its brace) that reads,
+    closed with the brackets still open there; the text itself when none does."""
+    value = literal(text)
+    if not isinstance(value, str):
+        return value
+    pairs = {"(": ")", "[": "]", "{": "}"}
+    stack: list[str] = []
+    commas: list[tuple[int, str]] = []
+    for i, ch, _ in _unquoted(text, 0, "([{", ")]}"):
+        if ch in pairs:
+            stack.append(pairs[ch])
+        elif ch in ")]}" and stack:
+            stack.pop()
+        elif ch == ",":
+            commas.append((i, "".join(reversed(stack))))
+    for i, closing in reversed(commas[-tries:]):
+        value = literal(text[:i] + closing)
+        if not isinstance(value, str):
+            return value
+    return text
 
 
 def balance(text: str, start: int = 0) -> int:

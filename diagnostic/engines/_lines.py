@@ -267,16 +267,22 @@ class LineScanner:
                 continue
             stop = int(newlines[idx]) if idx < len(newlines) else end
             line = self._decode(buf[start:stop], self.lines + idx + 1)
-            if self.wants_more is not None and self.wants_more(line.text):
-                more = self._continuation(buf, newlines, idx, end)
+            shell = line.text.endswith("\\")
+            if shell or (self.wants_more is not None and self.wants_more(line.text)):
+                more = self._continuation(buf, newlines, idx, end, shell=shell)
                 if more is None and not final and len(buf) < 4 * self.max_line:
                     self.lines += idx  # wait for the next block: the wrap goes past this one
                     return start
                 for extra in more or []:
-                    line.text += extra.text
-                    line.raw += extra.raw
+                    if shell:  # a shell command continued with `\`: one command line
+                        line.text = line.text.rstrip()[:-1].rstrip() + " " + extra.text.strip()
+                        line.raw = line.text
+                    else:
+                        line.text += extra.text
+                        line.raw += extra.raw
                 if more:
-                    covered = int(newlines[idx + len(more)]) + 1
+                    last = idx + len(more)
+                    covered = int(newlines[last]) + 1 if last < len(newlines) else end
             yield line
         self.lines += len(newlines) + (1 if final and not buf[:end].endswith(b"\n") else 0)
         return end
@@ -290,16 +296,27 @@ class LineScanner:
         return line
 
     def _continuation(
-        self, buf: bytes, newlines: np.ndarray, idx: int, end: int
+        self, buf: bytes, newlines: np.ndarray, idx: int, end: int, *, shell: bool = False
     ) -> list[Line] | None:
-        """Following physical lines that continue line idx; None when the block ends first."""
+        """Following physical lines that continue line idx; None when the block ends first.
+
+        `shell`: a command line ending in `\\`, continued while each line ends in one.
+        """
         out: list[Line] = []
-        assert self.continues is not None
         for j in range(idx + 1, min(idx + 1 + MAX_CONTINUATION, len(newlines) + 1)):
             start = int(newlines[j - 1]) + 1
             if j >= len(newlines):
+                if shell and start < end:  # the last line of the buffer, without its newline
+                    out.append(self._decode(buf[start:end], self.lines + j + 1))
+                    return out
                 return out if start >= end else None
             nxt = self._decode(buf[start : int(newlines[j])], self.lines + j + 1)
+            if shell:
+                out.append(nxt)
+                if not nxt.text.endswith("\\"):
+                    return out
+                continue
+            assert self.continues is not None
             if not self.continues(nxt.text):
                 return out
             out.append(nxt)

@@ -1,4 +1,5 @@
-"""llama.cpp `llama-server` logs -> LogFacts.
+"""llama.cpp `llama-server` logs, `llama-speculative` summaries, `/completion` timings and
+pasted `llama-server` commands -> LogFacts.
 
 llama.cpp has no capture modes and logs CUDA-graph decisions only at debug level
 (`ggml_backend_cuda_graph_compute: disabling CUDA graphs due to …`). `graphs reused = N` in
@@ -8,11 +9,12 @@ the per-request timings counts reuse of llama.cpp's own compute graph, not CUDA 
 from __future__ import annotations
 
 import re
-import shlex
 
+from diagnostic.engines._command import find_command
 from diagnostic.engines._common import AcceptanceTally, LogParser, cap_append, ev
 from diagnostic.engines._lines import Line
-from diagnostic.schema.logfacts import AcceptanceSample, Evidence, LogFacts
+from diagnostic.engines._signals import Signal, name_source
+from diagnostic.schema.logfacts import AcceptanceSample, Evidence, LogFacts, SourceKind
 
 ENGINE = "llamacpp"
 ANCHORS: tuple[bytes, ...] = (
@@ -47,7 +49,45 @@ SIGNATURES: tuple[bytes, ...] = (
     b"ggml_",
     b"llama_context",
     b"main: HTTP server",
+    b"llama_perf_context_print",
+    b"common_perf_print",
 )
+_ON = {"spec.enabled": True}
+SIGNALS: tuple[Signal, ...] = (
+    # llama-speculative / llama-speculative-simple summary: `n_draft = 5` is the draft length.
+    Signal(
+        "n_draft",
+        {**_ON, "spec.num_draft_tokens": "{k}"},
+        "metric",
+        re.compile(r"^\s*n_draft\s*=\s*(?P<k>\d+)"),
+    ),
+    Signal(
+        "n_draft", {"spec.method": "draft"}, "metric", re.compile(r"^\s*n_draft\s*="), weak=True
+    ),
+    # Per-drafter statistics: `statistics draft-eagle3: …`, `statistics ngram-simple: …`.
+    Signal(
+        "statistics",
+        {**_ON, "spec.method": "{m}"},
+        "metric",
+        re.compile(r"statistics\s+(?P<m>(?:draft|ngram)[\w-]*):"),
+    ),
+    Signal("draft acceptance", _ON, "metric"),  # even when the line is cut before its numbers
+    # A /completion response: draft_n counts drafted tokens; generation_settings always list
+    # speculative.n_max (16 by default), a draft length only when drafting happened.
+    Signal('"draft_n"', _ON, "metric"),
+    Signal(
+        '"speculative.n_max"',
+        {"spec.num_draft_tokens": "{k}"},
+        "metric",
+        re.compile(r'"speculative\.n_max":\s*(?P<k>\d+)'),
+        if_spec=True,
+    ),
+    Signal(
+        "size_m=", {"spec.num_draft_tokens": "{k}"}, "startup", re.compile(r"\bsize_m=(?P<k>\d+)")
+    ),
+)
+COMMANDS: tuple[bytes, ...] = (b"llama-server", b"llama.cpp:server")
+_MARKERS = (re.compile(r"(?:\S*/)?llama-server"), re.compile(r"\S*llama\.cpp:server\S*"))
 
 _BUILD = re.compile(
     r"\bbuild(?::| =|) (?P<num>\d+) \((?P<hash>[0-9a-f]+)\)"
@@ -56,7 +96,6 @@ _BUILD = re.compile(
 _MODEL = re.compile(r"loading model '(?P<m>[^']+)'|loaded meta data .* from (?P<f>\S+)")
 _DRAFT_MODEL = re.compile(r"loading draft model '(?P<m>[^']+)'")
 _SPEC_IMPL = re.compile(r"adding speculative implementation '(?P<m>[^']+)'")
-_SIZE_M = re.compile(r"\bsize_m=(?P<k>\d+)")
 _ACCEPT = re.compile(
     r"draft acceptance(?: rate)? = (?P<r>[\d.]+) "
     r"\(\s*(?P<a>\d+) accepted /\s*(?P<g>\d+) generated\)"
@@ -76,12 +115,7 @@ _K_FLAGS = (
     "--spec-draft-n-max",
     "--spec-ngram-simple-size-m",
 )
-_DRAFT_FLAGS = ("-md", "--model-draft", "--spec-draft-model")
-
-
-def detect(head: bytes) -> int:
-    """How many llama.cpp signatures the start of a log shows."""
-    return sum(sig in head for sig in SIGNATURES)
+_DRAFT_FLAGS = ("md", "model-draft", "spec-draft-model")
 
 
 def wants_more(text: str) -> bool:
@@ -112,19 +146,21 @@ class Parser(LogParser):
         self.offloaded: tuple[int, Evidence] | None = None
         self.debug_level = False
         self.ready = False
+        self.env_from_command = False
 
     def feed(self, line: Line) -> None:
         """Read one candidate line."""
         text = line.text
         if "draft acceptance" in text:
+            self.kind = "metric"
             self._acceptance(line)
+            return
+        if ("llama-server" in text or "llama.cpp:server" in text) and self._command(line):
             return
         if "acc per pos" in text or "per position" in text:
             self._per_position(text)
         if " eval time =" in text:
             self._eval(text)
-        if text.startswith(("CMD:", "+ ", "$ ")) and "llama-server" in text:
-            self._command(line)
         if "build" in text and self.facts.version is None:
             b = _BUILD.search(text)
             if b:
@@ -142,48 +178,35 @@ class Parser(LogParser):
         if "listening" in text:
             self.ready = True
 
-    def read_command(self, command: str) -> None:
-        """The launch command recorded beside the log (llama-server does not print it)."""
-        text = f"CMD: {command}"
-        self._command(Line(number=0, text=text, raw=text))
-        for e in self.facts.spec_evidence:
-            if e.line == 0:  # not a log line: say where it came from
-                e.text = f"launch command (run.json): {command}"
-
-    def _command(self, line: Line) -> None:
-        try:
-            argv = shlex.split(
-                line.text.split(":", 1)[1] if line.text.startswith("CMD:") else line.text[2:]
-            )
-        except ValueError:
-            return
-        flags: dict[str, object] = {}
-        i = 1
-        while i < len(argv):
-            arg = argv[i]
-            value: object = True
-            if i + 1 < len(argv) and not argv[i + 1].startswith("-"):
-                value, i = argv[i + 1], i + 1
-            flags[arg.lstrip("-")] = value
-            i += 1
+    def _command(self, line: Line) -> bool:
+        """A llama-server command line: the flags it was started with."""
+        cmd = find_command(line.text, _MARKERS)
+        if cmd is None:
+            return False
+        self.kind = "command"
+        flags = cmd.flags
         self.facts.requested.update(flags)
         spec = self.facts.spec
-        for flag in _DRAFT_FLAGS:
-            if isinstance(flags.get(flag.lstrip("-")), str):
-                spec.enabled, spec.drafter = True, str(flags[flag.lstrip("-")])
-        if isinstance(flags.get("spec-type"), str):
-            spec.enabled, spec.method = True, str(flags["spec-type"])
+        drafter = cmd.text(*_DRAFT_FLAGS)
+        if drafter:
+            spec.enabled, spec.drafter = True, drafter
+        method = cmd.text("spec-type")
+        if method or drafter:
+            spec.enabled, spec.method = True, method or "draft"
         for flag in _K_FLAGS:
-            value = flags.get(flag.lstrip("-"))
-            if isinstance(value, str) and value.isdigit():
-                spec.num_draft_tokens = int(value)
+            k = cmd.number(flag.lstrip("-"))
+            if k is not None:
+                spec.num_draft_tokens = k
         if spec.enabled:
             self.facts.spec_evidence.append(ev(line))
         if spec.enabled is None:
             spec.enabled = False
-        self.facts.model = self.facts.model or _flag(flags, "m", "model")
-        if "-lv" in argv or "--verbose" in argv:
-            self.debug_level = self.debug_level or "4" in argv or "--verbose" in argv
+        self.facts.model = self.facts.model or cmd.text("m", "model", "hf", "hf-repo")
+        if "GGML_CUDA_DISABLE_GRAPHS" in cmd.env:
+            self.env_disabled, self.env_from_command = ev(line, "GGML_CUDA_DISABLE_GRAPHS"), True
+        if "lv" in flags or "verbose" in flags:
+            self.debug_level = self.debug_level or flags.get("lv") == "4" or "verbose" in flags
+        return True
 
     def _backend(self, line: Line) -> None:
         text = line.text
@@ -221,9 +244,6 @@ class Parser(LogParser):
         if s:
             spec.enabled, spec.method = True, spec.method or s["m"]
             self.facts.spec_evidence.append(ev(line))
-        k = _SIZE_M.search(text)
-        if k and spec.num_draft_tokens is None:
-            spec.num_draft_tokens = int(k["k"])
 
     def _acceptance(self, line: Line) -> None:
         m = _ACCEPT.search(line.text)
@@ -287,11 +307,24 @@ class Parser(LogParser):
         gpu = self.gpu_device is not None and not (self.offloaded and self.offloaded[0] == 0)
         self.facts.backend = "cuda" if gpu else "cpu" if self.cpu_device or self.offloaded else None
         capture.resolved, capture.reason = self._resolution(gpu)  # type: ignore[assignment]
+        self._capture_source()
         for e in (self.gpu_device, self.cpu_device, self.offloaded and self.offloaded[1]):
             if e:
                 cap_append(capture.evidence, e)
         for e in self.disabled_lines:
             cap_append(capture.evidence, e)
+
+    def _capture_source(self) -> None:
+        capture = self.facts.capture
+        if capture.resolved == "UNKNOWN":
+            return
+        found = [*self.disabled_lines, self.env_disabled, self.gpu_device, self.cpu_device]
+        e = next((x for x in found if x is not None), self.offloaded and self.offloaded[1])
+        if e:
+            kind: SourceKind = (
+                "command" if self.env_from_command and e is self.env_disabled else "startup"
+            )
+            name_source(self.facts, "capture.resolved", kind, e, replace=True)
 
     def _resolution(self, gpu: bool) -> tuple[str, str]:
         if self.disabled:
@@ -320,11 +353,3 @@ class Parser(LogParser):
             "this verbosity; -lv 4 logs them); 'graphs reused' is llama.cpp's compute-graph "
             "reuse, not CUDA graphs",
         )
-
-
-def _flag(flags: dict[str, object], *names: str) -> str | None:
-    for name in names:
-        value = flags.get(name)
-        if isinstance(value, str):
-            return value
-    return None

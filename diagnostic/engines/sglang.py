@@ -1,8 +1,9 @@
-"""SGLang server logs (0.4–0.5) -> LogFacts.
+"""SGLang server logs (0.4–0.5), excerpts of them and `sglang.launch_server` commands -> LogFacts.
 
 SGLang prints no version banner and no line when CUDA graphs are disabled: capture is read
-from `Capture cuda graph begin/end` per rank, the decode batches' `cuda graph: True|False`,
-and `disable_cuda_graph` in the `server_args=ServerArgs(…)` line.
+from `Capture cuda graph begin/end` per rank (drafter graphs are captured only after the
+target's), the decode batches' `cuda graph: True|False` (`npu graph` on Ascend), and
+`disable_cuda_graph` in the `server_args=ServerArgs(…)` line or `--disable-cuda-graph`.
 """
 
 from __future__ import annotations
@@ -11,9 +12,17 @@ import re
 from dataclasses import dataclass, field
 
 from diagnostic.engines import _kv
+from diagnostic.engines._command import find_command
 from diagnostic.engines._common import AcceptanceTally, LogParser, Worker, cap_append, ev
 from diagnostic.engines._lines import Line
-from diagnostic.schema.logfacts import AcceptanceSample, CaptureTiming, Evidence, LogFacts
+from diagnostic.engines._signals import Signal, name_source, set_fact
+from diagnostic.schema.logfacts import (
+    AcceptanceSample,
+    CaptureTiming,
+    Evidence,
+    LogFacts,
+    SourceKind,
+)
 
 ENGINE = "sglang"
 ANCHORS: tuple[bytes, ...] = (
@@ -37,6 +46,15 @@ SIGNATURES: tuple[bytes, ...] = (
     b"fired up and ready to roll",
     b"Load weight begin",
 )
+_ON = {"spec.enabled": True}
+SIGNALS: tuple[Signal, ...] = (
+    Signal("accept len", _ON, "metric"),  # decode batches print it only when speculating
+    Signal("sglang:spec_accept_length", _ON, "metric"),
+    Signal("Capture draft", _ON, "startup"),  # drafter graphs: draft, draft extend
+)
+COMMANDS: tuple[bytes, ...] = (b"sglang.launch_server", b"lmsysorg/sglang")
+_MARKERS = (re.compile(r"\S*sglang\.launch_server"), re.compile(r"\S*lmsysorg/sglang(?::\S*)?"))
+_ALIASES = {"NEXTN": "EAGLE"}  # SGLang rewrites NEXTN to EAGLE at start-up
 
 _PREFIX = re.compile(r"^\[(?P<ts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)(?P<rank>(?: [A-Z]+\d+)*)\]\s?")
 _BEGIN = re.compile(r"Capture (?P<what>[\w ]*?)\s*cuda graph begin", re.IGNORECASE)
@@ -46,11 +64,6 @@ _MEM = re.compile(r"mem usage=(?P<gb>[\d.]+) GB")
 _VERSION = re.compile(r"\bsglang(?:==|\s+version[:=]?\s*|/v?)(?P<v>\d+\.\d+\.\d+[\w.+-]*)", re.I)
 _DRAFT_ARCH = re.compile(r"type=(?P<arch>\w*Eagle3\w*)|Loading (?P<alg>EAGLE3) draft model")
 _FIELD = re.compile(r"(?P<key>#?[\w ()/-]+?): (?P<value>[^,]+)")
-
-
-def detect(head: bytes) -> int:
-    """How many SGLang signatures the start of a log shows."""
-    return sum(sig in head for sig in SIGNATURES)
 
 
 def wants_more(text: str) -> bool:
@@ -85,13 +98,17 @@ class Parser(LogParser):
         self.args_line: Evidence | None = None
         self.ready = False
         self.graph_batches: list[Evidence] = []
+        self.args_kind: SourceKind = "startup"
 
     def feed(self, line: Line) -> None:
         """Read one candidate line."""
         text = line.text
+        if "sglang" in text and self._command(line):
+            return
         m = _PREFIX.match(text)
         rank = self._rank(m["rank"].strip() if m and m["rank"] else "main")
         if "Decode batch" in text:
+            self.kind = "metric"
             self._decode_batch(line)
             return
         if "server_args=" in text:
@@ -115,6 +132,29 @@ class Parser(LogParser):
         if rank is None:
             rank = self.ranks[name] = _Rank(name)
         return rank
+
+    def _command(self, line: Line) -> bool:
+        """A pasted `python -m sglang.launch_server …` (or the image's) command."""
+        cmd = find_command(line.text, _MARKERS)
+        if cmd is None:
+            return False
+        self.kind = self.args_kind = "command"
+        facts, spec = self.facts, self.facts.spec
+        set_fact(facts, "version", cmd.image_version())
+        set_fact(facts, "model", cmd.text("model-path", "model"))
+        algorithm = (cmd.text("speculative-algorithm") or "").upper()
+        if spec.enabled is None or algorithm:
+            spec.enabled = bool(algorithm) and algorithm != "NONE"
+        if spec.enabled:
+            set_fact(facts, "spec.method", _ALIASES.get(algorithm, algorithm))
+            set_fact(facts, "spec.drafter", cmd.text("speculative-draft-model-path"))
+            set_fact(facts, "spec.num_draft_tokens", cmd.number("speculative-num-draft-tokens"))
+        if cmd.flag("disable-cuda-graph") is True:
+            self.disable_cuda_graph = True
+            self.args_line = ev(line, "--disable-cuda-graph")
+        facts.spec_evidence.append(ev(line, "--speculative"))
+        facts.requested.update(cmd.flags)
+        return True
 
     def _server_args(self, line: Line) -> None:
         text = line.text
@@ -170,7 +210,7 @@ class Parser(LogParser):
             sample.mean_acceptance_length = _float(fields["accept len"])
         if "accept rate" in fields:
             sample.accept_rate = _float(fields["accept rate"])
-        graph = fields.get("cuda graph", fields.get("cpu graph"))
+        graph = fields.get("cuda graph", fields.get("npu graph", fields.get("cpu graph")))
         if graph in ("True", "False"):
             sample.cuda_graph = graph == "True"
             if sample.cuda_graph and len(self.graph_batches) < 1:
@@ -185,8 +225,6 @@ class Parser(LogParser):
         """Resolve capture per rank; return the facts."""
         facts = self.facts
         self.tally.finish(facts)
-        if facts.spec.enabled and facts.spec.method is None:
-            facts.spec.method = "unknown"
         ranks = [r for r in self.ranks.values() if r.begun or r.ended]
         facts.workers = sorted(r.name for r in self.ranks.values() if r.name != "main") or ["main"]
         capture = facts.capture
@@ -213,7 +251,25 @@ class Parser(LogParser):
             for e in lines:
                 cap_append(capture.evidence, e)
         capture.evidence.sort(key=lambda e: e.line)
+        self._capture_source(results)
         return facts
+
+    def _capture_source(self, results: dict[str, tuple[str, str, list[Evidence]]]) -> None:
+        capture, summary = self.facts.capture, self.facts.acceptance_summary
+        found: tuple[Evidence | None, SourceKind]
+        if capture.resolved == "UNKNOWN":
+            return
+        if results:
+            found = (next(iter(results.values()))[2][0], "startup")
+        elif self.graph_batches:
+            found = (self.graph_batches[0], "runtime")
+        elif self.disable_cuda_graph:
+            found = (self.args_line, self.args_kind)
+        else:
+            found = (summary.first_cuda_graph_false if summary else None, "runtime")
+        e, kind = found
+        if e is not None:
+            name_source(self.facts, "capture.resolved", kind, e, replace=True)
 
     def _no_capture_lines(self) -> None:
         capture = self.facts.capture
@@ -242,12 +298,12 @@ class Parser(LogParser):
 
 def _resolve_rank(rank: _Rank) -> tuple[str, str, list[Evidence]]:
     lines = list(rank.begun.values()) + list(rank.ended.values())
+    kinds = ", ".join(sorted(rank.ended))
     if "target" in rank.ended:
-        kinds = ", ".join(sorted(rank.ended))
         return "CAPTURED", f"'Capture cuda graph end' ({kinds})", lines
-    if rank.begun:
-        return "UNKNOWN", "capture began but the log has no 'Capture cuda graph end'", lines
-    return "UNKNOWN", "only drafter graphs were captured", lines
+    if rank.ended:  # SGLang captures drafter graphs after the target's, and only with graphs on
+        return "CAPTURED", f"drafter graphs captured ({kinds}), so the target's were too", lines
+    return "UNKNOWN", "capture began but the log has no 'Capture cuda graph end'", lines
 
 
 def _kind(what: str) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 from diagnostic.bundle.store import Bundle, run_id
 from diagnostic.common.progress import NullReporter, Reporter
@@ -13,10 +14,11 @@ from diagnostic.errors import DiagnosticError
 from diagnostic.logcheck.rules import apply_rules, line_patterns, load_rules
 from diagnostic.schema.logfacts import CheckReport, Evidence, Finding, LogFacts
 
-__all__ = ["FINDINGS_FILE", "check_paths"]
+__all__ = ["FINDINGS_FILE", "STDIN", "check_paths"]
 
 FINDINGS_FILE = "findings.json"
 SERVER_LOG = "server.log"
+STDIN = Path("-")  # the paste is read from standard input
 
 
 @dataclass(frozen=True)
@@ -27,27 +29,35 @@ class _Log:
     label: str
     bundle: Bundle | None = None
     command: str | None = None  # the launch command run.json recorded for this log
+    data: bytes | None = None  # text read from standard input instead of a file
 
 
 def check_paths(
-    paths: Sequence[Path], *, rules_dir: Path | None = None, reporter: Reporter | None = None
+    paths: Sequence[Path],
+    *,
+    rules_dir: Path | None = None,
+    reporter: Reporter | None = None,
+    engine: str | None = None,
+    stdin: BinaryIO | None = None,
 ) -> CheckReport:
     """Check every log the paths lead to; write findings.json into each bundle given.
 
-    A path is a log file, a folder of logs (every *.log below it) or a bundle (every run's
-    server.log). Raises DiagnosticError when no log can be read at all (exit code 2).
+    A path is a log file, a folder of logs (every *.log below it), a bundle (every run's
+    server.log) or `-`: the text on `stdin` (a paste). `engine` overrides detection. Raises
+    DiagnosticError when no log can be read at all (exit code 2).
     """
     reporter = reporter or NullReporter()
     if not paths:
         raise DiagnosticError("give at least one log file, folder of logs or bundle to check")
     rules = load_rules(rules_dir)
     patterns = line_patterns(rules)
-    logs = _collect(paths, reporter)
+    logs = _collect(paths, reporter, stdin)
     reporter.start("check", len(logs))
     runs: list[LogFacts] = []
     for log in logs:
-        facts = parse_log(log.path, patterns=patterns, command=log.command)
-        facts.path, facts.label = str(log.path), log.label
+        source = log.path if log.data is None else log.data
+        facts = parse_log(source, patterns=patterns, command=log.command, engine=engine)
+        facts.path, facts.label = ("<stdin>" if log.data is not None else str(log.path)), log.label
         runs.append(facts)
         reporter.advance("check", status=f"{log.label}: {facts.engine} {facts.capture.resolved}")
     _require_usable(runs)
@@ -60,10 +70,15 @@ def check_paths(
     return report
 
 
-def _collect(paths: Sequence[Path], reporter: Reporter) -> list[_Log]:
+def _collect(paths: Sequence[Path], reporter: Reporter, stdin: BinaryIO | None) -> list[_Log]:
     logs: dict[Path, _Log] = {}
     for path in paths:
         path = Path(path)
+        if path == STDIN:
+            if stdin is None:
+                raise DiagnosticError("'-' reads a paste from standard input, but none was given")
+            logs[STDIN] = _Log(STDIN, "stdin", data=stdin.read())
+            continue
         if not path.exists():
             raise DiagnosticError(
                 f"{path}: no such file or folder; give a log, a folder or a bundle"
@@ -120,7 +135,8 @@ def _require_usable(runs: list[LogFacts]) -> None:
     why = "; ".join(f"{r.path}: {r.notes[-1] if r.notes else 'unreadable'}" for r in runs)
     raise DiagnosticError(
         f"no usable server log: {why}. Give the log of a vLLM, SGLang or llama.cpp server "
-        "from its start (the start-up lines say what was captured)"
+        "(best from its start: the start-up lines say what was captured), an excerpt of one, "
+        "or its launch command"
     )
 
 

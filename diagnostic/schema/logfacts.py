@@ -13,6 +13,7 @@ CaptureMode = Literal[
     "FULL_AND_PIECEWISE", "FULL", "FULL_DECODE_ONLY", "PIECEWISE", "NONE", "CAPTURED", "UNKNOWN"
 ]
 Severity = Literal["info", "warning", "error"]
+SourceKind = Literal["startup", "command", "runtime", "metric"]
 # Stored lists are capped so a gigabyte log still gives a small findings.json; the summaries
 # are computed over every line.
 MAX_SAMPLES = 200
@@ -34,6 +35,17 @@ class Evidence(Strict):
         "command a bundle recorded beside the log"
     )
     text: str = Field(description="The line, ANSI colours removed, progress redraws collapsed")
+
+
+class FieldSource(Strict):
+    """Where the value of one field came from: the kind of line and the line itself."""
+
+    kind: SourceKind = Field(
+        description="startup (a start-up or settings line), command (a launch command), "
+        "runtime (a serving line), metric (an acceptance or counter line)"
+    )
+    line: int = Field(description="1-based line number; 0 for the command a bundle recorded")
+    text: str = Field(description="The line, as in `Evidence`")
 
 
 class SpecFacts(Strict):
@@ -147,6 +159,11 @@ class LogFacts(Strict):
         None, description="Drafter architecture when the log names it (e.g. an Eagle3 class)"
     )
     spec_evidence: list[Evidence] = Field(default_factory=list, description="Lines behind `spec`")
+    sources: dict[str, FieldSource] = Field(
+        default_factory=dict,
+        description="Per field (`version`, `spec.enabled`, `spec.method`, `spec.num_draft_tokens`, "
+        "`capture.resolved`, ...): the line its value came from and its kind",
+    )
     capture_timings: list[CaptureTiming] = Field(
         default_factory=list, description="Capture durations and memory, per worker"
     )

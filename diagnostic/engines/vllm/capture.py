@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from diagnostic.engines._common import Worker, cap_append
+from diagnostic.engines.vllm.signals import mode_of
 from diagnostic.schema.logfacts import Evidence, LogFacts
 
 __all__ = ["VWorker", "resolve_capture"]
@@ -31,6 +32,7 @@ class _Run:
     facts: LogFacts
     ready: bool  # the engine finished starting (capture, if any, is over)
     generation: str | None  # V0 or V1 engine
+    requested: str | None  # cudagraph_mode asked for in the non-default args
 
 
 def _bar_mode(proc: VWorker, expected: str | None) -> tuple[str, str]:
@@ -49,8 +51,17 @@ def _bar_mode(proc: VWorker, expected: str | None) -> tuple[str, str]:
     if "FULL" in descs and "PIECEWISE" in descs:
         return "FULL_AND_PIECEWISE", shown
     if "FULL" in descs:  # Model Runner V2 draws one FULL bar for FULL and FULL_DECODE_ONLY
+        if expected is None:
+            return "UNKNOWN", shown + _ONE_FULL_BAR
         return (expected if expected in ("FULL", "FULL_DECODE_ONLY") else "FULL"), shown
     return ("PIECEWISE" if "PIECEWISE" in descs else "UNKNOWN"), shown
+
+
+_ONE_FULL_BAR = (
+    " (Model Runner V2 draws this one bar for FULL and FULL_DECODE_ONLY; only the engine-config"
+    " line or the requested cudagraph_mode tells them apart, and the text has neither)"
+)
+_CUT = "the excerpt ends before capture finished; the downgrade warning names the mode"
 
 
 def _own_evidence(proc: VWorker) -> bool:
@@ -60,17 +71,29 @@ def _own_evidence(proc: VWorker) -> bool:
 def _resolve_one(run: _Run, proc: VWorker, config: VWorker) -> tuple[str, str, list[Evidence]]:
     """(mode, reason, evidence) for one worker from its own lines and config-time lines."""
     downgrades = config.downgrades + proc.downgrades
-    expected = downgrades[-1][0] if downgrades else run.facts.capture.configured
+    expected = downgrades[-1][0] if downgrades else run.facts.capture.configured or run.requested
     lines = [e for _, e in downgrades] + config.eager + proc.eager
     if proc.bars:
         mode, shown = _bar_mode(proc, expected)
         evidence = lines + list(proc.bars.values()) + proc.finished
         if not proc.finished and not run.ready:
+            if downgrades:
+                return downgrades[-1][0], f"{_CUT} (capture bars: {shown})", evidence
             return "UNKNOWN", f"capture bars ({shown}) but capture never finished", evidence
+        if mode == "UNKNOWN":
+            return mode, f"capture bars: {shown}", evidence
         reason = f"capture bars: {shown}"
         if downgrades:
             reason += f"; the engine set cudagraph_mode={downgrades[-1][0]} before capture"
         return mode, reason, evidence
+    if proc.v0_bars and run.generation == "V1" and expected:
+        # vLLM 0.9 V1 drew V0's "Capturing CUDA graph shapes" bar: the config says the mode.
+        return (
+            expected,
+            "V1 engine with the 'Capturing CUDA graph shapes' bar of vLLM <= 0.9; mode from "
+            "its config line",
+            lines + proc.v0_bars + proc.finished,
+        )
     if proc.v0_bars or (run.generation == "V0" and proc.finished):
         return (
             "CAPTURED",
@@ -96,6 +119,8 @@ def _resolve_one(run: _Run, proc: VWorker, config: VWorker) -> tuple[str, str, l
             "no capture bars and no 'Graph capturing finished' in a started engine",
             lines,
         )
+    if downgrades:
+        return downgrades[-1][0], _CUT, lines
     return "UNKNOWN", "the log ends before CUDA-graph capture", lines
 
 
@@ -117,7 +142,7 @@ def resolve_capture(
     generation: str | None,
 ) -> None:
     """Fill facts.capture: per worker from its own lines, then the run (agreeing or not)."""
-    run = _Run(facts, ready, generation)
+    run = _Run(facts, ready, generation, mode_of(facts.requested.get("compilation_config")))
     capture = facts.capture
     own = [w for w in workers if _own_evidence(w)]
     if configured_line:

@@ -1,4 +1,4 @@
-"""vLLM server logs (V0 0.6–0.10, V1 with Model Runner V1 and V2) -> LogFacts.
+"""vLLM server logs (V0 0.6–0.10, V1 with Model Runner V1 and V2, vllm-ascend) -> LogFacts.
 
 Resolved capture mode comes from what happened: capture bars, `Graph capturing finished`,
 downgrade and override warnings, eager lines. The config line's `cudagraph_mode` is printed
@@ -10,10 +10,19 @@ from __future__ import annotations
 import re
 
 from diagnostic.engines import _kv
-from diagnostic.engines._common import AcceptanceTally, LogParser, ev
+from diagnostic.engines._command import find_command
+from diagnostic.engines._common import LogParser, ev
 from diagnostic.engines._lines import Line, collapse
-from diagnostic.engines._vllm_capture import VWorker, resolve_capture
-from diagnostic.schema.logfacts import AcceptanceSample, CaptureTiming, Evidence, LogFacts
+from diagnostic.engines._signals import name_source, set_fact
+from diagnostic.engines.vllm.capture import VWorker, resolve_capture
+from diagnostic.engines.vllm.runtime import Metrics
+from diagnostic.engines.vllm.signals import COMMANDS, MARKERS, command_spec
+from diagnostic.schema.logfacts import (
+    CaptureTiming,
+    Evidence,
+    LogFacts,
+    SourceKind,
+)
 
 ENGINE = "vllm"
 ANCHORS: tuple[bytes, ...] = (
@@ -32,6 +41,8 @@ ANCHORS: tuple[bytes, ...] = (
     b"metrics: Draft",
     b"WARNING",
     b"backend",
+    b"eager mode",
+    b"spec_decode_num_accepted_tokens_per_pos",
 )
 SIGNATURES: tuple[bytes, ...] = (
     b"vLLM",
@@ -64,7 +75,7 @@ _MODE_NUMBERS = {
     "2,0": "FULL_DECODE_ONLY",
     "2,1": "FULL_AND_PIECEWISE",
 }
-_BAR = re.compile(r"Capturing CUDA graphs \((?P<desc>[^)]*)\)")
+_BAR = re.compile(r"Capturing (?:CUDA|ACL) graphs \((?P<desc>[^)]*)\)")  # ACL: vllm-ascend
 _BAR_V0 = re.compile(r"Capturing (?:CUDA graph shapes|cudagraphs for decoding|the model for CUDA)")
 _BAR_DRAFT = re.compile(r"Capturing (?P<what>[a-z][\w -]*?) CUDA graphs")
 _FINISHED = re.compile(
@@ -80,31 +91,9 @@ _BACKEND = re.compile(
     r"Using (?:AttentionBackendEnum\.)?(?P<b>[A-Z][A-Z0-9_]+) (?:attention )?backend"
     r"|Using (?P<v0>[A-Z][\w ]*?) backend(?:\.| on )"
 )
-_NUM = r"(?:\d+(?:\.\d+)?|nan)"
-_METRIC = {
-    "mean": re.compile(r"Mean acceptance length: (" + _NUM + ")"),
-    "avg_rate": re.compile(r"Avg Draft acceptance rate: (" + _NUM + ")%"),
-    "rate": re.compile(r"(?<!Avg )Draft acceptance rate: (" + _NUM + ")(%?)"),
-    "accepted": re.compile(r"Accepted: (\d+) tokens"),
-    "drafted": re.compile(r"Drafted: (\d+) tokens"),
-    "per_pos": re.compile(r"Per-position acceptance rate: ((?:" + _NUM + r")(?:, " + _NUM + ")*)"),
-    "k": re.compile(r"Number of speculative tokens: (\d+)"),
-    "v0_accepted": re.compile(r"Number of accepted tokens: (\d+)"),
-    "v0_drafted": re.compile(r"Number of draft tokens(?: tokens)?: (\d+)"),
-    "v0_emitted": re.compile(r"Number of emitted tokens: (\d+)"),
-}
-# The usual ≥0.10.2 line in one search (gigabyte logs hold thousands of them).
-_FAST_METRICS = re.compile(
-    r"SpecDecoding metrics: Mean acceptance length: (?P<mean>" + _NUM + r"), Accepted throughput: "
-    r"[^,]*, Drafted throughput: [^,]*, Accepted: (?P<a>\d+) tokens, Drafted: (?P<d>\d+) tokens, "
-    r"Per-position acceptance rate: (?P<pos>[\d., na]*?), Avg Draft"
-)
 _READY = ("Starting vLLM", "init engine (profile", "startup complete")
-
-
-def detect(head: bytes) -> int:
-    """How many vLLM signatures the start of a log shows."""
-    return sum(sig in head for sig in SIGNATURES)
+_EAGER = ("Cudagraph is disabled under eager mode", "Enforce eager set", "using eager mode")
+_COMMANDS = tuple(c.decode() for c in COMMANDS)
 
 
 def wants_more(text: str) -> bool:
@@ -135,12 +124,12 @@ class Parser(LogParser):
     def __init__(self, facts: LogFacts) -> None:
         super().__init__(facts)
         self.procs: dict[str, VWorker] = {}
-        self.tally = AcceptanceTally()
+        self.metrics = Metrics(facts)
         self.configured_line: Evidence | None = None
         self.enforce_eager: bool | None = None
         self.generation: str | None = None
         self.ready = False
-        self.k_from_metrics: int | None = None
+        self.command_lines: set[int] = set()
 
     # -- lines -------------------------------------------------------------------------
     def feed(self, line: Line) -> None:
@@ -155,7 +144,14 @@ class Parser(LogParser):
     def _record(self, line: Line) -> None:
         text = line.text
         if "SpecDecoding metrics" in text or "metrics: Draft" in text:
-            self._metrics(line)  # the bulk of a long log: no process bookkeeping needed
+            self.kind = "metric"
+            self.metrics.line(line)  # the bulk of a long log: no process bookkeeping needed
+            return
+        if "spec_decode_num_accepted_tokens_per_pos" in text:
+            self.kind = "metric"
+            self.metrics.position(line)
+            return
+        if any(c in text for c in _COMMANDS) and self._command(line):
             return
         m = _PROC.match(text)
         proc = self._proc(f"{m['name']} pid={m['pid']}" if m else "main")
@@ -165,7 +161,7 @@ class Parser(LogParser):
                 self.fallback(line)
         if "Capturing" in line.raw or "capturing" in text:
             self._capture(proc, line)
-        if "cudagraph" in text or "Cudagraph" in text or "CUDAGraph" in text:
+        if "cudagraph" in text or "Cudagraph" in text or "CUDAGraph" in text or "eager" in text:
             self._modes(proc, line)
         if "Skipping CUDA graph capture" in text:
             proc.eager.append(ev(line))
@@ -222,7 +218,7 @@ class Parser(LogParser):
         if target:
             proc.downgrades.append((target, ev(line)))
             self.fallback(line)
-        if "Cudagraph is disabled under eager mode" in text or "Enforce eager set" in text:
+        if any(marker in text for marker in _EAGER):
             proc.eager.append(ev(line))
 
     def _planned(self, proc: VWorker, line: Line) -> None:
@@ -251,10 +247,19 @@ class Parser(LogParser):
             if self.enforce_eager:
                 proc.eager.append(ev(line, "enforce_eager"))
         self._spec_config(kv.get("speculative_config"), line)
-        mode = _MODE_REPR.search(kv.get("compilation_config", ""))
+        compilation = kv.get("compilation_config", "")
+        mode = _MODE_REPR.search(compilation)
         if mode:
             self.facts.capture.configured = _mode_name(mode)
             self.configured_line = ev(line, "cudagraph_mode")
+        elif self.generation == "V1" and '"use_cudagraph"' in compilation:
+            # 0.9 printed no cudagraph_mode: use_cudagraph and full_cuda_graph say it.
+            full = '"full_cuda_graph":true' in compilation.replace(" ", "")
+            graphs = '"use_cudagraph":true' in compilation.replace(" ", "")
+            self.facts.capture.configured = (
+                "NONE" if not graphs or self.enforce_eager else "FULL" if full else "PIECEWISE"
+            )
+            self.configured_line = ev(line, "use_cudagraph")
         elif self.generation == "V0" and self.enforce_eager is not None:
             self.facts.capture.configured = "NONE" if self.enforce_eager else "CAPTURED"
             self.configured_line = ev(line, "enforce_eager")
@@ -279,7 +284,7 @@ class Parser(LogParser):
 
     def _requested(self, line: Line) -> None:
         text = line.text
-        value = _kv.literal(text[text.index("args: {") + 6 :])
+        value = _kv.literal_prefix(text[text.index("args: {") + 6 :])
         if not isinstance(value, dict):
             self.facts.notes.append(f"line {line.number}: could not read the non-default args")
             return
@@ -328,63 +333,35 @@ class Parser(LogParser):
             proc.runner = "V1"
             self.fallback(line)
 
-    def _metrics(self, line: Line) -> None:
-        text = line.text
-        fast = _FAST_METRICS.search(text)
-        if fast:
-            accepted, drafted = int(fast["a"]), int(fast["d"])
-            self.tally.count(
-                self.facts,
-                line.number,
-                mean=None if fast["mean"] == "nan" else float(fast["mean"]),
-                per_position=[float(x) for x in fast["pos"].split(", ") if x],
-                accepted=accepted,
-                drafted=drafted,
-            )
-            return
-        got = {name: rx.search(text) for name, rx in _METRIC.items()}
-        sample = AcceptanceSample(line=line.number)
-        if got["per_pos"]:
-            sample.per_position = [float(x) for x in got["per_pos"][1].split(", ")]
-        if got["accepted"] and got["drafted"]:
-            sample.accepted, sample.drafted = int(got["accepted"][1]), int(got["drafted"][1])
-        elif got["v0_accepted"] and got["v0_drafted"]:
-            sample.accepted, sample.drafted = int(got["v0_accepted"][1]), int(got["v0_drafted"][1])
-        if sample.accepted is not None and sample.drafted:
-            sample.accept_rate = sample.accepted / sample.drafted
-        elif got["avg_rate"] or got["rate"]:
-            m = got["avg_rate"] or got["rate"]
-            assert m is not None
-            value = float(m[1])
-            percent = m.re is _METRIC["avg_rate"] or m[2] == "%"
-            sample.accept_rate = value / 100 if percent else value
-        sample.mean_acceptance_length = self._mean_length(got, sample)
-        if got["k"]:
-            self.k_from_metrics = int(got["k"][1])
-        self.tally.add(sample, self.facts)
-
-    def _mean_length(
-        self, got: dict[str, re.Match[str] | None], s: AcceptanceSample
-    ) -> float | None:
-        """Tokens per step, bonus included, whatever the release printed."""
-        k = self.facts.spec.num_draft_tokens or self.k_from_metrics
-        if got["v0_emitted"] and s.drafted and k:
-            return int(got["v0_emitted"][1]) * k / s.drafted  # V0: emitted / proposals
-        if got["rate"] and not got["avg_rate"] and s.accepted is not None and s.drafted and k:
-            # 0.8.5–0.10.1 put the rate first; 0.8.5's mean excluded the bonus token, so
-            # recompute it: 1 + accepted / drafts, drafts = drafted / k.
-            return 1 + s.accepted * k / s.drafted
-        m = got["mean"]
-        return float(m[1]) if m and m[1] != "nan" else None
+    def _command(self, line: Line) -> bool:
+        """A pasted launch command: what was configured (not what the engine resolved)."""
+        cmd = find_command(line.text, MARKERS)
+        if cmd is None:
+            return False
+        self.kind = "command"
+        self.command_lines.add(line.number)
+        got = command_spec(cmd)
+        facts, spec = self.facts, self.facts.spec
+        set_fact(facts, "version", got["version"])
+        set_fact(facts, "model", got["model"])
+        set_fact(facts, "capture.configured", "NONE" if got["eager"] else got["configured"])
+        if got["eager"]:
+            self._proc("command").eager.append(ev(line, "--enforce-eager"))
+        if spec.enabled is None or got["enabled"]:
+            spec.enabled = got["enabled"]
+        for path, key in (("method", "method"), ("num_draft_tokens", "k"), ("drafter", "drafter")):
+            set_fact(facts, f"spec.{path}", got[key])
+        facts.spec_evidence.append(ev(line, "--speculative"))
+        facts.requested.update({k: v for k, v in cmd.flags.items()})
+        return True
 
     # -- conclusions -------------------------------------------------------------------
     def finish(self) -> LogFacts:
         """Resolve runner, workers and capture; return the facts."""
         facts = self.facts
-        if facts.spec.enabled is None and self.tally.samples:
-            facts.spec.enabled = True
-        self.tally.finish(facts)
+        self.metrics.finish()
         workers = self._workers()
+        self._shared_bars(workers)
         facts.workers = sorted(w.name for w in workers)
         runners = {w.runner for w in workers if w.runner} | {
             p.runner for p in self.procs.values() if p.runner
@@ -395,7 +372,9 @@ class Parser(LogParser):
             facts.model_runner = "V1" if "V1" in runners else sorted(runners)[0]
         elif self.generation == "V1":
             facts.model_runner = "V1"
-        facts.backend = "cuda" if facts.capture_timings or self.generation else None
+        facts.backend = facts.backend or (
+            "cuda" if facts.capture_timings or self.generation else None
+        )
         resolve_capture(
             facts,
             workers,
@@ -404,10 +383,31 @@ class Parser(LogParser):
             ready=self.ready,
             generation=self.generation,
         )
+        self._capture_source()
         return facts
 
+    def _shared_bars(self, workers: list[VWorker]) -> None:
+        """Bars printed without a process prefix (tqdm on stderr) belong to the workers."""
+        main = self.procs.get("main")
+        if main is None or main in workers or not main.bars:
+            return
+        for worker in workers:
+            if not worker.bars:
+                worker.bars = dict(main.bars)
+
+    def _capture_source(self) -> None:
+        capture = self.facts.capture
+        if capture.resolved == "UNKNOWN":
+            return
+        configured = self.configured_line.line if self.configured_line else None
+        lines = [e for e in capture.evidence if e.line != configured] or capture.evidence
+        if lines:
+            e = lines[0]
+            kind: SourceKind = "command" if e.line in self.command_lines else "startup"
+            name_source(self.facts, "capture.resolved", kind, e, replace=True)
+
     def _workers(self) -> list[VWorker]:
-        procs = [p for p in self.procs.values() if not p.name.startswith("APIServer")]
+        procs = [p for p in self.procs.values() if not p.name.startswith(("APIServer", "command"))]
         workers = [p for p in procs if _WORKER_NAME.search(p.name)]
         return workers or [p for p in procs if p.name.startswith("EngineCore")] or procs
 

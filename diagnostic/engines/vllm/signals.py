@@ -1,0 +1,111 @@
+"""vLLM's one-line signals (as data) and its launch commands (`vllm serve`, the API server
+module, the `vllm/vllm-openai` image)."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from diagnostic.engines import _kv
+from diagnostic.engines._command import Command
+from diagnostic.engines._signals import Signal
+
+__all__ = ["COMMANDS", "MARKERS", "SIGNALS", "command_spec", "mode_of"]
+
+_ON = {"spec.enabled": True}
+SIGNALS: tuple[Signal, ...] = (
+    # A downgrade or override that names speculation proves it was on (the mode is read by
+    # the parser's capture lines).
+    Signal("with spec-decode", _ON, "startup"),
+    Signal("Dynamic speculative decoding", _ON, "startup"),
+    # V0 spec-decode worker: its proposer class names the method (MultiStepWorker serves
+    # draft models and EAGLE alike, so it names none).
+    Signal("Configuring SpecDecodeWorker", _ON, "startup"),
+    Signal("MedusaWorker", {**_ON, "spec.method": "medusa"}, "startup"),
+    Signal("NGramWorker", {**_ON, "spec.method": "ngram"}, "startup"),
+    Signal("MLPSpeculatorWorker", {**_ON, "spec.method": "mlp_speculator"}, "startup"),
+    Signal("SpecDecodeWorker stage times", _ON, "runtime"),
+    # Model Runner V2 drafter bars (0.20+): an EAGLE-family or MTP drafter.
+    Signal("Capturing eagle", _ON, "startup"),
+    Signal("Capturing multi-module MTP", _ON, "startup"),
+    # Acceptance at run time (V0, V1, Prometheus).
+    Signal(
+        "Speculative metrics",
+        {**_ON, "spec.num_draft_tokens": "{k}"},
+        "metric",
+        re.compile(r"Number of speculative tokens: (?P<k>\d+)|"),
+    ),
+    Signal("SpecDecoding metrics", _ON, "metric"),
+    Signal("vllm:spec_decode_num_draft", _ON, "metric"),
+    # vllm-ascend: the platform plugin names the mode it compiles for.
+    Signal("Platform plugin ascend", {"backend": "npu"}, "startup"),
+    Signal(
+        "compilation enabled on NPU",
+        {"capture.configured": "{mode}", "backend": "npu"},
+        "startup",
+        re.compile(r"(?P<mode>[A-Z_]+) compilation enabled on NPU"),
+    ),
+)
+
+COMMANDS: tuple[bytes, ...] = (b"vllm serve", b"vllm.entrypoints", b"vllm/vllm-openai")
+MARKERS = (
+    re.compile(r"(?:\S*/)?vllm"),
+    re.compile(r"\S*vllm\.entrypoints\.openai\.api_server"),
+    re.compile(r"\S*vllm/vllm-openai(?::\S*)?"),
+)
+_MODES = ("NONE", "PIECEWISE", "FULL", "FULL_DECODE_ONLY", "FULL_AND_PIECEWISE")
+
+
+def _json(value: str | bool | None) -> Any:
+    if not isinstance(value, str):
+        return None
+    try:
+        return json.loads(value)
+    except ValueError:
+        return _kv.literal(value)
+
+
+def mode_of(compilation: Any) -> str | None:
+    """The cudagraph_mode a compilation config asks for (a dict or its JSON), when it names one."""
+    if isinstance(compilation, str):
+        compilation = _json(compilation)
+    mode = compilation.get("cudagraph_mode") if isinstance(compilation, dict) else None
+    return mode if mode in _MODES else None
+
+
+def command_spec(cmd: Command) -> dict[str, Any]:
+    """What a launch command configures: model, speculation (method, k, drafter), eager, mode."""
+    out: dict[str, Any] = {
+        "version": cmd.image_version(),
+        "model": cmd.text("model") or _served(cmd),
+        "eager": cmd.flag("enforce-eager") is True,
+        "configured": mode_of(cmd.text("compilation-config", "O")),
+        "enabled": False,
+        "method": None,
+        "k": None,
+        "drafter": None,
+    }
+    spec = _json(cmd.text("speculative-config"))
+    if isinstance(spec, dict) and spec:
+        k = spec.get("num_speculative_tokens")
+        out.update(
+            enabled=True,
+            method=spec.get("method") or ("draft_model" if spec.get("model") else None),
+            k=k if isinstance(k, int) else None,
+            drafter=spec.get("model"),
+        )
+    drafter = cmd.text("speculative-model")  # V0 flags
+    if drafter:
+        out.update(
+            enabled=True,
+            method="ngram" if drafter == "[ngram]" else "draft_model",
+            drafter=None if drafter == "[ngram]" else drafter,
+            k=cmd.number("num-speculative-tokens"),
+        )
+    return out
+
+
+def _served(cmd: Command) -> str | None:
+    args = cmd.positional
+    return args[1] if len(args) > 1 and args[0] == "serve" else None

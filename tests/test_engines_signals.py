@@ -1,0 +1,99 @@
+"""The pieces excerpts are read with: signals as data, pasted commands, cut-off literals."""
+
+from __future__ import annotations
+
+import re
+
+from diagnostic.engines import _kv, detect_engine, parse_log
+from diagnostic.engines._command import find_command
+from diagnostic.engines._lines import Line, LineScanner
+from diagnostic.engines._signals import Signal, SignalReader
+from diagnostic.engines.vllm.signals import MARKERS, command_spec
+from diagnostic.schema.logfacts import LogFacts
+
+
+def test_escaped_json_in_a_vllm_command() -> None:
+    cmd = find_command(
+        'vllm serve m --speculative_config "{\\"method\\":\\"ngram\\",'
+        '\\"num_speculative_tokens\\":4}" --enforce-eager',
+        MARKERS,
+    )
+    assert cmd is not None
+    got = command_spec(cmd)
+    assert (got["method"], got["k"], got["eager"], got["model"]) == ("ngram", 4, True, "m")
+
+
+def test_environment_and_image_of_a_container_command() -> None:
+    cmd = find_command(
+        "docker run --gpus all -e HF_TOKEN=x vllm/vllm-openai:v0.12.0 --model q --port 8000",
+        MARKERS,
+    )
+    assert cmd is not None
+    assert (cmd.image_version(), cmd.env, cmd.text("model")) == ("0.12.0", {"HF_TOKEN": "x"}, "q")
+    assert find_command("(APIServer pid=1) INFO [vllm.py:9] vllm is starting", MARKERS) is None
+
+
+def test_shell_continuations_are_one_line() -> None:
+    data = b"$ python3 -m sglang.launch_server \\\n    --tp 4 \\\n    --port 1\nnext line\n"
+    lines = list(LineScanner((b"sglang",)).scan(data))
+    assert [(line.number, line.text) for line in lines] == [
+        (1, "$ python3 -m sglang.launch_server --tp 4 --port 1")
+    ]
+
+
+def test_weak_and_if_spec_signals_apply_at_the_end() -> None:
+    facts = LogFacts(path="x")
+    signals = (
+        Signal(
+            "n_max",
+            {"spec.num_draft_tokens": "{k}"},
+            "metric",
+            re.compile(r"n_max=(?P<k>\d+)"),
+            if_spec=True,
+        ),
+        Signal("drafted", {"spec.enabled": True}, "metric"),
+    )
+    reader = SignalReader(signals, facts)
+
+    reader.feed(Line(1, "n_max=8", "n_max=8"))
+    assert facts.spec.num_draft_tokens is None
+    reader.finish()
+    assert facts.spec.num_draft_tokens is None  # speculation never shown: 8 is a default
+    reader.feed(Line(2, "drafted", "drafted"))
+    reader.finish()
+    assert (facts.spec.enabled, facts.spec.num_draft_tokens) == (True, 8)
+    assert facts.sources["spec.num_draft_tokens"].line == 1
+
+
+def test_literal_cut_before_its_brace() -> None:
+    text = "{'model': 'm', 'speculative_config': {'method': 'eagle3', 'num_speculative_tokens': 4"
+    text += ", 'dra"
+    assert _kv.literal_prefix(text) == {
+        "model": "m",
+        "speculative_config": {"method": "eagle3", "num_speculative_tokens": 4},
+    }
+    assert _kv.literal_prefix("not a literal") == "not a literal"
+
+
+def test_any_signal_identifies_the_engine() -> None:
+    assert detect_engine(b"n_draft   = 5\nn_accept  = 3\n") == "llamacpp"
+    assert detect_engine(b"accept len: 2.1") == "sglang"
+    assert detect_engine(b"Speculative metrics: Draft acceptance rate: 0.5") == "vllm"
+    assert detect_engine(b"nothing here") is None
+
+
+def test_every_field_names_its_source() -> None:
+    facts = parse_log(
+        [
+            "$ vllm serve m --speculative-config "
+            '\'{"method": "eagle3", "num_speculative_tokens": 3}\'',
+            "INFO 01-01 00:00:00 [metrics.py:1] SpecDecoding metrics: Mean acceptance length: 2.0, "
+            "Accepted throughput: 1 tokens/s, Drafted throughput: 3 tokens/s, Accepted: 10 tokens, "
+            "Drafted: 30 tokens, Per-position acceptance rate: 0.500, 0.300, 0.200, "
+            "Avg Draft acceptance rate: 33.3%",
+        ]
+    )
+    kinds = {path: (s.kind, s.line) for path, s in facts.sources.items()}
+    assert kinds["spec.enabled"] == ("command", 1)
+    assert kinds["spec.num_draft_tokens"] == ("command", 1)
+    assert kinds["model"] == ("command", 1)
