@@ -1,4 +1,5 @@
-"""diagnostic.analyse.compare: restart-aware ratio intervals, families, Pocock stopping."""
+"""diagnostic.analyse.compare: restart-aware ratio intervals, one deciding interval per
+comparison, families, Pocock stopping."""
 
 from __future__ import annotations
 
@@ -8,16 +9,11 @@ import numpy as np
 import pytest
 
 from diagnostic.analyse import stats
-from diagnostic.analyse.compare import (
-    DEFAULT_LOOKS,
-    Side,
-    bundle_looks,
-    finish_family,
-    ratio_ci,
-    start_comparison,
-)
+from diagnostic.analyse.compare import Side, decide, ratio_ci, start_comparison
 from diagnostic.analyse.requests import Sample
-from diagnostic.schema.bundle import PlanSpec
+from diagnostic.schema.bundle import Design
+
+FIXED = Design()
 
 
 def _side(name: str, restarts: list[list[float]], blocks: bool = False) -> Side:
@@ -71,31 +67,34 @@ def test_blocked_schedule_pairs_restarts_and_cancels_shared_drift() -> None:
     assert paired.ci.high - paired.ci.low < (welch.ci.high - welch.ci.low) / 10  # type: ignore[operator]
 
 
-def test_one_restart_each_falls_back_to_within_process_and_says_so() -> None:
+def _one(arm: Side, base: Side, design: Design = FIXED, kind: str = "spec"):  # type: ignore[no-untyped-def]
+    pending = start_comparison(arm, base, "code", 1, kind=kind, k=3, blocked=False)  # type: ignore[arg-type]
+    (c,) = decide([pending], delta=0.02, design=design)
+    return c
+
+
+def test_one_restart_each_is_within_process_and_gets_no_verdict() -> None:
     arm = _side("spec", [[1000.0, 1010.0, 990.0, 1005.0]])
     base = _side("base", [[600.0, 610.0, 590.0]])
-    (c,) = finish_family(
-        [start_comparison(arm, base, "code", 1, kind="spec", k=3, blocked=False)], delta=0.02
-    )
-    assert c.interval_method == "within-process" and c.within_process_only
+    c = _one(arm, base)
+    assert c.interval_method == "within-process" and c.within_process_only and c.withheld
     assert c.label == "within-process only; restart variance not measured"
-    assert c.stopping is None and c.verdict == "WIN" and not c.verdict_withheld
+    assert c.verdict == "INCONCLUSIVE" and c.more_restarts_needed == 3
+    # One centre: the ratio of the two restart means, as every table shows it.
+    assert c.ratio == pytest.approx((4005 / 4) / 600)
+    assert c.ci_low is not None and c.ci_low > 1.02 and c.ci_level == 0.95
+    assert c.family_size == 1 and not c.headline
 
 
 def test_one_restart_against_several_gets_no_verdict() -> None:
-    # The baseline's restarts show restart noise; one spec process cannot be judged by the
-    # spread of its own requests (the GPU validation sample's interrupted ngram-k7 arm).
     arm = _side("spec", [[1000.0, 1010.0, 990.0, 1005.0]])
     base = _side("base", [[600.0, 610.0, 590.0], [820.0, 800.0, 805.0]])
-    (c,) = finish_family(
-        [start_comparison(arm, base, "code", 1, kind="spec", k=3, blocked=False)], delta=0.02
-    )
-    assert c.interval_method == "within-process" and c.verdict_withheld
-    assert c.verdict == "INCONCLUSIVE" and c.ci_low is not None and c.ci_low > 1.02
-    assert c.label is not None and "verdict withheld" in c.label
+    c = _one(arm, base)
+    assert c.interval_method == "within-process" and c.withheld
+    assert c.verdict == "INCONCLUSIVE"
 
 
-def test_family_gets_bh_p_values_and_bonferroni_verdict_intervals() -> None:
+def test_family_intervals_are_simultaneous_and_printed_as_the_deciding_ones() -> None:
     rng = np.random.default_rng(1)
     base = _side("base", _simulate(rng, 1.0, 5, 15))
     family = [
@@ -110,31 +109,49 @@ def test_family_gets_bh_p_values_and_bonferroni_verdict_intervals() -> None:
         )
         for k, r in ((1, 1.3), (3, 1.02), (5, 0.7))
     ]
-    out = finish_family(family, delta=0.02)
-    p = [c.p_value for c in out]
-    assert [c.p_adjusted for c in out] == pytest.approx(stats.bh_adjust(p))  # type: ignore[arg-type]
-    for c in out:
-        assert c.family_size == 3 and c.verdict_level == pytest.approx(1 - 0.05 / 3)
-        assert c.verdict_ci_low < c.ci_low and c.verdict_ci_high > c.ci_high  # type: ignore[operator]
+    aa = start_comparison(
+        _side("base-aa", _simulate(rng, 1.0, 5, 15)),
+        base,
+        "code",
+        1,
+        kind="aa",
+        k=None,
+        blocked=False,
+    )
+    out = decide([*family, aa], delta=0.02, design=FIXED)
+    p = [c.p_value for c in out[:3]]
+    assert [c.p_adjusted for c in out[:3]] == pytest.approx(stats.bh_adjust(p))  # type: ignore[arg-type]
+    for c, pending in zip(out[:3], family, strict=True):
+        assert c.family_size == 3 and c.ci_level == pytest.approx(1 - 0.05 / 3)
+        assert c.ci_label == "simultaneous 95% CI over 3 comparisons"
+        wide = ratio_ci(pending.arm, base, blocked=False, level=1 - 0.05 / 3).ci
+        assert (c.ci_low, c.ci_high) == (wide.low, wide.high)  # the printed one decided
+        assert c.ci_low < pending.result.ci.low  # type: ignore[operator]
+        assert c.verdict == stats.verdict(c.ci_low, c.ci_high, 0.02)
     assert out[0].verdict == "WIN" and out[2].verdict == "LOSS"
+    assert out[1].verdict == "INCONCLUSIVE" and out[1].lean in ("faster", "slower")
+    # The A/A check is not a member of the family: it decides at 95% alone.
+    assert out[3].ci_level == 0.95 and out[3].family_size == 1 and out[3].ci_label == "95% CI"
 
 
-def test_stopping_at_a_look_that_decides() -> None:
+def test_adaptive_design_decides_at_the_calibrated_per_look_level() -> None:
     rng = np.random.default_rng(3)
     arm = _side("spec", _simulate(rng, 1.5, 4, 15, sd=0.03))
     base = _side("base", _simulate(rng, 1.0, 4, 15, sd=0.03))
-    (c,) = finish_family(
-        [start_comparison(arm, base, "code", 1, kind="spec", k=3, blocked=False)], delta=0.02
-    )
+    looks = [4, 8, 12]
+    c = _one(arm, base, Design(kind="adaptive", looks=looks))
     s = c.stopping
-    assert DEFAULT_LOOKS == (4, 8, 12)
+    alpha = stats.sequential_alpha(looks)
     assert s is not None and s.look_number == 1 and s.n_now == 4
-    assert s.per_look_alpha == stats.sequential_alpha(DEFAULT_LOOKS)
-    assert s.can_stop and s.verdict_at_look == "WIN"
-    assert s.ci_low < c.ci_low  # type: ignore[operator]
+    assert s.per_look_alpha == alpha and c.ci_level == pytest.approx(1 - alpha)
+    assert c.ci_label == "Pocock-adjusted 95% CI, look 1 of 3"
+    assert s.can_stop and s.verdict_at_look == "WIN" == c.verdict
+    fixed = _one(arm, base)
+    assert c.ci_low < fixed.ci_low  # type: ignore[operator]  (wider than a fixed 95%)
+    assert fixed.stopping is None
 
 
-def test_the_per_look_level_is_calibrated_for_the_looks_and_the_family() -> None:
+def test_the_per_look_level_accounts_for_the_family() -> None:
     rng = np.random.default_rng(6)
     base = _side("base", _simulate(rng, 1.0, 5, 15))
     family = [
@@ -149,40 +166,17 @@ def test_the_per_look_level_is_calibrated_for_the_looks_and_the_family() -> None
         )
         for k in (1, 2)
     ]
-    looks = (5, 10, 15, 20)
-    out = finish_family(family, delta=0.02, looks=looks)
-    for c in out:
-        assert c.stopping is not None and c.stopping.planned_looks == list(looks)
+    looks = [5, 10, 15, 20]
+    for c in decide(family, delta=0.02, design=Design(kind="adaptive", looks=looks)):
+        assert c.stopping is not None and c.stopping.planned_looks == looks
         assert c.stopping.per_look_alpha == stats.sequential_alpha(looks, 0.05 / 2)
         assert c.stopping.look_number == 1
 
 
-def test_no_stopping_between_looks() -> None:
+def test_no_stopping_before_the_first_look() -> None:
     rng = np.random.default_rng(4)
-    arm, base = _side("spec", _simulate(rng, 1.5, 5, 15)), _side("base", _simulate(rng, 1.0, 5, 15))
-    (c,) = finish_family(
-        [start_comparison(arm, base, "code", 1, kind="spec", k=3, blocked=False)], delta=0.02
-    )
+    arm, base = _side("spec", _simulate(rng, 1.5, 3, 15)), _side("base", _simulate(rng, 1.0, 3, 15))
+    c = _one(arm, base, Design(kind="adaptive", looks=[4, 8, 12]))
     assert c.stopping is not None and not c.stopping.can_stop
     assert c.stopping.look_number is None
-    assert "next look at 8" in c.stopping.reason
-
-
-def test_bundle_looks_are_the_ones_the_adaptive_sweep_plans() -> None:
-    assert bundle_looks(PlanSpec(order="blocks", restarts=18)) == (5, 9, 14, 18)
-    assert bundle_looks(PlanSpec(order="blocks", restarts=5)) == (5,)
-    assert bundle_looks(PlanSpec(order="sequential", restarts=18)) == DEFAULT_LOOKS
-    assert bundle_looks(PlanSpec()) == DEFAULT_LOOKS  # collect's bundles: manual order
-
-
-def test_inconclusive_says_how_many_more_restarts() -> None:
-    rng = np.random.default_rng(5)
-    arm, base = (
-        _side("spec", _simulate(rng, 1.06, 3, 15)),
-        _side("base", _simulate(rng, 1.0, 3, 15)),
-    )
-    (c,) = finish_family(
-        [start_comparison(arm, base, "code", 1, kind="spec", k=3, blocked=False)], delta=0.02
-    )
-    assert c.verdict == "INCONCLUSIVE"
-    assert c.more_restarts_needed is None or c.more_restarts_needed >= 1
+    assert "next look at 4" in c.stopping.reason

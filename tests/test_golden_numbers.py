@@ -147,6 +147,7 @@ def package_mismatches(sample: Path, want: dict[str, Any]) -> list[str]:
             "ci_low",
             "ci_high",
             "ci_level",
+            "ci_label",
             "verdict",
             "withheld",
         ):

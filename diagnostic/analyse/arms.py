@@ -31,7 +31,7 @@ DRIFT_THRESHOLD = 0.05
 """Relative difference of the first requests' mean that counts as warm-up drift."""
 DEFAULT_RESTART_COST_S = 120.0
 """Assumed cost of one server restart when no launch timing was recorded."""
-METHOD_RESTARTS = "t on restart means (df = R−1)"
+METHOD_RESTARTS = "geometric mean of restart means, t on log restart means (df = R−1)"
 METHOD_WITHIN = "within-process: t on requests of one restart; restart variance not measured"
 
 
@@ -95,24 +95,32 @@ def restart_summary(group: list[Sample], workload: str, concurrency: int) -> Res
     )
 
 
+def restart_means(groups: dict[int, list[Sample]]) -> dict[int, float]:
+    """The restart summary: mean decode tok/s of each restart's measured requests."""
+    return {r: statistics.fmean(s.decode_tps for s in g) for r, g in groups.items()}
+
+
 def estimate(groups: dict[int, list[Sample]]) -> Estimate:
-    """Mean of restart means with a t interval across restarts (its lower end clipped at 0);
-    with one restart, the within-process t interval on its requests (labelled as such)."""
+    """Geometric mean of restart means with the t interval of the log restart means,
+    exponentiated (the centre every speedup ratio uses); with one restart, its mean with the
+    within-process t interval on its requests (labelled as such, lower end clipped at 0)."""
     n_requests = sum(len(g) for g in groups.values())
     if not groups:
         return Estimate(estimate=None, n_requests=0, n_restarts=0)
     if len(groups) == 1:
-        values = [s.decode_tps for s in next(iter(groups.values()))]
-        ci, method = stats.t_interval(values), METHOD_WITHIN
+        ci = stats.t_interval([s.decode_tps for s in next(iter(groups.values()))])
+        low = None if ci.low is None else max(ci.low, 0.0)
+        centre, high, method = ci.estimate, ci.high, METHOD_WITHIN
     else:
-        means = [statistics.fmean(s.decode_tps for s in g) for g in groups.values()]
-        ci, method = stats.t_interval(means), METHOD_RESTARTS
-    # Throughput is positive; a t interval on two restarts (t = 12.7) can reach below zero.
-    low = None if ci.low is None else max(ci.low, 0.0)
+        ci = stats.t_interval([math.log(m) for m in restart_means(groups).values()])
+        centre = math.exp(ci.estimate) if ci.estimate is not None else None
+        low = math.exp(ci.low) if ci.low is not None else None
+        high = math.exp(ci.high) if ci.high is not None else None
+        method = METHOD_RESTARTS
     return Estimate(
-        estimate=ci.estimate,
+        estimate=centre,
         ci_low=low,
-        ci_high=ci.high,
+        ci_high=high,
         n_requests=n_requests,
         n_restarts=len(groups),
         method=method,
@@ -135,7 +143,8 @@ def planning(
         else None
     )
     rel_sd = math.sqrt(vc.s2_sq) / vc.grand_mean
-    restarts = stats.restarts_for_width(rel_sd, target_width)
+    logs = [math.log(m) for m in restart_means(groups).values()]
+    restarts = stats.restarts_for_width(statistics.stdev(logs), target_width)
     share = max(vc.t2_sq, 0.0) / (max(vc.t2_sq, 0.0) + vc.s1_sq / vc.m) if vc.s1_sq > 0 else None
     return PlanningAdvice(
         s1_sq=vc.s1_sq,
@@ -154,16 +163,16 @@ def planning(
     )
 
 
-def _advice(m_star: int | None, restarts: int, width: float, t2_sq: float) -> str:
+def _advice(m_star: int | None, restarts: int | None, width: float, t2_sq: float) -> str:
     pct = f"{width * 100:.0f}%"
+    many = f"{restarts} restarts per arm" if restarts else "over 1,000 restarts per arm"
     if t2_sq <= 0 or m_star is None:
         return (
-            f"Restart-to-restart noise was not detectable above request noise; {restarts} "
-            f"restarts give a {pct} wide interval."
+            f"Restart-to-restart noise was not detectable above request noise; {many} give a "
+            f"{pct} wide 95% speedup interval."
         )
     return (
-        f"Use about {m_star} requests per restart and {restarts} restarts per arm for a "
-        f"{pct} wide 95% interval."
+        f"Use about {m_star} requests per restart and {many} for a {pct} wide 95% speedup interval."
     )
 
 

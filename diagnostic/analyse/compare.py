@@ -1,4 +1,5 @@
-"""Speedup ratios vs the baseline: restart-aware intervals, verdicts, BH, Pocock stopping."""
+"""Speedup ratios vs a baseline: one interval per comparison — the one that decides, at the
+level of the bundle's design (STATISTICS.md "Verdicts")."""
 
 from __future__ import annotations
 
@@ -7,29 +8,20 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from diagnostic import defaults
 from diagnostic.analyse import stats
 from diagnostic.analyse.requests import Sample
 from diagnostic.schema.analysis import (
-    WITHHELD_LABEL,
     WITHIN_PROCESS_LABEL,
     Comparison,
+    ComparisonKind,
     IntervalMethod,
     StoppingStatus,
 )
-from diagnostic.schema.bundle import PlanSpec
+from diagnostic.schema.bundle import Design
 
-__all__ = [
-    "DEFAULT_LOOKS",
-    "Side",
-    "bundle_looks",
-    "finish_family",
-    "ratio_ci",
-    "start_comparison",
-]
+__all__ = ["Pending", "Side", "decide", "ratio_ci", "start_comparison"]
 
-DEFAULT_LOOKS = tuple(stats.planned_looks(12))
-"""Planned looks (restarts or blocks per arm) when the bundle does not give its maximum:
-those of a 12-block plan, 4, 8, 12 (stats.planned_looks)."""
 ALPHA = 0.05
 
 
@@ -46,15 +38,13 @@ class Side:
             r: math.log(statistics.fmean(s.decode_tps for s in g)) for r, g in self.groups.items()
         }
 
+    def values(self) -> list[float]:
+        """Decode tok/s of every request, all restarts pooled."""
+        return [s.decode_tps for g in self.groups.values() for s in g]
+
     def blocks(self) -> dict[int, int]:
         """restart → block, for restarts that carry a block number."""
         return {r: g[0].block for r, g in self.groups.items() if g and g[0].block is not None}
-
-
-def bundle_looks(plan: PlanSpec) -> tuple[int, ...]:
-    """The looks `sweep --adaptive` plans for this bundle: equally spaced up to the plan's
-    restarts for a blocked schedule (sweep.adaptive_looks), else DEFAULT_LOOKS."""
-    return tuple(stats.planned_looks(plan.restarts)) if plan.order == "blocks" else DEFAULT_LOOKS
 
 
 @dataclass(frozen=True)
@@ -67,9 +57,8 @@ class RatioResult:
 
 
 def _paired_logs(arm: Side, base: Side) -> tuple[list[float], list[float]] | None:
-    a_blocks, b_blocks = arm.blocks(), base.blocks()
-    a_by_block = {b: r for r, b in a_blocks.items()}
-    b_by_block = {b: r for r, b in b_blocks.items()}
+    a_by_block = {b: r for r, b in arm.blocks().items()}
+    b_by_block = {b: r for r, b in base.blocks().items()}
     common = sorted(set(a_by_block) & set(b_by_block))
     if len(common) < 2:
         return None
@@ -79,12 +68,13 @@ def _paired_logs(arm: Side, base: Side) -> tuple[list[float], list[float]] | Non
 
 def ratio_ci(arm: Side, base: Side, *, blocked: bool, level: float = 0.95) -> RatioResult:
     """Ratio of geometric means of restart means with its interval: paired on blocks when the
-    schedule was blocked, Welch on log restart means otherwise; with < 2 restarts on a side,
-    Welch on log request values of the one process (within-process only)."""
+    schedule was blocked, Welch on log restart means otherwise; with one restart on a side,
+    the ratio of the two sides' request means with a delta-method interval (within-process:
+    restart variance not measured)."""
     if len(arm.groups) < 2 or len(base.groups) < 2:
-        a = [math.log(s.decode_tps) for g in arm.groups.values() for s in g]
-        b = [math.log(s.decode_tps) for g in base.groups.values() for s in g]
-        return RatioResult(stats.welch_ratio_ci(a, b, level), "within-process", 1)
+        return RatioResult(
+            stats.means_ratio_ci(arm.values(), base.values(), level), "within-process", 1
+        )
     pairs = _paired_logs(arm, base) if blocked else None
     if pairs is not None:
         return RatioResult(
@@ -99,16 +89,24 @@ def ratio_ci(arm: Side, base: Side, *, blocked: bool, level: float = 0.95) -> Ra
 
 @dataclass
 class Pending:
-    """A comparison whose 95% interval is known, waiting for its family's adjustment."""
+    """A comparison whose sides are known, waiting for its family (the level it decides at)."""
 
     arm: Side
     base: Side
     workload: str
     concurrency: int
-    kind: str
+    kind: ComparisonKind
     k: int | None
     blocked: bool
+    matched: bool
+    differs: str | None
     result: RatioResult
+
+    @property
+    def in_family(self) -> bool:
+        """A speculative comparison with restarts on both sides: it gets a verdict that
+        shares the bundle's 5% error rate with the others."""
+        return self.kind == "spec" and self.result.method != "within-process"
 
 
 def start_comparison(
@@ -117,103 +115,124 @@ def start_comparison(
     workload: str,
     concurrency: int,
     *,
-    kind: str,
+    kind: ComparisonKind,
     k: int | None,
     blocked: bool,
+    matched: bool = True,
+    differs: str | None = None,
 ) -> Pending:
-    """First pass: the 95% ratio interval of one arm vs the baseline."""
-    return Pending(
-        arm, base, workload, concurrency, kind, k, blocked, ratio_ci(arm, base, blocked=blocked)
-    )
+    """First pass: the sides and the 95% interval (p-value, SE) of one comparison."""
+    result = ratio_ci(arm, base, blocked=blocked)
+    return Pending(arm, base, workload, concurrency, kind, k, blocked, matched, differs, result)
 
 
-def finish_family(
-    family: Sequence[Pending], *, delta: float, looks: Sequence[int] = DEFAULT_LOOKS
-) -> list[Comparison]:
-    """Second pass over comparisons sharing a baseline, workload and level: BH-adjusted
-    p-values, verdicts on Bonferroni-widened intervals (level 1 − α/m), stopping status."""
+def decide(pending: Sequence[Pending], *, delta: float, design: Design) -> list[Comparison]:
+    """Every comparison's deciding interval and verdict. The family is every speculative
+    comparison with restarts on both sides (all arms, workloads and levels): their intervals
+    are simultaneous at 95% (Bonferroni, level 1 − α/m), and under an adaptive design at the
+    Pocock per-look level calibrated for t intervals. A/A and configuration comparisons
+    decide at 95% alone; one restart on a side gets no verdict."""
+    family = [p for p in pending if p.in_family]
     m = len(family)
-    p_raw = [p.result.ci.p_value for p in family]
-    present = [p for p in p_raw if p is not None]
+    present = [p.result.ci.p_value for p in family if p.result.ci.p_value is not None]
     adjusted = iter(stats.bh_adjust(present))
-    p_adj = [next(adjusted) if p is not None else None for p in p_raw]
-    return [_finish(p, padj, m, delta, looks) for p, padj in zip(family, p_adj, strict=True)]
+    p_adj = {id(p): next(adjusted) for p in family if p.result.ci.p_value is not None}
+    return [_finish(p, p_adj.get(id(p)), m, delta, design) for p in pending]
 
 
-def _finish(
-    p: Pending, p_adj: float | None, m: int, delta: float, looks: Sequence[int]
-) -> Comparison:
-    level = 1.0 - ALPHA / m
-    vci = p.result.ci if m == 1 else ratio_ci(p.arm, p.base, blocked=p.blocked, level=level).ci
-    decision = stats.verdict(vci.low, vci.high, delta)
-    ci = p.result.ci
+def _level(p: Pending, m: int, design: Design) -> tuple[float, str, StoppingStatus | None]:
+    """The deciding level, its label, and (adaptive design) the stopping status."""
+    if not p.in_family:
+        return 1.0 - ALPHA, "95% CI", None
+    alpha = design.alpha / m
+    over = f" over {m} comparisons" if m > 1 else ""
+    if design.kind != "adaptive" or not design.looks:
+        level = f"{1 - design.alpha:.0%} CI"
+        return 1.0 - alpha, f"simultaneous {level}{over}" if m > 1 else level, None
+    looks = design.looks
+    alpha_look = stats.sequential_alpha(looks, alpha)
+    reached = [i for i, n in enumerate(looks, 1) if n <= p.result.n_now]
+    look = reached[-1] if reached else 1
+    label = f"Pocock-adjusted {1 - design.alpha:.0%} CI, look {look} of {len(looks)}"
+    label += f", simultaneous{over}" if m > 1 else ""
+    status = StoppingStatus(
+        planned_looks=list(looks),
+        n_now=p.result.n_now,
+        look_number=look if reached else None,
+        per_look_alpha=alpha_look,
+    )
+    return 1.0 - alpha_look, label, status
+
+
+def _finish(p: Pending, p_adj: float | None, m: int, delta: float, design: Design) -> Comparison:
+    level, label, stopping = _level(p, m, design)
+    ci = (
+        p.result.ci if level == 0.95 else ratio_ci(p.arm, p.base, blocked=p.blocked, level=level).ci
+    )
     within = p.result.method == "within-process"
+    verdict = "INCONCLUSIVE" if within else stats.verdict(ci.low, ci.high, delta)
     c = Comparison(
         arm=p.arm.name,
         baseline=p.base.name,
         workload=p.workload,
         concurrency=p.concurrency,
-        kind="aa" if p.kind == "aa" else "spec",
+        kind=p.kind,
+        matched=p.matched,
+        differs=p.differs,
         k=p.k,
         ratio=ci.ratio,
         ci_low=ci.low,
         ci_high=ci.high,
-        verdict=decision,
-        verdict_ci_low=vci.low,
-        verdict_ci_high=vci.high,
-        verdict_level=level,
+        ci_level=level,
+        ci_label=label,
+        verdict=verdict,
+        withheld=within,
+        lean=_lean(ci.ratio) if verdict == "INCONCLUSIVE" else None,
         interval_method=p.result.method,
         paired=p.result.method == "paired-log-block-ratios",
-        p_value=ci.p_value,
+        p_value=p.result.ci.p_value,
         p_adjusted=p_adj,
-        family_size=m,
+        family_size=m if p.in_family else 1,
         n_restarts_arm=len(p.arm.groups),
         n_restarts_baseline=len(p.base.groups),
         within_process_only=within,
         label=WITHIN_PROCESS_LABEL if within else None,
-        more_restarts_needed=_more_restarts(p.result, decision, delta, level),
-        stopping=None if within else _stopping(p, m, delta, looks),
+        more_restarts_needed=_more_restarts(p.result, verdict, delta, level, within),
     )
-    if c.verdict_withheld:
-        # One restart against a side whose restarts vary: the request-level interval omits
-        # the restart variance the bundle shows elsewhere, so it must not decide anything.
-        c.verdict, c.label = "INCONCLUSIVE", WITHHELD_LABEL
+    if stopping is not None:
+        c.stopping = _stopping(stopping, verdict)
     return c
 
 
-def _more_restarts(result: RatioResult, decision: str, delta: float, level: float) -> int | None:
-    """Restarts per arm (in all, not added) likely to decide an INCONCLUSIVE comparison."""
+def _lean(ratio: float) -> str | None:
+    return "faster" if ratio > 1 else "slower" if ratio < 1 else None
+
+
+def _more_restarts(
+    result: RatioResult, verdict: str, delta: float, level: float, within: bool
+) -> int | None:
+    """Restarts per arm (in all, not added) likely to decide an INCONCLUSIVE comparison; with
+    one restart on a side, the floor a verdict needs."""
+    if within:
+        return defaults.MIN_RESTARTS
     ci = result.ci
-    if decision != "INCONCLUSIVE" or result.method == "within-process" or not ci.se_log:
+    if verdict != "INCONCLUSIVE" or not ci.se_log:
         return None
     return stats.restarts_to_decide(ci.se_log, result.n_now, ci.ratio, delta, level=level)
 
 
-def _stopping(p: Pending, m: int, delta: float, looks: Sequence[int]) -> StoppingStatus:
-    n_now = p.result.n_now
-    # Pocock: one level at every look, calibrated for t intervals (and Bonferroni over m).
-    alpha = stats.sequential_alpha(looks, ALPHA / m)
-    look = stats.look_number(n_now, looks)
-    status = StoppingStatus(
-        planned_looks=list(looks), n_now=n_now, look_number=look, per_look_alpha=alpha
-    )
-    if look is None and n_now < looks[-1]:
-        upcoming = next(n for n in looks if n > n_now)
-        status.reason = f"between looks: next look at {upcoming} restarts per arm"
-        return status
-    ci = ratio_ci(p.arm, p.base, blocked=p.blocked, level=1.0 - alpha).ci
-    status.ci_low, status.ci_high = ci.low, ci.high
-    status.verdict_at_look = stats.verdict(ci.low, ci.high, delta)
-    decided = status.verdict_at_look != "INCONCLUSIVE"
-    last = look is None or look == len(looks)
-    status.can_stop = decided or last
-    status.reason = (
-        f"decided at look {look}: {status.verdict_at_look}"
-        if decided and look
-        else "past the last planned look"
-        if look is None
-        else "last planned look reached: stop, INCONCLUSIVE"
-        if last
-        else f"look {look} does not decide: continue to {looks[look]}"
-    )
+def _stopping(status: StoppingStatus, verdict: str) -> StoppingStatus:
+    looks, look = status.planned_looks, status.look_number
+    decided = verdict != "INCONCLUSIVE"
+    last = status.n_now >= looks[-1]
+    status.verdict_at_look = verdict  # type: ignore[assignment]
+    status.can_stop = look is not None and (decided or last)
+    if look is None:
+        status.reason = f"before the first look: next look at {looks[0]} restarts per arm"
+    elif decided:
+        status.reason = f"decided at look {look}: {verdict}"
+    elif last:
+        status.reason = "last planned look reached: stop, INCONCLUSIVE"
+    else:
+        status.reason = f"look {look} does not decide: continue to {looks[look]}"
     return status

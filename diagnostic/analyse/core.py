@@ -11,20 +11,23 @@ from diagnostic import __version__, defaults
 from diagnostic.analyse import stats
 from diagnostic.analyse.acceptance import acceptance_from_texts
 from diagnostic.analyse.arms import arm_workload, by_restart
-from diagnostic.analyse.compare import Pending, Side, bundle_looks, finish_family, start_comparison
+from diagnostic.analyse.compare import Pending, Side, decide, start_comparison
 from diagnostic.analyse.engine_timing import engine_timing
 from diagnostic.analyse.equivalence import arm_equivalence
 from diagnostic.analyse.ksweep import pooled_alpha, sweep_workload
 from diagnostic.analyse.requests import Loaded, Sample, load_samples
 from diagnostic.analyse.text import methods, notes
 from diagnostic.bundle.store import Bundle
+from diagnostic.engines.flags import infer_speculative, without_speculation
 from diagnostic.schema.analysis import (
     ALL_WORKLOADS,
     Adaptive,
     Analysis,
     ArmResult,
     Comparison,
+    ComparisonKind,
     Estimate,
+    LeftOutRun,
     NoiseBand,
     RunSummary,
     Sweep,
@@ -69,25 +72,21 @@ class Context:
 def analyse(
     bundle: Bundle,
     *,
-    looks: Sequence[int] | None = None,
     target_width: float = 0.05,
     title: str | None = None,
     client: str | None = None,
 ) -> Analysis:
-    """Compute the analysis of one bundle (offline: reads only the bundle).
-
-    `looks` are the planned group-sequential looks (restarts per arm, at most 4; None: the
-    ones `sweep --adaptive` plans for the bundle's restarts, compare.bundle_looks);
-    `target_width` the relative 95% interval width the planning advice aims at."""
-    looks = bundle_looks(bundle.manifest.plan) if looks is None else looks
-    if not 1 <= len(looks) <= 4:
+    """Compute the analysis of one bundle (offline: reads only the bundle), deciding with the
+    design and margin its manifest records. `target_width` is the relative width of the 95%
+    speedup interval the planning advice aims at."""
+    plan = bundle.manifest.plan
+    if plan.design.kind == "adaptive" and not 1 <= len(plan.design.looks) <= 4:
         raise ValueError("the group-sequential design takes 1 to 4 planned looks")
     ctx = _context(bundle)
     arms = [_arm_result(ctx, name, target_width) for name in ctx.arms]
-    aa = _finish_aa(ctx)
-    band = _noise_band(aa)
-    spec = _spec_comparisons(ctx, band.delta, looks)
-    comparisons = aa + spec
+    comparisons = decide(_all_pending(ctx), delta=plan.margin, design=plan.design)
+    band = _noise_band(plan.margin, bundle.manifest.plan, comparisons)
+    spec = [c for c in comparisons if c.kind == "spec"]
     analysis = Analysis(
         tool_version=__version__,
         created_at=utc_now(),
@@ -103,14 +102,18 @@ def analyse(
         noise_band=band,
         arms=arms,
         comparisons=comparisons,
-        sweep=_sweep(ctx, arms, spec, band.delta),
+        sweep=_sweep(ctx, arms, spec),
         equivalence=[
             arm_equivalence(ctx.loaded.texts, a, ctx.baseline)
             for a in ctx.arms
             if ctx.baseline and a != ctx.baseline
         ],
         exclusions=ctx.loaded.exclusions,
-        adaptive=_adaptive(spec, looks),
+        left_out_runs=[LeftOutRun(run=r, reason=why) for r, why in ctx.loaded.left_out],
+        failed_requests=ctx.loaded.failed_requests,
+        family_size=max((c.family_size for c in spec if not c.withheld), default=0),
+        design=plan.design.kind,
+        adaptive=_adaptive(spec, plan.design.looks) if plan.design.kind == "adaptive" else None,
         methods=methods(ctx.loaded.first_chunk_assumed > 0),
     )
     analysis.notes = notes(analysis, ctx.loaded.first_chunk_assumed, _baseline_note(ctx))
@@ -238,94 +241,129 @@ def _acceptance_ci(runs: Sequence[RunSummary]) -> ValueCI | None:
 
 
 # -- comparisons ----------------------------------------------------------------------------
-def _pending(ctx: Context, arm: str, base: str, kind: str) -> list[Pending]:
+def _speculative(spec: ArmSpec | None) -> bool:
+    """Whether an arm speculates: the plan says so, else its launch flags; an arm with
+    neither (collected by hand) counts as speculative unless it is the baseline."""
+    if spec is None or spec.speculative is None:
+        return not (spec and spec.launch) or infer_speculative(spec.launch or "")
+    return spec.speculative
+
+
+def _matched_baseline(ctx: Context, arm: str) -> tuple[str | None, bool, str | None]:
+    """(baseline, matched, what else differs): the arm the plan names for it, else the
+    non-speculative arm whose launch differs only in speculation flags, else the plan's
+    baseline (unmatched when both launches are known and differ in more than that)."""
+    spec = ctx.specs.get(arm)
+    if spec and spec.baseline in ctx.arms:
+        return spec.baseline, True, None
+    if spec is None or not spec.launch:
+        return ctx.baseline, True, None
+    mine = without_speculation(spec.launch)
+    for name in ctx.arms:
+        other = ctx.specs.get(name)
+        if name == arm or other is None or other.aa_of or _speculative(other) or not other.launch:
+            continue
+        if without_speculation(other.launch) == mine:
+            return name, True, None
+    base = ctx.specs.get(ctx.baseline or "")
+    if base is None or not base.launch:
+        return ctx.baseline, True, None
+    return ctx.baseline, False, _differs(mine, without_speculation(base.launch))
+
+
+def _differs(arm: tuple[str, ...], base: tuple[str, ...]) -> str:
+    only_arm = [w for w in arm if w not in base]
+    only_base = [w for w in base if w not in arm]
+    text = " ".join(only_arm) or "(none)"
+    if only_base:
+        text += f" instead of {' '.join(only_base)}"
+    return text if len(text) <= 120 else text[:119] + "…"
+
+
+def _pending(
+    ctx: Context,
+    arm: str,
+    base: str,
+    kind: ComparisonKind,
+    matched: bool = True,
+    differs: str | None = None,
+) -> list[Pending]:
     blocked = ctx.bundle.manifest.plan.order == "blocks"
+    k = _k(ctx.specs.get(arm))
     out = []
     for level in ctx.levels:
         for w in ctx.keys:
             a, b = ctx.side(arm, w, level), ctx.side(base, w, level)
             if a.groups and b.groups:
-                k = _k(ctx.specs.get(arm))
-                out.append(start_comparison(a, b, w, level, kind=kind, k=k, blocked=blocked))
+                out.append(
+                    start_comparison(
+                        a,
+                        b,
+                        w,
+                        level,
+                        kind=kind,
+                        k=k,
+                        blocked=blocked,
+                        matched=matched,
+                        differs=differs,
+                    )
+                )
     return out
 
 
-def _finish_aa(ctx: Context) -> list[Comparison]:
-    out: list[Comparison] = []
-    for arm in ctx.arms:
-        of = ctx.specs[arm].aa_of if arm in ctx.specs else None
-        if of and of in ctx.arms:
-            for p in _pending(ctx, arm, of, "aa"):
-                out += finish_family([p], delta=defaults.MARGIN)
-    return out
-
-
-"""Restarts per side an A/A comparison needs to set δ: with 2 its t interval has df = 1
-(t = 12.7) and would call almost anything noise."""
-
-
-def _noise_band(aa: Sequence[Comparison]) -> NoiseBand:
-    usable = [
-        c
-        for c in aa
-        if c.ci_low is not None
-        and c.ci_high is not None
-        and min(c.n_restarts_arm, c.n_restarts_baseline) >= defaults.MIN_RESTARTS
-    ]
-    if not usable:
-        source = "the bundle has no A/A arm, so 2% is a default"
-        if aa:
-            n = min(min(c.n_restarts_arm, c.n_restarts_baseline) for c in aa)
-            source = (
-                f"the A/A arm {aa[0].arm} has {n} restart(s) per side and calibrating needs "
-                f"≥ {defaults.MIN_RESTARTS}, so 2% is a default"
-            )
-        return NoiseBand(delta=defaults.MARGIN, calibrated=False, source=source)
-    deltas = [stats.delta_from_aa(c.ci_low, c.ci_high) for c in usable]  # type: ignore[arg-type]
-    worst = usable[deltas.index(max(deltas))]
-    delta = max(deltas)
-    for c in aa:  # the A/A verdicts are judged against the band they set
-        c.verdict = stats.verdict(c.verdict_ci_low, c.verdict_ci_high, delta)
-    where = f"{worst.arm} vs {worst.baseline}, {worst.workload}, concurrency {worst.concurrency}"
-    if worst.within_process_only:
-        where += " (within-process only)"
-    return NoiseBand(
-        delta=delta,
-        calibrated=True,
-        source=f"A/A: {where}",
-        aa_ci_low=worst.ci_low,
-        aa_ci_high=worst.ci_high,
-    )
-
-
-def _spec_comparisons(ctx: Context, delta: float, looks: Sequence[int]) -> list[Comparison]:
-    if ctx.baseline is None:
-        return []
-    pending: list[Pending] = []
+def _all_pending(ctx: Context) -> list[Pending]:
+    """A/A arms against the arm they repeat; speculative arms against their matched baseline;
+    other configurations against the plan's baseline (a table, never a headline)."""
+    out: list[Pending] = []
     for arm in ctx.arms:
         spec = ctx.specs.get(arm)
-        if arm != ctx.baseline and not (spec and spec.aa_of):
-            pending += _pending(ctx, arm, ctx.baseline, "spec")
-    families: dict[tuple[str, int], list[Pending]] = defaultdict(list)
-    for p in pending:
-        families[(p.workload, p.concurrency)].append(p)
-    out: list[Comparison] = []
-    for family in families.values():
-        out += finish_family(family, delta=delta, looks=looks)
+        if spec and spec.aa_of:
+            if spec.aa_of in ctx.arms:
+                out += _pending(ctx, arm, spec.aa_of, "aa")
+        elif arm == ctx.baseline or ctx.baseline is None:
+            continue
+        elif _speculative(spec):
+            base, matched, differs = _matched_baseline(ctx, arm)
+            if base is not None:
+                out += _pending(ctx, arm, base, "spec", matched, differs)
+        else:
+            out += _pending(ctx, arm, ctx.baseline, "config", False, "not speculative")
     return out
+
+
+def _noise_band(margin: float, plan: object, comparisons: Sequence[Comparison]) -> NoiseBand:
+    """δ is the plan's margin; the A/A comparisons with restarts on both sides check the
+    design: each 95% interval must contain 1, and the widest one is the measured noise."""
+    source = (
+        "the plan's margin"
+        if "margin" in getattr(plan, "model_fields_set", set())
+        else f"the default margin ({defaults.MARGIN:.0%}); set [plan] margin to change it"
+    )
+    aa = [
+        c
+        for c in comparisons
+        if c.kind == "aa" and not c.withheld and c.ci_low is not None and c.ci_high is not None
+    ]
+    band = NoiseBand(delta=margin, source=source)
+    if not aa:
+        return band
+    widest = max(aa, key=lambda c: (c.ci_high or 1.0) / (c.ci_low or 1.0))
+    band.aa_check = all(c.ci_low <= 1.0 <= c.ci_high for c in aa)  # type: ignore[operator]
+    band.aa_ci_low, band.aa_ci_high = widest.ci_low, widest.ci_high
+    band.aa_source = (
+        f"{widest.arm} vs {widest.baseline}, {widest.workload}, concurrency {widest.concurrency}"
+    )
+    return band
 
 
 # -- sweep and stopping ---------------------------------------------------------------------
-def _sweep(
-    ctx: Context, arms: list[ArmResult], spec: list[Comparison], delta: float
-) -> Sweep | None:
+def _sweep(ctx: Context, arms: list[ArmResult], spec: list[Comparison]) -> Sweep | None:
     base = next((a for a in arms if a.is_baseline), None)
-    k_arms = _sweep_arms(arms)
+    on_base = {c.arm for c in spec if c.matched and c.baseline == ctx.baseline}
+    k_arms = _sweep_arms([a for a in arms if a.id in on_base])
     if base is None or not k_arms:
         return None
-    per = [
-        sweep_workload(base, k_arms, spec, w, c, delta=delta) for c in ctx.levels for w in ctx.keys
-    ]
+    per = [sweep_workload(base, k_arms, spec, w, c) for c in ctx.levels for w in ctx.keys]
     head = next((s for s in per if s.workload == ctx.headline), None)
     return Sweep(
         ks=[0, *sorted({a.k for a in k_arms if a.k is not None})],

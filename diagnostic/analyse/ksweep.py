@@ -1,8 +1,12 @@
-"""The k sweep: measured speedup per k, best k, and the theory fit (α̂, ρ_k = a + b·k)."""
+"""The k sweep: measured speedup per k, best k among WINs, and the theory fit (α̂, ρ_k = a + b·k)
+with bootstrap intervals over restarts."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
 
 from diagnostic.analyse import theory
 from diagnostic.schema.analysis import (
@@ -18,16 +22,32 @@ __all__ = ["best_measured_k", "pooled_alpha", "sweep_workload", "theory_fit"]
 
 LARGE_FIXED_COST = 1.3
 """ρ intercept above which the report suspects speculation runs without graphs."""
+DEGENERATE_ALPHA = 0.95
+"""α̂ above this: acceptance is degenerate (random weights, repetitive output): no prediction."""
+BOOTSTRAP = 10_000
+SEED = 20261201
 
 
-def best_measured_k(points: Sequence[SweepPoint], delta: float) -> int | None:
-    """Smallest k whose speedup lies within the noise band of the best (k = 0 at ratio 1:
-    speculation off wins when nothing beats the baseline by more than δ)."""
-    rated = [(p.k, p.ratio) for p in points if p.ratio is not None]
-    if not rated:
-        return None
-    best = max(r for _, r in rated)
-    return min(k for k, r in rated if r >= best / (1.0 + delta))
+def best_measured_k(points: Sequence[SweepPoint]) -> tuple[int | None, str]:
+    """Best k among WINs (STATISTICS.md): the arm with the highest lower bound, then the
+    smallest winning k whose interval reaches it. No WIN: 0 (serve without speculation), or
+    None when some k leans faster undecided (more restarts)."""
+    wins = [p for p in points if p.k >= 1 and p.verdict == "WIN" and p.ci_low is not None]
+    if wins:
+        top = max(wins, key=lambda p: p.ci_low or 0.0)
+        low = top.ci_low or 0.0
+        k = min(p.k for p in wins if (p.ci_high or 0.0) >= low)
+        return k, (
+            f"k = {k}: the smallest winning k whose interval reaches the highest lower bound "
+            f"({low:.2f}× at k = {top.k})"
+        )
+    leaning = [
+        p.k for p in points if p.k >= 1 and p.verdict == "INCONCLUSIVE" and (p.ratio or 0) > 1
+    ]
+    if leaning:
+        ks = ", ".join(str(k) for k in leaning)
+        return None, f"no k wins yet; k = {ks} lean faster: more restarts would decide"
+    return 0, "no k wins: serve without speculation"
 
 
 def pooled_alpha(arms: Sequence[ArmResult]) -> tuple[float | None, str]:
@@ -65,8 +85,101 @@ def _explain(a: float, b: float) -> str:
     return text
 
 
-def theory_fit(points: Sequence[SweepPoint], alpha: float | None, source: str) -> TheoryFit:
-    """Fit ρ_k = a + b·k to the measured points and predict the speedup curve and best k."""
+@dataclass(frozen=True)
+class _ArmData:
+    """One sweep arm's per-restart values on one workload: log restart mean, τ, counters."""
+
+    k: int
+    logs: np.ndarray
+    tau: np.ndarray  # NaN where a restart has no acceptance length
+    accepted: np.ndarray  # NaN without counters
+    rejected: np.ndarray
+
+
+def _arm_data(arm: ArmResult, workload: str, conc: int) -> _ArmData | None:
+    rows = next(
+        (w.restarts for w in arm.workloads if w.workload == workload and w.concurrency == conc),
+        [],
+    )
+    by_run = {r.restart: r.acceptance for r in arm.runs}
+    logs, tau, acc, rej = [], [], [], []
+    for row in rows:
+        if row.mean is None or row.mean <= 0:
+            continue
+        a = by_run.get(row.restart)
+        logs.append(np.log(row.mean))
+        tau.append(a.mean_acceptance_length if a and a.mean_acceptance_length else np.nan)
+        counted = a is not None and a.per_position and a.drafts and a.accepted_tokens is not None
+        acc.append(a.accepted_tokens if counted else np.nan)  # type: ignore[union-attr]
+        rej.append(
+            a.drafts * (1.0 - a.per_position[-1].cumulative) if counted else np.nan  # type: ignore[union-attr,operator]
+        )
+    if not logs or arm.k is None:
+        return None
+    return _ArmData(arm.k, np.array(logs), np.array(tau), np.array(acc), np.array(rej))
+
+
+def _resample(x: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """(BOOTSTRAP, len(x)) draws of x with replacement."""
+    return x[rng.integers(0, len(x), (BOOTSTRAP, len(x)))]
+
+
+def _bootstrap(
+    base: np.ndarray, arms: Sequence[_ArmData], alpha_by_counters: bool, k_max: int
+) -> dict[str, np.ndarray] | None:
+    """α̂, a, b and predicted best k over restarts resampled within each arm (and the
+    baseline). None when an arm has a single restart (nothing to resample)."""
+    if len(base) < 2 or any(len(a.logs) < 2 for a in arms):
+        return None
+    rng = np.random.default_rng(SEED)
+    base_c = _resample(base, rng).mean(axis=1)
+    ks = np.array([a.k for a in arms], dtype=float)
+    rho = np.empty((BOOTSTRAP, len(arms)))
+    acc = np.zeros(BOOTSTRAP)
+    rej = np.zeros(BOOTSTRAP)
+    inv = np.zeros((BOOTSTRAP, len(arms)))
+    for j, arm in enumerate(arms):
+        idx = rng.integers(0, len(arm.logs), (BOOTSTRAP, len(arm.logs)))
+        ratio = np.exp(arm.logs[idx].mean(axis=1) - base_c)
+        with np.errstate(invalid="ignore"):
+            tau = np.nanmean(arm.tau[idx], axis=1)
+        rho[:, j] = tau / ratio
+        if alpha_by_counters:
+            acc += np.nansum(arm.accepted[idx], axis=1)
+            rej += np.nansum(arm.rejected[idx], axis=1)
+        else:
+            grid = np.linspace(0.0, 1.0, 2001)
+            inv[:, j] = np.interp(tau, [theory.tau(g, arm.k) for g in grid], grid)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        alpha = acc / (acc + rej) if alpha_by_counters else inv.mean(axis=1)
+    xm = ks.mean()
+    b = ((ks - xm) * (rho - rho.mean(axis=1, keepdims=True))).sum(axis=1) / ((ks - xm) ** 2).sum()
+    a = rho.mean(axis=1) - b * xm
+    grid_k = np.arange(1, k_max + 1, dtype=float)
+    al = np.clip(alpha, 0.0, 1.0 - 1e-12)[:, None]
+    cost = a[:, None] + b[:, None] * grid_k
+    with np.errstate(invalid="ignore", divide="ignore"):
+        speed = np.where(cost > 0, (1.0 - al ** (grid_k + 1)) / (1.0 - al) / cost, -np.inf)
+    best = np.where(speed.max(axis=1) > 1.0 + 1e-12, speed.argmax(axis=1) + 1, 0)
+    ok = np.isfinite(alpha) & np.isfinite(a) & np.isfinite(b)
+    return {"alpha": alpha[ok], "a": a[ok], "b": b[ok], "best_k": best[ok]}
+
+
+def _ci(x: np.ndarray) -> list[float] | None:
+    if len(x) == 0:
+        return None
+    low, high = np.percentile(x, [2.5, 97.5])
+    return [float(low), float(high)]
+
+
+def theory_fit(
+    points: Sequence[SweepPoint],
+    alpha: float | None,
+    source: str,
+    data: tuple[np.ndarray, list[_ArmData]] | None = None,
+) -> TheoryFit:
+    """Fit ρ_k = a + b·k to the measured points, predict the speedup curve and best k, with
+    bootstrap intervals when `data` (per-restart values) is given."""
     measured = [(p.k, p.rho) for p in points if p.k >= 1 and p.rho is not None]
     fit = theory.fit_step_cost([k for k, _ in measured], [r for _, r in measured])
     out = TheoryFit(alpha_hat=alpha, alpha_source=source, fit_points=len(measured))
@@ -77,7 +190,22 @@ def theory_fit(points: Sequence[SweepPoint], alpha: float | None, source: str) -
     out.explanation = _explain(fit.a, fit.b)
     if alpha is None:
         return out
-    k_max = max(8, 2 * max(k for k, _ in measured))
+    ks = [k for k, _ in measured]
+    k_max = max(8, 2 * max(ks))
+    if data is not None:
+        fitted = [a for a in data[1] if a.k in ks and np.isfinite(a.tau).any()]
+        boot = _bootstrap(data[0], fitted, source.startswith("counters"), k_max)
+        if boot is not None:
+            out.alpha_ci, out.a_ci, out.b_ci = (_ci(boot[n]) for n in ("alpha", "a", "b"))
+            lo, hi = _ci(boot["best_k"].astype(float)) or [0.0, 0.0]
+            out.best_k_range = [round(lo), round(hi)]
+    if alpha > DEGENERATE_ALPHA:
+        out.degenerate = True
+        out.explanation += (
+            f" Acceptance is degenerate (α̂ = {alpha:.3f} > {DEGENERATE_ALPHA}): random weights "
+            "or repetitive output accept nearly every draft, so the model predicts no best k."
+        )
+        return out
     out.predicted = [
         TheoryPoint(
             k=k,
@@ -88,7 +216,9 @@ def theory_fit(points: Sequence[SweepPoint], alpha: float | None, source: str) -
         for k in range(k_max + 1)
         if k == 0 or fit.a + fit.b * k > 0
     ]
-    out.predicted_best_k = theory.best_k(alpha, fit.a, fit.b, k_max)
+    best = theory.best_k(alpha, fit.a, fit.b, k_max)
+    out.predicted_best_k = best
+    out.extrapolated = best >= 1 and not min(ks) <= best <= max(ks)
     return out
 
 
@@ -118,10 +248,8 @@ def sweep_workload(
     comparisons: Sequence[Comparison],
     workload: str,
     concurrency: int,
-    *,
-    delta: float,
 ) -> SweepWorkload:
-    """Sweep points (k = 0 baseline first), best measured k and the theory on one workload."""
+    """Sweep points (k = 0 baseline first), best k among WINs and the theory on one workload."""
     by_arm = {
         c.arm: c for c in comparisons if c.workload == workload and c.concurrency == concurrency
     }
@@ -130,14 +258,19 @@ def sweep_workload(
     others = (_point(a, by_arm.get(a.id), workload, concurrency) for a in k_arms)
     points = [base, *sorted(others, key=lambda p: p.k)]
     alpha, source = pooled_alpha(k_arms)
-    fit = theory_fit(points, alpha, source)
+    base_data = _arm_data(baseline.model_copy(update={"k": 0}), workload, concurrency)
+    arm_data = [d for a in k_arms if (d := _arm_data(a, workload, concurrency)) is not None]
+    data = (base_data.logs, arm_data) if base_data is not None else None
+    fit = theory_fit(points, alpha, source, data)
     for p in points:
         if fit.a is not None and fit.b is not None and alpha is not None and p.k >= 1:
             p.predicted_speedup = theory.predicted_speedup(alpha, p.k, fit.a, fit.b)
+    best, reason = best_measured_k(points)
     return SweepWorkload(
         workload=workload,
         concurrency=concurrency,
         points=points,
-        best_k=best_measured_k(points, delta),
+        best_k=best,
+        best_k_reason=reason,
         theory=fit,
     )

@@ -5,13 +5,16 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-from diagnostic.bundle.store import Bundle
+from diagnostic.bundle.store import Bundle, run_id
 from diagnostic.schema.analysis import Exclusion, Exclusions
 from diagnostic.schema.bundle import RequestRecord, RunInfo, decode_tps
 
 __all__ = ["Loaded", "Sample", "exclusion_reason", "load_samples"]
 
 REASON_RUN_FAILED = "run failed"
+REASON_RUN_FAILURES = "over 10% of the run's requests failed"
+MAX_FAILED_SHARE = 0.10
+"""A run with a larger share of failed measured requests is left out of every figure."""
 REASON_WARMUP = "warmup"
 REASON_ERROR = "error"
 REASON_TOKENS = "completion_tokens != max_tokens"
@@ -45,6 +48,8 @@ class Loaded:
     exclusions: Exclusions
     texts: list[RequestRecord] = field(default_factory=list)
     first_chunk_assumed: int = 0
+    left_out: list[tuple[str, str]] = field(default_factory=list)  # (run id, reason)
+    failed_requests: int = 0
 
 
 def exclusion_reason(record: RequestRecord, max_tokens: int) -> str | None:
@@ -91,9 +96,13 @@ def load_samples(bundle: Bundle) -> Loaded:
         log = bundle.read_requests(run.arm, run.restart)
         if log.torn_line is not None:
             loaded.exclusions.torn_lines += 1
+        left_out = _left_out(run, log.records)
+        measured = [r for r in log.records if not r.warmup]
+        loaded.failed_requests += sum(r.error is not None for r in measured)
+        if left_out:
+            loaded.left_out.append((run_id(run.arm, run.restart), left_out))
         for record in log.records:
-            reason = REASON_RUN_FAILED if run.status == "failed" else None
-            reason = reason or exclusion_reason(record, max_tokens)
+            reason = left_out or exclusion_reason(record, max_tokens)
             if not record.warmup and record.error is None:
                 loaded.texts.append(record)
             if reason:
@@ -103,6 +112,15 @@ def load_samples(bundle: Bundle) -> Loaded:
             loaded.first_chunk_assumed += not record.chunk_tokens
     _fill_exclusions(loaded.exclusions, counts)
     return loaded
+
+
+def _left_out(run: RunInfo, records: list[RequestRecord]) -> str | None:
+    """Why a whole run is out of the figures: it failed, or over 10% of its requests did."""
+    if run.status == "failed":
+        return REASON_RUN_FAILED
+    measured = [r for r in records if not r.warmup]
+    failed = sum(r.error is not None for r in measured)
+    return REASON_RUN_FAILURES if measured and failed / len(measured) > MAX_FAILED_SHARE else None
 
 
 def _fill_exclusions(out: Exclusions, counts: Counter[tuple[str, int, str]]) -> None:

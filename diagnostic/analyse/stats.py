@@ -23,6 +23,7 @@ __all__ = [
     "delta_from_aa",
     "drift_check",
     "look_number",
+    "means_ratio_ci",
     "median_ci",
     "paired_ratio_ci",
     "planned_looks",
@@ -41,8 +42,6 @@ __all__ = [
 
 VerdictName = Literal["WIN", "LOSS", "EQUIVALENT", "INCONCLUSIVE"]
 Side = Literal["low", "high"]
-
-"""Noise band used when no A/A arm calibrates it (stated as not calibrated)."""
 
 # Pocock's constant nominal two-sided level per look for an overall α = 0.05 (Pocock 1977;
 # Jennison & Turnbull table 2.1): z = 1.960, 2.178, 2.289, 2.361 for 1..4 looks.
@@ -166,6 +165,27 @@ def welch_ratio_ci(log_arm: npt.ArrayLike, log_base: npt.ArrayLike, level: float
     return _ratio(diff, ci.low, ci.high, res.pvalue, se, res.df)
 
 
+def means_ratio_ci(arm: npt.ArrayLike, base: npt.ArrayLike, level: float = 0.95) -> RatioCI:
+    """Ratio of two means (one process each: within-process only) with the delta-method
+    interval on its log: se² = s_a²/(n_a·m_a²) + s_b²/(n_b·m_b²), Welch–Satterthwaite df.
+    The same centre as the restart-aware ratios (a ratio of restart means), so one restart
+    per side shows the number every other table shows."""
+    a = np.asarray(arm, dtype=float)
+    b = np.asarray(base, dtype=float)
+    diff = math.log(float(a.mean())) - math.log(float(b.mean()))
+    if len(a) < 2 or len(b) < 2:
+        return RatioCI(math.exp(diff), None, None, None, None, None)
+    va = float(a.var(ddof=1)) / (len(a) * float(a.mean()) ** 2)
+    vb = float(b.var(ddof=1)) / (len(b) * float(b.mean()) ** 2)
+    se = math.sqrt(va + vb)
+    if _no_spread(se, np.log(a), np.log(b)):
+        return _point(diff)
+    df = (va + vb) ** 2 / (va**2 / (len(a) - 1) + vb**2 / (len(b) - 1))
+    half = float(sps.t.ppf(0.5 + level / 2, df)) * se
+    p = 2 * float(sps.t.sf(abs(diff) / se, df))
+    return _ratio(diff, diff - half, diff + half, p, se, df)
+
+
 def paired_ratio_ci(
     log_arm: npt.ArrayLike, log_base: npt.ArrayLike, level: float = 0.95
 ) -> RatioCI:
@@ -282,11 +302,19 @@ def requests_per_restart(
     return max(1, math.ceil(math.sqrt(cost_restart / cost_request * s1_sq / t2_sq)))
 
 
-def restarts_for_width(rel_sd: float, width: float, level: float = 0.95, floor: int = 3) -> int:
-    """Restarts for a relative full interval width W: R ≈ ceil(4·z²·σ²/W²), σ the relative SD
-    of restart means; never below `floor` (the 3-restart rule)."""
-    z = float(sps.norm.ppf(0.5 + level / 2))
-    return max(floor, math.ceil(4 * z * z * rel_sd * rel_sd / (width * width)))
+def restarts_for_width(
+    sd_log: float, width: float, level: float = 0.95, floor: int = 3, cap: int = 1000
+) -> int | None:
+    """Restarts per arm for a speedup-ratio interval about W wide (relative, full width): the
+    smallest R ≥ `floor` with 2·t(level, R−1)·sqrt(2·s²/R) ≤ W, s the SD of one arm's log
+    restart means (the log ratio of two arms' means has variance 2·s²/R; df = R−1, the
+    paired schedule's). Iterates in R because t depends on it; None beyond `cap`."""
+    if sd_log <= 0:
+        return floor
+    for r in range(max(floor, 2), cap + 1):
+        if 2 * float(sps.t.ppf(0.5 + level / 2, r - 1)) * sd_log * math.sqrt(2.0 / r) <= width:
+            return r
+    return None
 
 
 def restarts_to_decide(

@@ -19,7 +19,8 @@ def methods(first_chunk_assumed: bool) -> Methods:
             "Per request: (completion_tokens from the API's usage − tokens of the first chunk) "
             "/ (time of the last chunk − time of the first chunk). Chunks are never counted as "
             "tokens. Warm-up requests, failed requests and requests whose completion_tokens "
-            "differ from max_tokens are excluded and counted." + first
+            "differ from max_tokens are excluded and counted; a run with over 10% of its "
+            "measured requests failed is left out of every figure and named." + first
         ),
         restart_summary=(
             "Each restart (server process) is summarised by the mean decode tokens/s of its "
@@ -28,30 +29,37 @@ def methods(first_chunk_assumed: bool) -> Methods:
             "warm-up drift compares the first measured requests with the rest (Welch t test)."
         ),
         arm_interval=(
-            "The restart is the unit of replication: an arm's estimate is the mean of its "
-            "restart means with a Student t 95% interval on them (df = R − 1; its lower end is "
-            "clipped at 0). With one restart the interval is within-process only and omits "
+            "The restart is the unit of replication: an arm's estimate is the geometric mean of "
+            "its restart means — the centre every speedup ratio uses — with the Student t 95% "
+            "interval of the log restart means (df = R − 1), exponentiated. With one restart "
+            "it is that restart's mean, and the interval is within-process only and omits "
             "restart-to-restart variance."
         ),
         ratio_interval=(
-            "The speedup is the ratio of geometric means of restart means, with a Welch t 95% "
+            "The speedup is the ratio of geometric means of restart means, with a Welch t "
             "interval on the difference of log restart means, exponentiated; paired t on block "
-            "log-ratios when restarts ran in blocks. With one restart per arm, the interval uses "
-            "the requests of one process and is labelled within-process only; an arm with one "
-            "restart against a side with several gets no verdict."
+            "log-ratios when restarts ran in blocks. Each speculative arm is compared with its "
+            "matched baseline: the arm whose launch differs only in speculation flags (or the "
+            "one the plan names). With one restart on a side the ratio is of the two means, "
+            "its interval uses the requests of one process (delta method), is labelled "
+            "within-process only, and gets no verdict."
         ),
         verdict=(
-            "With [L, U] the ratio interval and δ the noise band: WIN if L > 1+δ, LOSS if "
-            "U < 1/(1+δ), EQUIVALENT if the interval lies inside [1/(1+δ), 1+δ], else "
-            "INCONCLUSIVE. δ = max(1%, distance of the A/A ratio interval from 1) when an A/A "
-            "arm was measured with ≥ 3 restarts per side, else 2% (not calibrated)."
+            "With [L, U] the interval printed beside the verdict — the one that decided it, at "
+            "the level printed with it — and δ the plan's margin (default 2%): WIN if L > 1+δ, "
+            "LOSS if U < 1/(1+δ), EQUIVALENT if the interval lies inside [1/(1+δ), 1+δ], else "
+            "INCONCLUSIVE, with the side the estimate leans to. The A/A arm checks the design: "
+            "its 95% interval must contain 1, and its width is the measured restart noise."
         ),
         multiplicity=(
-            "Several arms against one baseline: p-values are adjusted with Benjamini-Hochberg, "
-            "and verdicts use intervals widened to the Bonferroni level 1 − 0.05/m. Best k is "
-            "the smallest k within the noise band of the best speedup (k = 0: speculation off). "
-            "Adaptive stopping looks at ≤ 4 equally spaced planned points with one per-look "
-            "level (Pocock), calibrated for t intervals so that the overall level stays 0.05."
+            "The family is every speculative comparison with a verdict (all arms, workloads and "
+            "levels, m in all): their intervals are simultaneous at 95% (Bonferroni, level "
+            "1 − 0.05/m); Benjamini-Hochberg p-values are listed, never used for a verdict. "
+            "Under an adaptive design the sweep looked at ≤ 4 planned points with one per-look "
+            "level (Pocock), calibrated for t intervals so that the overall level stays 0.05, "
+            "and the report decides at that level. Best k is taken among WINs only: the arm with "
+            "the highest lower bound, then the smallest k whose interval reaches it; no WIN "
+            "means no speculation (or more restarts when some k leans faster)."
         ),
         acceptance=(
             "Mean acceptance length = 1 + Δaccepted/Δdrafts from /metrics counters before and "
@@ -74,8 +82,13 @@ def notes(analysis: Analysis, first_chunk_assumed: int, baseline_note: str | Non
             "Some comparisons rest on one restart per arm: their intervals are within-process "
             "only; restart variance was not measured. Restart the server ≥ 3 times per arm."
         )
-    if not analysis.noise_band.calibrated:
-        out.append(f"The noise band δ is not calibrated: {analysis.noise_band.source}.")
+    if analysis.noise_band.aa_check is False:
+        out.append(
+            "The A/A check failed: an A/A interval excludes 1, so the schedule has drift or "
+            "order effects; every verdict of this bundle carries that caveat."
+        )
+    for run in analysis.left_out_runs:
+        out.append(f"Run {run.run} is left out of every figure: {run.reason}.")
     if first_chunk_assumed:
         out.append(
             f"{first_chunk_assumed} requests had no per-chunk token counts: their first chunk "

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -19,7 +18,13 @@ from diagnostic.report.view import (
     Methodology,
     Recommendation,
 )
-from diagnostic.schema.analysis import WITHIN_PROCESS_LABEL, Analysis, ArmResult, Comparison
+from diagnostic.schema.analysis import (
+    WITHIN_PROCESS_LABEL,
+    Analysis,
+    ArmResult,
+    Comparison,
+    NoiseBand,
+)
 from diagnostic.schema.bundle import Manifest, RunInfo
 
 __all__ = [
@@ -86,7 +91,7 @@ def _name(a: Analysis, arm_id: str, describe: Describe) -> str:
 def _measured(c: Comparison) -> str:
     return (
         f"{c.arm} against {c.baseline} on {c.workload}: "
-        f"{f.ratio_ci(c.ratio, c.ci_low, c.ci_high)}, {c.verdict} over "
+        f"{f.decided_ratio(c)}, {'no verdict' if c.withheld else c.verdict} over "
         f"{c.n_restarts_arm} and {c.n_restarts_baseline} restarts"
     )
 
@@ -95,7 +100,7 @@ def _profile_recs(a: Analysis, describe: Describe) -> list[Recommendation]:
     """What to serve each workload with; workloads with the same advice share one line."""
     grouped: dict[tuple[str, str], list[Comparison]] = {}
     for w in sel.workloads(a):
-        c = sel.best_comparison(a, w)
+        c = sel.lead_comparison(a, w)
         if c is not None:
             kind = "UNDECIDED" if c.verdict == "INCONCLUSIVE" else str(c.verdict)
             grouped.setdefault((kind, c.arm), []).append(c)
@@ -159,12 +164,22 @@ def _measurement_recs(a: Analysis) -> list[Recommendation]:
                 evidence=f"intervals are {WITHIN_PROCESS_LABEL}",
             )
         )
-    if not a.noise_band.calibrated:
+    if a.noise_band.aa_check is None:
         out.append(
             Recommendation(
-                text="Add an A/A arm (the baseline configuration twice) so the noise band is "
-                "measured rather than assumed.",
-                evidence=f"δ = {f.pct(a.noise_band.delta)} from {a.noise_band.source}",
+                text="Add an A/A arm (the baseline configuration twice, with restarts) so the "
+                "design is checked and the restart noise measured.",
+                evidence="no A/A comparison with restarts on both sides in this bundle",
+            )
+        )
+    elif not a.noise_band.aa_check:
+        out.append(
+            Recommendation(
+                text="Find the drift or order effect the A/A check shows before acting on "
+                "any verdict (thermal state, other load, a schedule that is not interleaved).",
+                evidence=f"A/A {a.noise_band.aa_source}: "
+                f"{f.ci(a.noise_band.aa_ci_low, a.noise_band.aa_ci_high, fmt='ratio')} "
+                "excludes 1",
             )
         )
     for eq in a.equivalence:
@@ -209,12 +224,10 @@ def methodology(a: Analysis, manifest: Manifest) -> Methodology:
     ]
     nb = a.noise_band
     band = (
-        f"δ = {f.pct(nb.delta)}, "
-        + ("measured from " if nb.calibrated else "not measured; ")
-        + f"{nb.source}. "
-        f"WIN when the lower end of the speedup interval exceeds 1+δ, LOSS when the upper "
-        f"end is below 1/(1+δ), EQUIVALENT when the interval lies inside "
-        f"[1/(1+δ), 1+δ], otherwise INCONCLUSIVE."
+        f"Margin δ = {f.pct(nb.delta)}, {nb.source}: a practical threshold set before "
+        "measuring, not estimated from the data. WIN when the lower end of the deciding "
+        "speedup interval exceeds 1+δ, LOSS when the upper end is below 1/(1+δ), EQUIVALENT "
+        "when the interval lies inside [1/(1+δ), 1+δ], otherwise INCONCLUSIVE. " + _aa_sentence(nb)
     )
     return Methodology(
         definitions=[KeyValue(key=k, value=v) for k, v in DEFINITIONS],
@@ -224,6 +237,14 @@ def methodology(a: Analysis, manifest: Manifest) -> Methodology:
         plan=_plan(manifest, a),
         limitations=_limitations(a, manifest),
     )
+
+
+def _aa_sentence(nb: NoiseBand) -> str:
+    if nb.aa_check is None:
+        return "No A/A comparison with restarts on both sides checks the design."
+    interval = f.ci(nb.aa_ci_low, nb.aa_ci_high, fmt="ratio")
+    verdict = "contains 1, as it must" if nb.aa_check else "excludes 1: the design check failed"
+    return f"The A/A check ({nb.aa_source}) {interval} {verdict}; its width is the restart noise."
 
 
 def _plan(manifest: Manifest, a: Analysis) -> list[KeyValue]:
@@ -285,18 +306,8 @@ def _distinct(runs: list[RunInfo], key: str) -> str:
 
 
 def bundle_hash(bundle: Bundle) -> str:
-    """sha256 over manifest.json and every file under runs/ (path, size and bytes, sorted)."""
-    digest = hashlib.sha256()
-    root = bundle.path
-    files = [root / "manifest.json"]
-    runs = root / "runs"
-    if runs.is_dir():
-        files += sorted(p for p in runs.rglob("*") if p.is_file() and not p.name.startswith("."))
-    for path in files:
-        data = path.read_bytes()
-        digest.update(f"{path.relative_to(root).as_posix()}\0{len(data)}\0".encode())
-        digest.update(data)
-    return digest.hexdigest()
+    """sha256 of the bundle's own files (Bundle.content_hash: links never followed)."""
+    return bundle.content_hash()
 
 
 def environment(a: Analysis, bundle: Bundle, runs: list[RunInfo]) -> list[KeyValue]:

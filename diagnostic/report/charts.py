@@ -227,13 +227,13 @@ def variance_chart(
     strips: Sequence[Strip], *, band: tuple[float, float] | None = None, reference: float = 1.0
 ) -> str:
     """Per-restart points per arm (one colour per workload), relative to the baseline mean,
-    with each arm's mean as a bar and the A/A noise band shaded."""
+    with each arm's mean as a bar and the margin [1/(1+δ), 1+δ] shaded."""
     with _style():
         arms = list(dict.fromkeys(s.arm for s in strips))
         workloads = list(dict.fromkeys(s.workload for s in strips))
         fig, ax = _figure(max(4.2, 1.2 + 0.55 * len(arms)), 2.6)
         if band is not None:
-            ax.axhspan(band[0], band[1], color=GREEN, alpha=0.15, lw=0, label="A/A noise band")
+            ax.axhspan(band[0], band[1], color=GREEN, alpha=0.15, lw=0, label="margin ±δ")
         ax.axhline(reference, color=GREY, lw=0.8, ls=":")
         width = 0.7 / max(1, len(workloads))
         labelled: set[str] = set()

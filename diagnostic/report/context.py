@@ -17,6 +17,7 @@ def build_context(inputs: Inputs) -> ReportContext:
     return ReportContext(
         cover=summary.cover(inputs),
         tool_version=__version__,
+        margin=f"{a.noise_band.delta:.1%}",
         summary=summary.summary(inputs, [r.text for r in recommendations]),
         capture_runs=capture.capture_runs(inputs),
         capture_note=capture.capture_note(inputs),

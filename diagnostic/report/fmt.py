@@ -5,12 +5,16 @@ from __future__ import annotations
 import math
 from datetime import datetime
 
+from diagnostic.schema.analysis import Comparison
+
 __all__ = [
     "MISSING",
     "NOT_RECORDED",
     "ci",
     "count",
     "date",
+    "decided_ci",
+    "decided_ratio",
     "join",
     "method_name",
     "num",
@@ -96,6 +100,21 @@ def ratio_ci(value: float | None, low: float | None, high: float | None) -> str:
         return MISSING
     interval = ci(low, high, fmt="ratio")
     return f"{ratio(value)} {interval}" if interval else ratio(value)
+
+
+def decided_ci(c: Comparison) -> str:
+    """The interval that decided a comparison, with its level: '[95% CI 1.15–1.31]',
+    '[simultaneous 95% CI over 6 comparisons: 1.15–1.31]'."""
+    interval = span(c.ci_low, c.ci_high, "ratio")
+    if not interval:
+        return ""
+    return f"[{c.ci_label} {interval}]" if c.ci_label == "95% CI" else f"[{c.ci_label}: {interval}]"
+
+
+def decided_ratio(c: Comparison) -> str:
+    """'1.23× [95% CI 1.15–1.31]' for a comparison, its deciding interval labelled."""
+    interval = decided_ci(c)
+    return f"{ratio(c.ratio)} {interval}" if interval else ratio(c.ratio)
 
 
 def pct(value: float | None, digits: int = 1) -> str:

@@ -41,13 +41,13 @@ def _band_text(a: Analysis) -> str:
     nb = a.noise_band
     lo, hi = 1 / (1 + nb.delta), 1 + nb.delta
     inside = f"a speedup interval inside [{f.num(lo, 3)}, {f.num(hi, 3)}] counts as no difference"
-    if nb.calibrated:
-        aa = f.ci(nb.aa_ci_low, nb.aa_ci_high, fmt="ratio")
-        return (
-            f"Noise band δ = {f.pct(nb.delta)}, measured from {nb.source} "
-            f"(A/A ratio {aa or f.MISSING}): {inside}."
+    text = f"Margin δ = {f.pct(nb.delta)} ({nb.source}): {inside}."
+    if nb.aa_check is not None:
+        aa = f.ci(nb.aa_ci_low, nb.aa_ci_high, fmt="ratio") or f.MISSING
+        text += f" Measured restart noise, A/A {nb.aa_source}: {aa}" + (
+            ", containing 1." if nb.aa_check else ", excluding 1: the design check failed."
         )
-    return f"Noise band δ = {f.pct(nb.delta)}, not measured ({nb.source}): {inside}."
+    return text
 
 
 def _restart_row(arm: ArmResult, aw: ArmWorkload) -> RestartRow:
@@ -84,8 +84,8 @@ def variance(a: Analysis) -> VarianceView:
     if strips:
         d = a.noise_band.delta
         chart = Chart(
-            title="Restart means divided by the baseline mean of the same workload; bar: arm "
-            "mean; band: A/A noise band [1/(1+δ), 1+δ].",
+            title="Restart means divided by the baseline's geometric mean on the same workload; "
+            "bar: arm geometric mean; band: the margin [1/(1+δ), 1+δ].",
             uri=charts.data_uri(charts.variance_chart(strips, band=(1 / (1 + d), 1 + d))),
             alt="Strip plot of per-restart throughput relative to the baseline.",
         )

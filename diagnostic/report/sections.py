@@ -62,12 +62,19 @@ def _acceptance(arm: ArmResult) -> str:
 def _arm_row(a: Analysis, arm: ArmResult, aw: ArmWorkload, level: int, setting: Describe) -> ArmRow:
     c = sel.comparison(a, arm.id, aw.workload, level)
     e = aw.decode_tps
-    verdict = "BASELINE" if arm.is_baseline else (c.verdict if c else "—")
-    note = ""
+    verdict: str = "BASELINE" if arm.is_baseline else (c.verdict if c else "—")
+    notes = []
+    if c is not None and c.withheld:
+        verdict = "WITHHELD"
+    if c is not None and c.baseline != a.baseline:
+        notes.append(f"vs {c.baseline}")
+    if c is not None and not c.matched and c.differs:
+        notes.append(f"also differs: {c.differs}")
     if c is not None and c.label:
-        note = c.label
+        notes.append(c.label)
     elif c is not None and c.verdict == "INCONCLUSIVE" and c.more_restarts_needed:
-        note = f"about {c.more_restarts_needed} restarts per arm would likely settle it"
+        notes.append(f"about {c.more_restarts_needed} restarts per arm would likely settle it")
+    note = "; ".join(notes)
     return ArmRow(
         arm=arm.id,
         role=setting(arm),
@@ -177,14 +184,12 @@ def _sweep_rows(sw: SweepWorkload) -> list[SweepRow]:
 def _best_k_text(sw: SweepWorkload) -> str:
     where = f"on {sw.workload}"
     if sw.best_k is None:
-        return f"Best k {where}: {f.MISSING}."
+        return f"Best k {where}: not decided — {sw.best_k_reason}."
     if sw.best_k == 0:
-        return f"Best {where}: no speculation (k=0); no k beats the baseline beyond the noise band."
+        return f"Best {where}: no speculation (k=0) — {sw.best_k_reason}."
     point = next((p for p in sw.points if p.k == sw.best_k), None)
     gain = f" ({f.ratio_ci(point.ratio, point.ci_low, point.ci_high)})" if point else ""
-    return (
-        f"Best k {where}: {sw.best_k}{gain}, the smallest k within the noise band of the fastest."
-    )
+    return f"Best k {where}: {sw.best_k}{gain} — {sw.best_k_reason}."
 
 
 def _theory_text(sw: SweepWorkload) -> str:
@@ -200,10 +205,24 @@ def _theory_text(sw: SweepWorkload) -> str:
             f"fitted step cost ρ_k = {f.num(t.a, 2)} + {f.num(t.b, 3)}·k over "
             f"{t.fit_points} k values"
         )
-    parts.append(
-        "predicted best k = "
-        + (str(t.predicted_best_k) if t.predicted_best_k is not None else f.MISSING)
-    )
+    if t.alpha_ci:
+        parts[0] += f" [95% bootstrap interval {f.span(t.alpha_ci[0], t.alpha_ci[1], 'ratio')}]"
+    if t.a_ci and t.b_ci:
+        parts[-1] += (
+            f" (a {f.span(t.a_ci[0], t.a_ci[1], 'ratio')}, b {f.num(t.b_ci[0], 3)}–{f.num(t.b_ci[1], 3)})"
+        )
+    if t.degenerate:
+        parts.append("no predicted best k (degenerate acceptance)")
+    elif t.predicted_best_k is not None:
+        spread = (
+            f", bootstrap range {t.best_k_range[0]}–{t.best_k_range[1]}"
+            if t.best_k_range and t.best_k_range[0] != t.best_k_range[1]
+            else ""
+        )
+        outside = " — extrapolated beyond the measured k" if t.extrapolated else ""
+        parts.append(f"predicted best k = {t.predicted_best_k}{spread}{outside}")
+    else:
+        parts.append(f"predicted best k = {f.MISSING}")
     return "; ".join(parts) + ". " + t.explanation
 
 

@@ -9,6 +9,7 @@ __all__ = [
     "arm_workload",
     "best_comparison",
     "comparison",
+    "lead_comparison",
     "levels",
     "low_level",
     "ordered_arms",
@@ -69,16 +70,14 @@ def comparison(a: Analysis, arm: str, workload: str, level: int) -> Comparison |
 
 
 def spec_comparisons(a: Analysis, workload: str) -> list[Comparison]:
-    """Comparisons of speculative arms on one workload at the lowest concurrency level
-    (every non-A/A arm when the plan does not say which arms speculate)."""
+    """Headline comparisons on one workload at the lowest concurrency level: speculative arms
+    against their matched baselines (never one across other differences)."""
     level = low_level(a)
-    comps = [
+    return [
         c
         for c in a.comparisons
-        if c.kind == "spec" and c.workload == workload and c.concurrency == level
+        if c.kind == "spec" and c.matched and c.workload == workload and c.concurrency == level
     ]
-    speculative = {arm.id for arm in a.arms if arm.speculative}
-    return [c for c in comps if c.arm in speculative] or comps
 
 
 def sweep_best_k(a: Analysis, workload: str) -> int | None:
@@ -93,13 +92,20 @@ def sweep_best_k(a: Analysis, workload: str) -> int | None:
 
 
 def best_comparison(a: Analysis, workload: str) -> Comparison | None:
-    """The configuration to recommend on a workload, among comparisons with a verdict (WINs
-    first, when there are any): the sweep's best k, else the highest ratio."""
-    comps = spec_comparisons(a, workload)
-    comps = [c for c in comps if not c.verdict_withheld] or comps
-    pool = [c for c in comps if c.verdict == "WIN"] or comps
+    """The configuration to recommend on a workload: the sweep's best k among WINs when the
+    sweep names one, else the WIN with the highest lower bound; None without a WIN."""
+    wins = [c for c in spec_comparisons(a, workload) if c.verdict == "WIN"]
     best_k = sweep_best_k(a, workload)
-    at_k = [c for c in pool if best_k and c.k == best_k]
+    at_k = [c for c in wins if best_k and c.k == best_k]
     if at_k:
         return at_k[0]
-    return max(pool, key=lambda c: c.ratio if c.ratio is not None else float("-inf"), default=None)
+    return max(wins, key=lambda c: c.ci_low or 0.0, default=None)
+
+
+def lead_comparison(a: Analysis, workload: str) -> Comparison | None:
+    """The comparison page 1 speaks of on a workload: the recommended WIN, else the highest
+    ratio among comparisons with a verdict, else any (withheld) one."""
+    comps = spec_comparisons(a, workload)
+    decided = [c for c in comps if not c.withheld] or comps
+    best = best_comparison(a, workload)
+    return best or max(decided, key=lambda c: c.ratio or 0.0, default=None)

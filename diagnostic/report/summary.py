@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
+from diagnostic import defaults
 from diagnostic.report import advice, charts
 from diagnostic.report import capture as cap
 from diagnostic.report import fmt as f
@@ -90,15 +91,17 @@ def _band(a: Analysis) -> str:
 
 def verdict_phrase(c: Comparison, workload: str, a: Analysis) -> str:
     """'1.23× faster on code [95% CI 1.15–1.31]', 'no faster on prose', …"""
-    interval = f.ci(c.ci_low, c.ci_high, fmt="ratio")
-    value = f"{f.ratio(c.ratio)} {interval}".strip()
+    interval = f.decided_ci(c)
+    value = f.decided_ratio(c)
+    if c.withheld:
+        return f"not decided on {workload} ({f.ratio(c.ratio)}, one restart: no verdict)"
     if c.verdict == "WIN":
         return f"{f.ratio(c.ratio)} faster on {workload} {interval}".strip()
     if c.verdict == "LOSS":
         return f"slower on {workload} ({value})"
     if c.verdict == "EQUIVALENT":
-        return f"no faster on {workload} ({value}, inside the {_band(a)} noise band)"
-    return f"undecided on {workload} ({value})"
+        return f"no faster on {workload} ({value}, inside the {_band(a)} margin)"
+    return f"undecided on {workload} ({value}, leans {c.lean or 'neither way'})"
 
 
 def _headline_arm(a: Analysis, best: dict[str, Comparison]) -> str:
@@ -122,7 +125,7 @@ def _headline_arm(a: Analysis, best: dict[str, Comparison]) -> str:
 def headline(a: Analysis, describe: Describe) -> str:
     """One sentence: the recommended setting's verdict on every workload, e.g. 'Speculation
     with n-gram at k=3 is 1.23× faster on code [95% CI 1.15–1.31] and no faster on prose.'"""
-    best = {w: c for w in sel.workloads(a) if (c := sel.best_comparison(a, w)) is not None}
+    best = {w: c for w in sel.workloads(a) if (c := sel.lead_comparison(a, w)) is not None}
     if not best:
         return "No speculative configuration was compared with the baseline in this bundle."
     arm_id, level = _headline_arm(a, best), sel.low_level(a)
@@ -145,7 +148,7 @@ def _name(a: Analysis, arm_id: str, describe: Describe) -> str:
 
 
 def _verdict_line(a: Analysis, workload: str, describe: Describe) -> VerdictLine:
-    c = sel.best_comparison(a, workload)
+    c = sel.lead_comparison(a, workload)
     if c is None:
         return VerdictLine(
             workload=workload,
@@ -170,10 +173,11 @@ def _verdict_line(a: Analysis, workload: str, describe: Describe) -> VerdictLine
         "WIN": f"is {f.ratio(c.ratio)} as fast as no speculation",
         "LOSS": f"is slower than no speculation: {f.ratio(c.ratio)} its throughput",
         "EQUIVALENT": f"is no faster than no speculation ({f.ratio(c.ratio)})",
-        "INCONCLUSIVE": f"is not yet decided against no speculation ({f.ratio(c.ratio)})",
+        "INCONCLUSIVE": f"is not yet decided against no speculation ({f.ratio(c.ratio)}, "
+        f"leans {c.lean or 'neither way'})",
     }[c.verdict]
-    interval = f.ci(c.ci_low, c.ci_high, fmt="ratio")
-    tail = f"{c.verdict}, {restarts}"
+    interval = f.decided_ci(c)
+    tail = f"{'no verdict' if c.withheld else c.verdict}, {restarts}"
     if c.verdict == "INCONCLUSIVE" and c.more_restarts_needed:
         tail += f"; about {c.more_restarts_needed} restarts per arm would settle it"
     if c.within_process_only:
@@ -183,12 +187,12 @@ def _verdict_line(a: Analysis, workload: str, describe: Describe) -> VerdictLine
 
 
 def _profile(a: Analysis, workload: str, describe: Describe) -> Profile:
-    c = sel.best_comparison(a, workload)
+    c = sel.lead_comparison(a, workload)
     if c is None:
         return Profile(workload=workload, profile="no speculation", reason=f.MISSING)
     arm = sel.arm_by_id(a, c.arm)
     name = describe(arm) if arm else c.arm
-    measured = f"{f.ratio_ci(c.ratio, c.ci_low, c.ci_high)}, {c.verdict}"
+    measured = f"{f.decided_ratio(c)}, {'no verdict' if c.withheld else c.verdict}"
     if c.verdict == "WIN":
         return Profile(workload=workload, profile=name, reason=measured)
     return Profile(
@@ -200,10 +204,10 @@ def _profile(a: Analysis, workload: str, describe: Describe) -> Profile:
 
 def _summary_chart(a: Analysis) -> Chart | None:
     level, bars = sel.low_level(a), list[charts.Bar]()
-    base = sel.arm_by_id(a, a.baseline) if a.baseline else None
     for w in sel.workloads(a):
-        c = sel.best_comparison(a, w)
-        for arm_id, is_base in ((base.id if base else None, True), (c.arm if c else None, False)):
+        c = sel.lead_comparison(a, w)
+        base = c.baseline if c else a.baseline  # the matched baseline the ratio is against
+        for arm_id, is_base in ((base, True), (c.arm if c else None, False)):
             arm = sel.arm_by_id(a, arm_id) if arm_id else None
             aw = sel.arm_workload(arm, w, level) if arm else None
             est = aw.decode_tps.estimate if aw is not None else None
@@ -290,24 +294,30 @@ def _root_note(inputs: Inputs, problems: list[FindingView]) -> str:
 
 def _caveats(a: Analysis) -> list[str]:
     out = []
-    withheld = [c for c in a.comparisons if c.verdict_withheld]
+    if a.noise_band.aa_check is False:
+        out.append(
+            "The A/A check failed: the same configuration measured twice differs beyond its "
+            "interval, so the schedule has drift or order effects — read every verdict of this "
+            "report with that caveat."
+        )
+    withheld = [c for c in a.comparisons if c.withheld]
     if withheld:
         single = sorted({c.arm if c.n_restarts_arm == 1 else c.baseline for c in withheld})
         out.append(
-            f"{f.join(single)} ran in one server process only, compared with a side that ran in "
-            "several: restart variance is not measured there, so those comparisons get no "
-            "verdict."
+            f"{f.join(single)} ran in one server process only: restart variance is not "
+            f"measured there ({WITHIN_PROCESS_LABEL}), so those comparisons get no verdict; "
+            f"a verdict needs at least {defaults.MIN_RESTARTS} restarts per arm."
         )
-    elif any(c.within_process_only for c in a.comparisons):
+    unmatched = sorted({c.arm for c in a.comparisons if c.kind == "spec" and not c.matched})
+    if unmatched:
         out.append(
-            f"Some intervals are {WITHIN_PROCESS_LABEL}: each arm ran in one server "
-            "process, so a restart could move the result."
+            f"{f.join(unmatched)} had no baseline differing only in speculation: compared with "
+            f"{a.baseline} in the tables only, never in the headline."
         )
-    if not a.noise_band.calibrated:
-        out.append(
-            f"The noise band δ = {f.pct(a.noise_band.delta)} is not measured: "
-            f"{a.noise_band.source}."
-        )
+    for run in a.left_out_runs:
+        out.append(f"Run {run.run} is left out of every figure: {run.reason}.")
+    if a.failed_requests:
+        out.append(f"{a.failed_requests} measured request(s) failed (counted, not measured).")
     excluded = sum(n for reason, n in a.exclusions.by_reason.items() if reason != "warmup")
     if excluded:
         out.append(

@@ -9,15 +9,17 @@ from pydantic import BaseModel, ConfigDict, Field
 # analysis.json format history (bump on any change an older reader would misread; adding an
 # optional field is not such a change):
 #   1 — 2026-11: arms, comparisons, sweep, equivalence, noise band, exclusions, adaptive.
-ANALYSIS_SCHEMA_VERSION = 1
+#   2 — 2026-12: one interval per comparison (ci_low/ci_high are the deciding interval, at
+#       ci_level, labelled ci_label; verdict_ci_* gone), matched baselines, the plan's margin
+#       as δ with the A/A arm as a check, arm estimates as geometric means, theory intervals.
+ANALYSIS_SCHEMA_VERSION = 2
 
 Verdict = Literal["WIN", "LOSS", "EQUIVALENT", "INCONCLUSIVE"]
 IntervalMethod = Literal["welch-log-restart-means", "paired-log-block-ratios", "within-process"]
+ComparisonKind = Literal["spec", "aa", "config"]
 ALL_WORKLOADS = "all"
 WITHIN_PROCESS_LABEL = "within-process only; restart variance not measured"
-WITHHELD_LABEL = (
-    "one restart against a side with several: restart variance not measured, verdict withheld"
-)
+WITHHELD_LABEL = "one restart on a side: restart variance not measured, no verdict"
 
 
 class _Model(BaseModel):
@@ -27,14 +29,21 @@ class _Model(BaseModel):
 class Estimate(_Model):
     """A decode throughput (tokens/s) with its 95% interval across restarts."""
 
-    estimate: float | None = Field(description="Mean of restart means (tokens/s); None if no data")
-    ci_low: float | None = Field(None, description="Lower end of the 95% interval (tokens/s)")
+    estimate: float | None = Field(
+        description="Geometric mean of restart means (tokens/s), the centre every ratio uses; "
+        "with one restart, its mean; None if no data"
+    )
+    ci_low: float | None = Field(
+        None,
+        description="Lower end of the 95% interval (tokens/s): exp of the t interval on "
+        "log restart means",
+    )
     ci_high: float | None = Field(None, description="Upper end of the 95% interval (tokens/s)")
     n_requests: int = Field(0, description="Measured requests behind the estimate")
     n_restarts: int = Field(0, description="Restarts (server processes) behind the estimate")
     method: str = Field(
         "",
-        description="How the interval was formed: 't on restart means (df=R-1)' or "
+        description="How the interval was formed: 't on log restart means (df=R-1)' or "
         "'within-process' (one restart: t on requests, restart variance not measured)",
     )
 
@@ -117,7 +126,9 @@ class PlanningAdvice(_Model):
     )
     target_width: float = Field(description="Target relative full width of the 95% interval")
     recommended_restarts: int | None = Field(
-        None, description="R ≈ ceil(4·z²·(S2²/mean²)/W²), at least 3"
+        None,
+        description="Restarts per arm for a ratio interval W wide: the smallest R with "
+        "2·t(R−1)·sqrt(2·s²/R) ≤ W, s the SD of log restart means; at least 3",
     )
     advice: str = Field("", description="One sentence for the report")
 
@@ -225,9 +236,9 @@ class StoppingStatus(_Model):
     n_now: int = Field(description="Restarts (blocks) per arm available now")
     look_number: int | None = Field(None, description="1-based look reached now; None between")
     per_look_alpha: float = Field(description="Nominal two-sided level per look (Pocock / m)")
-    ci_low: float | None = Field(None, description="Ratio interval at the per-look level")
-    ci_high: float | None = Field(None, description="Upper end at the per-look level")
-    verdict_at_look: Verdict | None = Field(None, description="Verdict from that interval")
+    verdict_at_look: Verdict | None = Field(
+        None, description="Verdict of the comparison's interval (at the per-look level)"
+    )
     can_stop: bool = Field(False, description="True at a look whose interval decides, or last look")
     reason: str = Field("", description="Why it can or cannot stop")
 
@@ -239,27 +250,45 @@ class Comparison(_Model):
     baseline: str = Field(description="Baseline arm")
     workload: str = Field(description="Workload, or 'all'")
     concurrency: int = Field(description="Requests in flight")
-    kind: Literal["spec", "aa"] = Field(
-        description="'spec': a configuration vs baseline; 'aa': the A/A noise calibration"
+    kind: ComparisonKind = Field(
+        description="'spec': a speculative arm vs its matched baseline; 'aa': the A/A check; "
+        "'config': a non-speculative arm vs the plan's baseline (table only)"
     )
+    matched: bool = Field(
+        True,
+        description="The baseline's launch differs from the arm's only in speculation flags "
+        "(or the plan names it); an unmatched comparison never makes a headline",
+    )
+    differs: str | None = Field(None, description="What else differs, when not matched")
     k: int | None = Field(None, description="The arm's k, when given")
     ratio: float | None = Field(description="Ratio of geometric means of restart means")
-    ci_low: float | None = Field(None, description="Lower end of the 95% ratio interval")
-    ci_high: float | None = Field(None, description="Upper end of the 95% ratio interval")
-    verdict: Verdict = Field(description="WIN, LOSS, EQUIVALENT or INCONCLUSIVE vs the noise band")
-    verdict_ci_low: float | None = Field(
-        None, description="Lower end of the interval the verdict used (multiplicity-widened)"
+    ci_low: float | None = Field(
+        None, description="Lower end of the interval that decided the verdict (at ci_level)"
     )
-    verdict_ci_high: float | None = Field(None, description="Upper end of that interval")
-    verdict_level: float = Field(description="Confidence level of the verdict interval")
+    ci_high: float | None = Field(None, description="Upper end of the deciding interval")
+    ci_level: float = Field(description="Confidence level of that interval (e.g. 1 − 0.05/m)")
+    ci_label: str = Field(
+        "95% CI",
+        description="The interval in words: '95% CI', 'simultaneous 95% CI over 6 "
+        "comparisons', 'Pocock-adjusted 95% CI, look 2 of 4'",
+    )
+    verdict: Verdict = Field(description="WIN, LOSS, EQUIVALENT or INCONCLUSIVE vs the margin")
+    withheld: bool = Field(
+        False, description="No verdict: one restart on a side (restart variance not measured)"
+    )
+    lean: Literal["faster", "slower"] | None = Field(
+        None, description="INCONCLUSIVE: the side the estimate leans to"
+    )
     interval_method: IntervalMethod = Field(description="How the ratio interval was formed")
     paired: bool = Field(False, description="True when paired on blocks (ttest_rel)")
     p_value: float | None = Field(None, description="Two-sided p-value of log ratio = 0")
     p_adjusted: float | None = Field(None, description="Benjamini-Hochberg adjusted p-value")
-    family_size: int = Field(1, description="Comparisons sharing baseline/workload/concurrency")
+    family_size: int = Field(1, description="Comparisons whose verdicts share the 5% error rate")
     n_restarts_arm: int = Field(description="Restarts of the arm used")
     n_restarts_baseline: int = Field(description="Restarts of the baseline used")
-    within_process_only: bool = Field(False, description="True when a side has one restart")
+    within_process_only: bool = Field(
+        False, description="True when a side has one restart: the interval is of one process"
+    )
     label: str | None = Field(None, description="Caveat to print beside the interval")
     more_restarts_needed: int | None = Field(
         None, description="INCONCLUSIVE: restarts per arm likely to settle it (None if unknown)"
@@ -267,9 +296,9 @@ class Comparison(_Model):
     stopping: StoppingStatus | None = Field(None, description="Adaptive-stopping status")
 
     @property
-    def verdict_withheld(self) -> bool:
-        """One restart against a side with several: no verdict, and not a recommendation."""
-        return self.within_process_only and max(self.n_restarts_arm, self.n_restarts_baseline) > 1
+    def headline(self) -> bool:
+        """May appear on page 1: a matched speculative comparison with a verdict."""
+        return self.kind == "spec" and self.matched and not self.withheld
 
 
 class TheoryPoint(_Model):
@@ -291,6 +320,22 @@ class TheoryFit(_Model):
     fit_points: int = Field(0, description="Measured k values used in the fit")
     predicted: list[TheoryPoint] = Field(default_factory=list, description="Predicted curve")
     predicted_best_k: int | None = Field(None, description="argmax τ/ρ (0: speculation off)")
+    alpha_ci: list[float] | None = Field(
+        None, description="95% bootstrap interval of α̂ (resampling restarts within each arm)"
+    )
+    a_ci: list[float] | None = Field(None, description="95% bootstrap interval of a")
+    b_ci: list[float] | None = Field(None, description="95% bootstrap interval of b")
+    best_k_range: list[int] | None = Field(
+        None, description="2.5th and 97.5th percentile of the bootstrap's predicted best k"
+    )
+    extrapolated: bool = Field(
+        False, description="The predicted best k lies outside the measured k range"
+    )
+    degenerate: bool = Field(
+        False,
+        description="α̂ > 0.95: acceptance is degenerate (random weights or repetitive output); "
+        "no best k is predicted",
+    )
     explanation: str = Field("", description="What a and b mean here, in one or two sentences")
 
 
@@ -317,8 +362,11 @@ class SweepWorkload(_Model):
     concurrency: int = Field(description="Requests in flight")
     points: list[SweepPoint] = Field(description="One point per k, k = 0 first")
     best_k: int | None = Field(
-        None, description="Smallest k within the noise band of the best (0: speculation off)"
+        None,
+        description="Among WINs: the smallest k whose interval reaches the highest lower bound; "
+        "0 when no k wins (speculation off); None when candidates lean faster undecided",
     )
+    best_k_reason: str = Field("", description="Why best_k is what it is, in one sentence")
     theory: TheoryFit | None = Field(None, description="Model fit and prediction")
 
 
@@ -356,13 +404,20 @@ class ArmEquivalence(_Model):
 
 
 class NoiseBand(_Model):
-    """The band δ inside which a ratio counts as no difference."""
+    """The practical margin δ inside which a ratio counts as no difference, and the A/A check."""
 
-    delta: float = Field(description="δ: EQUIVALENT inside [1/(1+δ), 1+δ]")
-    calibrated: bool = Field(description="True when measured from an A/A arm")
-    source: str = Field(description="Which A/A comparison set it, or why δ is the default")
-    aa_ci_low: float | None = Field(None, description="A/A ratio interval, lower end")
-    aa_ci_high: float | None = Field(None, description="A/A ratio interval, upper end")
+    delta: float = Field(description="δ: the plan's margin; EQUIVALENT inside [1/(1+δ), 1+δ]")
+    source: str = Field(description="Where δ comes from (the plan's margin, or the default)")
+    aa_check: bool | None = Field(
+        None,
+        description="Every A/A interval with restarts on both sides contains 1; False: drift or "
+        "order effects, every verdict carries a caveat; None: no such A/A comparison",
+    )
+    aa_ci_low: float | None = Field(
+        None, description="Widest A/A 95% interval, lower end: the measured restart noise"
+    )
+    aa_ci_high: float | None = Field(None, description="Widest A/A 95% interval, upper end")
+    aa_source: str | None = Field(None, description="Which A/A comparison that interval is")
 
 
 class Exclusion(_Model):
@@ -381,6 +436,13 @@ class Exclusions(_Model):
     by_reason: dict[str, int] = Field(default_factory=dict, description="Counts per reason")
     items: list[Exclusion] = Field(default_factory=list, description="Counts per run and reason")
     torn_lines: int = Field(0, description="Torn last lines dropped from requests.jsonl")
+
+
+class LeftOutRun(_Model):
+    """A run left out of every figure."""
+
+    run: str = Field(description="Run id, <arm>-r<restart>")
+    reason: str = Field(description="Why: the run failed, or over 10% of its requests failed")
 
 
 class Adaptive(_Model):
@@ -427,6 +489,17 @@ class Analysis(_Model):
         default_factory=list, description="Greedy output equivalence per arm vs baseline"
     )
     exclusions: Exclusions = Field(default_factory=Exclusions, description="Excluded requests")
+    left_out_runs: list[LeftOutRun] = Field(
+        default_factory=list, description="Runs left out of every figure, with the reason"
+    )
+    failed_requests: int = Field(0, description="Measured (non-warm-up) requests that failed")
+    family_size: int = Field(0, description="Speculative comparisons with a verdict (m)")
+    design: Literal["fixed", "adaptive"] = Field("fixed", description="The sweep's design")
     adaptive: Adaptive | None = Field(None, description="Adaptive stopping summary")
     methods: Methods = Field(description="Method text for the report")
     notes: list[str] = Field(default_factory=list, description="Caveats for the report")
+
+    @property
+    def aa_check(self) -> bool | None:
+        """The A/A check of the design (NoiseBand.aa_check)."""
+        return self.noise_band.aa_check

@@ -5,7 +5,14 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    model_validator,
+)
 
 from diagnostic import defaults
 
@@ -46,7 +53,13 @@ class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-class Engagement(Strict):
+class Stored(Strict):
+    """Base for the bundle's own records: a NaN or an infinity is an error too, in any float."""
+
+    model_config = ConfigDict(allow_inf_nan=False)
+
+
+class Engagement(Stored):
     """Who the measurement is for."""
 
     client: str | None = Field(None, description="Client organisation shown on the report cover")
@@ -54,14 +67,14 @@ class Engagement(Strict):
     consultant: str | None = Field(None, description="Who ran the measurements")
 
 
-class Target(Strict):
+class Target(Stored):
     """The server being measured."""
 
     base_url: str | None = Field(None, description="Base URL of the OpenAI-compatible server")
     model: str | None = Field(None, description="Model name sent in requests")
 
 
-class ArmSpec(Strict):
+class ArmSpec(Stored):
     """One server configuration of the plan."""
 
     name: str = Field(description="Arm identifier, e.g. 'baseline' or 'ngram-k3'")
@@ -72,9 +85,28 @@ class ArmSpec(Strict):
     )
     speculative: bool | None = Field(None, description="Whether the arm turns speculation on")
     aa_of: str | None = Field(None, description="Name of the arm this one repeats (A/A noise arm)")
+    baseline: str | None = Field(
+        None,
+        description="Arm this one is compared with (default: the arm whose launch "
+        "differs only in speculation flags, else the plan's baseline)",
+    )
 
 
-class PlanSpec(Strict):
+class Design(Strict):
+    """How the sweep decided when to stop: the report decides with the same design."""
+
+    kind: Literal["fixed", "adaptive"] = Field(
+        "fixed", description="fixed: every planned restart; adaptive: group-sequential looks"
+    )
+    looks: list[int] = Field(
+        default_factory=list, description="Adaptive: restarts (blocks) per arm at each look"
+    )
+    alpha: float = Field(
+        0.05, gt=0, lt=1, description="Overall two-sided level, before multiplicity"
+    )
+
+
+class PlanSpec(Stored):
     """What the bundle set out to measure."""
 
     arms: list[ArmSpec] = Field(default_factory=list, description="Server configurations")
@@ -97,8 +129,23 @@ class PlanSpec(Strict):
     )
     api: Literal["completions", "chat"] = Field("completions", description="OpenAI API used")
 
+    @model_validator(mode="after")
+    def _aa_arms_exist(self) -> PlanSpec:
+        names = {arm.name for arm in self.arms}
+        for arm in self.arms:
+            if arm.aa_of is not None and arm.aa_of not in names:
+                raise ValueError(
+                    f"arm {arm.name!r} has aa_of {arm.aa_of!r}, which names no arm of the plan"
+                )
+        return self
 
-class Manifest(Strict):
+    margin: float = Field(
+        defaults.MARGIN, ge=0, lt=1, description="δ: ratios inside [1/(1+δ), 1+δ] are no difference"
+    )
+    design: Design = Field(default_factory=Design, description="Fixed or adaptive stopping")
+
+
+class Manifest(Stored):
     """manifest.json: the bundle's identity and plan."""
 
     schema_version: int = Field(SCHEMA_VERSION, description="Bundle format version")
@@ -110,14 +157,14 @@ class Manifest(Strict):
     notes: str | None = Field(None, description="Free text, e.g. how a sample was recorded")
 
 
-class EngineInfo(Strict):
+class EngineInfo(Stored):
     """Which engine served the run."""
 
     name: str = Field("unknown", description="vllm, sglang, llamacpp or unknown")
     version: str | None = Field(None, description="Engine version as the engine reports it")
 
 
-class LaunchInfo(Strict):
+class LaunchInfo(Stored):
     """How the server process was started (sweep only)."""
 
     command: str = Field(description="Launch command, secrets redacted")
@@ -127,7 +174,7 @@ class LaunchInfo(Strict):
     exit_code: int | None = Field(None, description="Exit status once stopped")
 
 
-class RunInfo(Strict):
+class RunInfo(Stored):
     """run.json: one server process (one restart of one arm)."""
 
     schema_version: int = Field(SCHEMA_VERSION, description="Bundle format version")
@@ -155,9 +202,16 @@ class RunInfo(Strict):
     capture: dict[str, Any] | None = Field(
         None, description="Resolved capture facts from the log (check), when known"
     )
+    attempts: int = Field(
+        1,
+        ge=1,
+        description="Server processes started for this restart (sweep): a run that did not "
+        "end ok is measured afresh on a new one, warm-up first; the earlier ones' files are "
+        "kept apart as *.attempt<N>.* and not analysed",
+    )
 
 
-class RequestRecord(Strict):
+class RequestRecord(Stored):
     """One line of requests.jsonl: one streamed request. Names are a contract: add, never rename."""
 
     arm: str = Field(description="Arm name")
@@ -167,16 +221,18 @@ class RequestRecord(Strict):
     prompt_id: str = Field(description="Stable id of the prompt within its workload")
     warmup: bool = Field(description="Discarded warm-up request")
     t_send: float = Field(description="Send time, seconds since the run began (monotonic)")
-    ttft_s: float | None = Field(None, description="Time to first content chunk")
-    e2e_s: float | None = Field(None, description="Send to end of stream")
-    chunk_times_s: list[float] = Field(
+    ttft_s: float | None = Field(None, ge=0, description="Time to first content chunk")
+    e2e_s: float | None = Field(None, ge=0, description="Send to end of stream")
+    chunk_times_s: list[Annotated[float, Field(ge=0)]] = Field(
         default_factory=list, description="Arrival of every chunk that carried output"
     )
-    chunk_tokens: list[int] | None = Field(
+    chunk_tokens: list[Annotated[int, Field(ge=0)]] | None = Field(
         None, description="Tokens in each chunk where the server reports them"
     )
-    completion_tokens: int | None = Field(None, description="Output tokens from the API's usage")
-    prompt_tokens: int | None = Field(None, description="Prompt tokens from the API's usage")
+    completion_tokens: int | None = Field(
+        None, ge=0, description="Output tokens from the API's usage"
+    )
+    prompt_tokens: int | None = Field(None, ge=0, description="Prompt tokens from the API's usage")
     token_source: TokenSource = Field("usage", description="Where completion_tokens came from")
     finish_reason: str | None = Field(None, description="finish_reason of the last choice")
     text: str = Field("", description="Generated text")
@@ -185,6 +241,9 @@ class RequestRecord(Strict):
     concurrency: int = Field(1, ge=1, description="Requests in flight at this level")
     server_timings: dict[str, Any] | None = Field(
         None, description="Timings the server itself reported (e.g. llama.cpp `timings`)"
+    )
+    attempt: int = Field(
+        1, ge=1, description="Try of this (workload, seq): a failed request retried by --resume"
     )
 
 

@@ -139,7 +139,7 @@ def comparison_plan(plan: dict[str, Any]) -> list[tuple[str, str, str, bool]]:
     for arm in arms:
         name = arm["name"]
         if arm.get("aa_of"):
-            out.append((name, arm["aa_of"], "aa", False))
+            out.append((name, arm["aa_of"], "aa", True))  # the same configuration again
         elif is_speculative(arm):
             if arm.get("baseline"):
                 out.append((name, arm["baseline"], "spec", True))
@@ -344,7 +344,7 @@ def compute(bundle_dir: str | Path) -> dict[str, Any]:
     for arm, base, kind, matched, key, level, a, b, within in pending:
         family = kind == "spec" and not within
         ci_level = 1 - 0.05 / m if family else 0.95
-        label = f"simultaneous 95% over {m} comparisons" if family and m > 1 else "95%"
+        label = f"simultaneous 95% CI over {m} comparisons" if family and m > 1 else "95% CI"
         if within:
             ratio, low, high = within_process_ratio(a, b, ci_level)
         else:
@@ -360,17 +360,15 @@ def compute(bundle_dir: str | Path) -> dict[str, Any]:
                 "ratio": ratio,
                 "ci_low": low,
                 "ci_high": high,
-                "ci_level": label,
+                "ci_level": ci_level,
+                "ci_label": label,
                 "verdict": "INCONCLUSIVE" if within else verdict(low, high, delta),
                 "withheld": within,
             }
         )
 
-    aa_check = all(
-        c["ci_low"] <= 1 <= c["ci_high"]
-        for c in comparisons
-        if c["kind"] == "aa" and not c["withheld"]
-    )
+    checked = [c for c in comparisons if c["kind"] == "aa" and not c["withheld"]]
+    aa_check = all(c["ci_low"] <= 1 <= c["ci_high"] for c in checked) if checked else None
 
     # R11: best k among the sweep arms (spec, matched to plan.baseline, integer k).
     base_name = plan.get("baseline")

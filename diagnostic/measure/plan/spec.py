@@ -9,7 +9,7 @@ import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, FiniteFloat, ValidationError
 
 from diagnostic import defaults
 from diagnostic.bundle.redact import redact_mapping, redact_text
@@ -80,6 +80,12 @@ class PlanTable(_Table):
     )
     api: Literal["completions", "chat"] = Field("completions", description="OpenAI API used")
     model: str | None = Field(None, description="Model name sent in requests (default: discovered)")
+    margin: float = Field(
+        defaults.MARGIN,
+        ge=0,
+        lt=1,
+        description="δ: a speedup inside [1/(1+δ), 1+δ] is too small to matter (EQUIVALENT)",
+    )
 
 
 class ArmTable(_Table):
@@ -90,7 +96,7 @@ class ArmTable(_Table):
         None, description="Launch command template (run by bash -c); must contain {port}"
     )
     env: dict[str, str] = Field(default_factory=dict, description="Extra environment (templates)")
-    sweep: dict[str, list[int | float | str]] = Field(
+    sweep: dict[str, list[int | FiniteFloat | str]] = Field(
         default_factory=dict, description="Values substituted for {key}: one arm per combination"
     )
     aa_of: str | None = Field(None, description="Arm this one repeats (A/A noise arm)")
@@ -171,6 +177,7 @@ class Plan(BaseModel):
             seed=o.seed,
             order=o.order,
             api=o.api,
+            margin=o.margin,
         )
 
     def workload_sources(self) -> list[str]:

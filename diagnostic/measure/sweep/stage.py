@@ -22,7 +22,7 @@ from diagnostic.measure.schedule import (
     estimate,
 )
 from diagnostic.measure.sweep.runner import OVERALL, OutcomeStatus, RunOutcome, StartRunner
-from diagnostic.schema.bundle import Engagement, Manifest
+from diagnostic.schema.bundle import Design, Engagement, Manifest
 
 __all__ = ["SweepResult", "adaptive_looks", "run_settings", "sweep"]
 
@@ -105,8 +105,9 @@ def sweep(
         raise DiagnosticError("sweep needs --out BUNDLE (the folder the measurements go to)")
     settings = run_settings(plan, api_key=api_key, timeout_s=request_timeout_s)
     _check_shell_vars(plan)
+    design = Design(kind="adaptive", looks=summary.looks) if summary.looks else Design()
     bundle = _open_bundle(
-        plan, settings, Path(out), resume=resume, force=force, engagement=engagement
+        plan, settings, Path(out), resume=resume, force=force, engagement=engagement, design=design
     )
     runner = StartRunner(bundle, plan, settings, reporter, grace_s)
     reporter.start(OVERALL, len(schedule) * runner.steps_per_start)
@@ -146,7 +147,7 @@ def _decided(bundle: Bundle, start: Start, looks: list[int], reporter: Reporter)
     from diagnostic.analyse.core import analyse  # imported here: scipy loads slowly
 
     try:
-        verdict = analyse(Bundle.open(bundle.path), looks=looks).adaptive
+        verdict = analyse(Bundle.open(bundle.path)).adaptive
     except (DiagnosticError, ValueError) as exc:
         reporter.note(f"look after block {blocks}: no analysis ({exc}); going on")
         return False
@@ -214,8 +215,12 @@ def _open_bundle(
     resume: bool,
     force: bool,
     engagement: Engagement | None,
+    design: Design,
 ) -> Bundle:
-    spec = plan.spec().model_copy(update={"workloads": [w.name for w in settings.workloads]})
+    """The sweep's bundle, its manifest recording the plan and the design the report decides
+    with (fixed, or adaptive with its looks)."""
+    names = [w.name for w in settings.workloads]
+    spec = plan.spec().model_copy(update={"workloads": names, "design": design})
     manifest = Manifest(
         tool_version=__version__,
         engagement=engagement or Engagement(),
