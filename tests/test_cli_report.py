@@ -28,8 +28,8 @@ def test_json_defaults_to_bundle_analysis_json(bundle: Path) -> None:
     data = json.loads((bundle / "analysis.json").read_text())
     analysis = Analysis.model_validate(data)
     (headline,) = [c for c in analysis.comparisons if c.workload == "all"]
-    assert (headline.arm, headline.baseline, headline.verdict) == ("ngram3", "base", "WIN")
-    assert headline.within_process_only
+    assert (headline.arm, headline.baseline, headline.verdict) == ("ngram3", "base", "INCONCLUSIVE")
+    assert headline.within_process_only and headline.withheld  # one restart each: no verdict
     assert "analysis.json" in result.output
 
 
@@ -40,7 +40,7 @@ def test_out_file_with_client_and_title(bundle: Path, tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     data = json.loads(out.read_text())
     assert (data["client"], data["title"]) == ("ACME", "Spec check")
-    assert data["schema_version"] == 1
+    assert data["schema_version"] == 2
     assert [a["id"] for a in data["arms"]] == ["base", "ngram3"]
 
 

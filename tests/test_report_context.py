@@ -71,7 +71,8 @@ def test_before_after_numbers_are_the_analysis_numbers(h200: tuple[Bundle, Analy
             assert (row.ratio, row.verdict) == ("—", "BASELINE")
         else:
             assert c is not None
-            assert (row.ratio, row.verdict) == (fmt.ratio(c.ratio), c.verdict)
+            verdict = "WITHHELD" if c.withheld else c.verdict
+            assert (row.ratio, row.verdict) == (fmt.ratio(c.ratio), verdict)
     # One restart per arm: every interval is flagged, once, as within-process only.
     assert code.footnote == f"† {WITHIN_PROCESS_LABEL}"
     assert any(WITHIN_PROCESS_LABEL in c for c in ctx.summary.caveats)
@@ -94,11 +95,12 @@ def test_headline_and_verdicts_follow_the_sweep(sweep: tuple[Bundle, Analysis],
     best = sel.best_comparison(analysis, "code")
     assert best is not None and best.verdict == "WIN"
     phrase = (f"{fmt.ratio(best.ratio)} faster on code "
-              f"{fmt.ci(best.ci_low, best.ci_high, fmt='ratio')}")  # fmt: skip
+              f"{fmt.decided_ci(best)}")  # fmt: skip
+    assert "simultaneous 95% CI over" in phrase  # the interval that decided, labelled
     assert ctx_headline(sweep_ctx).startswith(f"Speculation with n-gram at k={best.k} is {phrase}")
     code_line = next(v for v in sweep_ctx.summary.verdicts if v.workload == "code")
     assert code_line.verdict == "WIN" and f"n-gram at k={best.k}" in code_line.sentence
-    assert fmt.ci(best.ci_low, best.ci_high, fmt="ratio") in code_line.sentence
+    assert fmt.decided_ci(best) in code_line.sentence
     profiles = {p.workload: p.profile for p in sweep_ctx.summary.profiles}
     assert profiles["code"] == f"n-gram at k={best.k}"
 

@@ -141,10 +141,19 @@ def test_kalibera_jones_requests_per_restart() -> None:
     assert stats.requests_per_restart(100.0, 1.0, 4.0, -0.5) is None
 
 
-def test_restarts_for_width() -> None:
-    # 4 · 1.96² · 0.1² / 0.1² = 15.37 → 16; never below the 3-restart floor.
-    assert stats.restarts_for_width(0.10, 0.10) == 16
-    assert stats.restarts_for_width(0.001, 0.10) == 3
+def test_restarts_for_width_uses_t_and_the_log_ratio_variance() -> None:
+    # The smallest R with 2·t(0.975, R−1)·sd·sqrt(2/R) ≤ W: the ratio of two arms' means has
+    # twice one arm's variance, and t > z on few restarts — about 2× the old z rule's 16.
+    r = stats.restarts_for_width(0.10, 0.10)
+    assert r is not None
+
+    def width(n: int) -> float:
+        return 2 * float(sps.t.ppf(0.975, n - 1)) * 0.10 * math.sqrt(2 / n)
+
+    assert width(r) <= 0.10 < width(r - 1)
+    assert r >= 2 * 16  # the z rule on one arm's SD gave 16
+    assert stats.restarts_for_width(0.001, 0.10) == 3  # never below the 3-restart floor
+    assert stats.restarts_for_width(1.0, 0.01, cap=50) is None
 
 
 def test_restarts_to_decide_shrinks_the_interval_to_the_band_edge() -> None:

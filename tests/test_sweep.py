@@ -435,8 +435,11 @@ def test_adaptive_stops_at_the_first_look_where_everything_is_decided(
     )
     plan = _plan(tmp_path, arms, restarts=8, requests=15, max_tokens=256)
     out = tmp_path / "b"
-    sweep(plan, out=out, stop_on_failure=True)  # creates the bundle (first start fails)
+    # Creates the bundle (first start fails); the manifest records the adaptive design.
+    sweep(plan, out=out, stop_on_failure=True, adaptive=True)
     bundle = Bundle.open(out)
+    assert bundle.manifest.plan.design.kind == "adaptive"
+    assert bundle.manifest.plan.design.looks == [4, 8]
     # Four blocks already measured: spec 1.5x faster, tight restart-to-restart noise.
     for start in build_schedule([a.name for a in plan.arms], restarts=8, seed=3)[:12]:
         tps = 150.0 if start.arm == "spec" else 100.0
@@ -458,6 +461,15 @@ def test_adaptive_stops_at_the_first_look_where_everything_is_decided(
     else:  # it goes on to the next blocks (whose starts fail here: `exit 1`)
         assert summary.stopped_at_look is None and len(summary.outcomes) == 24
         assert any("not every comparison is decided" in n for n in recorder.notes)
+
+
+def test_a_fixed_sweep_cannot_be_resumed_as_an_adaptive_one(tmp_path: Path) -> None:
+    """Choosing to stop early after seeing data is not a planned design: refused."""
+    plan = _plan(tmp_path, _arm("baseline", "exit 1 # {port}"), restarts=8)
+    out = tmp_path / "b"
+    sweep(plan, out=out, stop_on_failure=True)
+    with pytest.raises(BundleError, match="design"):
+        sweep(plan, out=out, resume=True, adaptive=True)
 
 
 def test_resume_stops_a_server_left_running_by_a_killed_sweep(tmp_path: Path) -> None:

@@ -327,7 +327,7 @@ def _all_pending(ctx: Context) -> list[Pending]:
             if base is not None:
                 out += _pending(ctx, arm, base, "spec", matched, differs)
         else:
-            out += _pending(ctx, arm, ctx.baseline, "config", False, "not speculative")
+            out += _pending(ctx, arm, ctx.baseline, "config", False)
     return out
 
 
