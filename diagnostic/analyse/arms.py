@@ -16,6 +16,7 @@ from diagnostic.schema.analysis import (
     Outlier,
     PlanningAdvice,
     RestartSummary,
+    ValueCI,
 )
 
 __all__ = [
@@ -92,7 +93,27 @@ def restart_summary(group: list[Sample], workload: str, concurrency: int) -> Res
             Outlier(seq=group[i].seq, prompt_id=group[i].prompt_id, decode_tps=values[i], side=side)
             for i, side in stats.tukey_outliers(values)
         ],
+        acceptance_length=acceptance_length(group),
     )
+
+
+def acceptance_length(group: Sequence[Sample]) -> float | None:
+    """Tokens per verify step over requests with per-request draft counts: each step yields
+    its accepted drafts plus one token, so steps = Σ tokens − Σ accepted."""
+    counted = [s for s in group if s.accepted_tokens is not None and s.draft_tokens is not None]
+    if not counted or not any(s.draft_tokens for s in counted):
+        return None
+    tokens = sum(s.tokens for s in counted)
+    accepted = sum(s.accepted_tokens or 0.0 for s in counted)
+    return tokens / (tokens - accepted) if tokens > accepted else None
+
+
+def _acceptance_ci(restarts: Sequence[RestartSummary]) -> ValueCI | None:
+    values = [r.acceptance_length for r in restarts if r.acceptance_length is not None]
+    if not values:
+        return None
+    ci = stats.t_interval(values)
+    return ValueCI(estimate=ci.estimate, ci_low=ci.low, ci_high=ci.high, n=ci.n)
 
 
 def restart_means(groups: dict[int, list[Sample]]) -> dict[int, float]:
@@ -186,11 +207,13 @@ def arm_workload(
 ) -> ArmWorkload:
     """One arm on one workload at one level: estimate, restart summaries, planning."""
     groups = by_restart(samples)
+    restarts = [restart_summary(g, workload, concurrency) for g in groups.values()]
     return ArmWorkload(
         workload=workload,
         concurrency=concurrency,
         decode_tps=estimate(groups),
         ttft_median_s=_median([s.ttft_s for s in samples]),
-        restarts=[restart_summary(g, workload, concurrency) for g in groups.values()],
+        restarts=restarts,
         planning=planning(groups, cost_restart_s=cost_restart_s, target_width=target_width),
+        acceptance_length=_acceptance_ci(restarts),
     )

@@ -11,6 +11,7 @@ import numpy as np
 from diagnostic.analyse import theory
 from diagnostic.schema.analysis import (
     ArmResult,
+    ArmWorkload,
     Comparison,
     SweepPoint,
     SweepWorkload,
@@ -72,6 +73,30 @@ def pooled_alpha(arms: Sequence[ArmResult]) -> tuple[float | None, str]:
     return None, "none (no acceptance counters)"
 
 
+def workload_alpha(arms: Sequence[ArmResult], workload: str, conc: int) -> tuple[float | None, str]:
+    """α̂ on one workload: the mean of τ inversions at each arm's k from per-request draft
+    counts on that workload (warm-ups excluded; arms that never drafted carry no acceptance),
+    else pooled over every run's counters (all workloads of a run, as the /metrics snapshots
+    cover them)."""
+    taus = [(a.k, _workload(a, workload, conc)) for a in arms if a.k]
+    per = [(k, w.acceptance_length.estimate) for k, w in taus if w and w.acceptance_length]
+    values = [theory.alpha_from_tau(tau, k) for k, tau in per if tau is not None and k]
+    if values:
+        return sum(values) / len(values), (
+            f"inversion of τ(α, k) on {workload}: tokens per target step from per-request draft "
+            "counts, warm-ups excluded (an effective α̂: steps without a draft count as "
+            "rejections)"
+        )
+    alpha, source = pooled_alpha(arms)
+    return alpha, source + (", per run: every workload pooled" if alpha is not None else "")
+
+
+def _workload(arm: ArmResult, workload: str, conc: int) -> ArmWorkload | None:
+    return next(
+        (w for w in arm.workloads if w.workload == workload and w.concurrency == conc), None
+    )
+
+
 def _explain(a: float, b: float) -> str:
     text = (
         f"Turning speculation on costs a = {a:.2f}× a plain decode step before any draft token, "
@@ -108,7 +133,8 @@ def _arm_data(arm: ArmResult, workload: str, conc: int) -> _ArmData | None:
             continue
         a = by_run.get(row.restart)
         logs.append(np.log(row.mean))
-        tau.append(a.mean_acceptance_length if a and a.mean_acceptance_length else np.nan)
+        run_tau = a.mean_acceptance_length if a and a.mean_acceptance_length else np.nan
+        tau.append(row.acceptance_length if row.acceptance_length is not None else run_tau)
         counted = a is not None and a.per_position and a.drafts and a.accepted_tokens is not None
         acc.append(a.accepted_tokens if counted else np.nan)  # type: ignore[union-attr]
         rej.append(
@@ -223,10 +249,11 @@ def theory_fit(
 
 
 def _point(arm: ArmResult, comparison: Comparison | None, workload: str, conc: int) -> SweepPoint:
-    tps = next(
-        w.decode_tps for w in arm.workloads if w.workload == workload and w.concurrency == conc
-    )
-    tau_k = arm.acceptance_length.estimate if arm.acceptance_length else None
+    aw = _workload(arm, workload, conc)
+    assert aw is not None
+    tps = aw.decode_tps
+    own = aw.acceptance_length or arm.acceptance_length  # this workload's τ when measured
+    tau_k = own.estimate if own else None
     ratio = comparison.ratio if comparison else None
     return SweepPoint(
         k=arm.k or 0,
@@ -257,7 +284,7 @@ def sweep_workload(
     base.k, base.ratio, base.ci_low, base.ci_high = 0, 1.0, 1.0, 1.0
     others = (_point(a, by_arm.get(a.id), workload, concurrency) for a in k_arms)
     points = [base, *sorted(others, key=lambda p: p.k)]
-    alpha, source = pooled_alpha(k_arms)
+    alpha, source = workload_alpha(k_arms, workload, concurrency)
     base_data = _arm_data(baseline.model_copy(update={"k": 0}), workload, concurrency)
     arm_data = [d for a in k_arms if (d := _arm_data(a, workload, concurrency)) is not None]
     data = (base_data.logs, arm_data) if base_data is not None else None

@@ -37,6 +37,9 @@ class Sample:
     ttft_s: float | None
     e2e_s: float | None
     tokens_per_chunk: float
+    tokens: int = 0
+    draft_tokens: float | None = None  # the engine's per-request draft count (llama.cpp)
+    accepted_tokens: float | None = None  # … and how many of them were accepted
 
 
 @dataclass
@@ -82,7 +85,19 @@ def _sample(record: RequestRecord, run: RunInfo) -> Sample:
         ttft_s=record.ttft_s,
         e2e_s=record.e2e_s,
         tokens_per_chunk=(record.completion_tokens or 0) / chunks,
+        tokens=record.completion_tokens or 0,
+        draft_tokens=_count(record, "draft_n"),
+        accepted_tokens=_count(record, "draft_n_accepted"),
     )
+
+
+def _count(record: RequestRecord, key: str) -> float | None:
+    """A per-request speculation count from the engine's own timings (llama.cpp's
+    `draft_n`, `draft_n_accepted`), when it reported one."""
+    value = (record.server_timings or {}).get(key)
+    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+        return None
+    return float(value)
 
 
 def load_samples(bundle: Bundle) -> Loaded:

@@ -105,6 +105,11 @@ class RestartSummary(_Model):
     )
     drift: DriftCheck | None = Field(None, description="Warm-up drift check; None if < 6 requests")
     outliers: list[Outlier] = Field(default_factory=list, description="Tukey-fence outliers")
+    acceptance_length: float | None = Field(
+        None,
+        description="Tokens per verify step over these requests, from the engine's per-request "
+        "draft counts: Σ tokens / (Σ tokens − Σ accepted); warm-ups excluded",
+    )
 
 
 class PlanningAdvice(_Model):
@@ -142,6 +147,11 @@ class ArmWorkload(_Model):
     ttft_median_s: float | None = Field(None, description="Median TTFT over measured requests (s)")
     restarts: list[RestartSummary] = Field(default_factory=list, description="Per restart")
     planning: PlanningAdvice | None = Field(None, description="Variance components and advice")
+    acceptance_length: ValueCI | None = Field(
+        None,
+        description="Mean acceptance length on this workload across restarts (t interval), from "
+        "per-request draft counts; None when the engine gives none per request",
+    )
 
 
 class PositionAcceptance(_Model):
