@@ -1,0 +1,565 @@
+"""Benchmark: false decisions, power and interval coverage of the verdicts `analyse` prints.
+
+Usage::
+
+    python benchmarks/verdict_simulation.py [--sims 1000] [--adaptive-sims 200] [--seed 0]
+        [--jobs 2]
+        [--restart-cv 0.05 0.10 0.15] [--effect 0.0 0.10] [--restarts 5] [--looks 4 8 12]
+        [--family-cv 0.10] [--family 1.0 1.05 1.10] [--request-cv 0.05] [--requests 15]
+        [--drift-cv 0.01] [--margin 0.02] [--tmp DIR]
+
+End to end, through the real code path: every simulated experiment is a bundle written with
+diagnostic.bundle.store.Bundle (manifest, run.json per restart with its block number,
+requests.jsonl with chunk times that give a chosen decode tok/s exactly), opened with
+Bundle.open and decided by diagnostic.analyse.core.analyse. Nothing of the statistics is
+re-implemented here: the script only reads the Comparison that analyse returns.
+
+The truth. The experiment runs in blocks; each block starts every arm once (plan.order
+"blocks"), in a random order. Each restart draws its level: base tok/s × the arm's true
+ratio × exp(drift of the block) × a lognormal restart effect with CV `restart_cv`. The block
+drift is a random walk with steps of CV `drift_cv`, shared by the arms of a block. Each
+restart then serves 1 warm-up and `requests` measured requests, whose decode tok/s scatter
+around its level (lognormal, CV `request_cv`). The true speedup of an arm is its ratio: the
+restart means of two arms differ in law only by that factor.
+
+The designs:
+- fixed: `restarts` blocks (plan.restarts), analysed once;
+- adaptive: plan.design = {"kind": "adaptive", "looks": looks, "alpha": 0.05} and
+  plan.restarts = the last look. The bundle grows block by block; at each planned look it is
+  analysed, and the experiment stops at the first look where every speculative comparison
+  is decided (verdict not INCONCLUSIVE), else at the last look, as `sweep --adaptive` does.
+
+What is read from each Comparison (the rewrite of issue 18 renames the fields; both work):
+- after the rewrite (Comparison has `ci_level`): verdict, [ci_low, ci_high] at ci_level,
+  the interval that decided; `withheld` counts as INCONCLUSIVE;
+- before it: fixed design: verdict with [verdict_ci_low, verdict_ci_high] at verdict_level;
+  adaptive design: the group-sequential status analyse computes for `sweep --adaptive`
+  (stopping.verdict_at_look with stopping.ci_low/ci_high at 1 − per_look_alpha), which is
+  what the sweep stops on. The verdict and 95% interval the report printed before the
+  rewrite (Comparison.verdict, ci_low/ci_high) are then tabulated separately.
+
+Coverage: the deciding interval contains the true ratio. For a one-arm bundle the family
+has one comparison; for the `--family` bundle (one spec arm per true ratio) the family-wise
+coverage counts a bundle when every interval covers its own ratio.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import inspect
+import math
+import multiprocessing
+import os
+import random
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+
+from analyse_bundles import synthetic_record  # noqa: E402  (tests/analyse_bundles.py)
+
+from diagnostic.analyse.core import analyse  # noqa: E402
+from diagnostic.bundle.store import Bundle  # noqa: E402
+from diagnostic.schema.analysis import Comparison  # noqa: E402
+from diagnostic.schema.bundle import ArmSpec, Manifest, PlanSpec, RunInfo  # noqa: E402
+
+BASE_TPS = 100.0
+TOKENS = 256  # the plan's default max_tokens; four chunks per request keep files small
+CHUNKS = [1, 85, 85, 85]
+WORKLOAD = "code"
+SERVE = "vllm serve meta-llama/Llama-3.1-8B-Instruct --port {port}"
+SPEC = """ --speculative-config '{{"method":"ngram","num_speculative_tokens":{k}}}'"""
+ALPHA = 0.05
+REWRITTEN = "ci_level" in Comparison.model_fields
+"""The analysis rewrite (one interval per comparison, ci_level, withheld, matched) landed."""
+VERDICTS = ("WIN", "LOSS", "EQUIVALENT", "INCONCLUSIVE")
+
+
+# -- the truth and the bundle ---------------------------------------------------------------
+@dataclass(frozen=True)
+class Truth:
+    """What the simulated engine does: one true speedup ratio per speculative arm."""
+
+    ratios: tuple[float, ...]
+    restart_cv: float
+    request_cv: float = 0.05
+    drift_cv: float = 0.01
+    requests: int = 15
+
+    @property
+    def arms(self) -> list[str]:
+        return [f"spec{i}" for i in range(len(self.ratios))]
+
+
+def _sigma(cv: float) -> float:
+    """SD on the log scale of a lognormal with this CV."""
+    return math.sqrt(math.log1p(cv * cv))
+
+
+def plan_spec(truth: Truth, *, blocks: int, looks: Sequence[int] | None, margin: float) -> PlanSpec:
+    """The manifest's plan: baseline + spec arms, blocked order, the margin and the design.
+    Fields this version of the schema lacks (margin, design before issue 18) are left out."""
+    arms = [ArmSpec(name="base", speculative=False, launch=SERVE)]
+    arms += [
+        ArmSpec(name=a, speculative=True, launch=SERVE + SPEC.format(k=i + 2))
+        for i, a in enumerate(truth.arms)
+    ]  # launches that differ only in speculation flags: each spec arm matches the baseline
+    design = {"kind": "adaptive", "looks": list(looks), "alpha": ALPHA} if looks else None
+    fields: dict[str, Any] = {
+        "arms": arms,
+        "workloads": [WORKLOAD],
+        "requests": truth.requests,
+        "warmup": 1,
+        "restarts": blocks,
+        "max_tokens": TOKENS,
+        "baseline": "base",
+        "order": "blocks",
+        "margin": margin,
+        "design": design,
+    }
+    known = PlanSpec.model_fields
+    return PlanSpec(**{k: v for k, v in fields.items() if k in known and v is not None})
+
+
+class SimulatedBundle:
+    """A blocked bundle that grows one block at a time, through the real Bundle API."""
+
+    def __init__(self, path: Path, truth: Truth, plan: PlanSpec, rng: random.Random) -> None:
+        self.truth, self.rng = truth, rng
+        self.bundle = Bundle.create(path, Manifest(tool_version="simulation", plan=plan))
+        self.blocks = 0
+        self.drift = 0.0
+        self.ratio = {"base": 1.0} | dict(zip(truth.arms, truth.ratios, strict=True))
+
+    def add_block(self) -> None:
+        t, rng, b = self.truth, self.rng, self.blocks
+        self.drift += rng.gauss(0.0, _sigma(t.drift_cv)) if b else 0.0
+        order = ["base", *t.arms]
+        rng.shuffle(order)
+        for arm in order:
+            level = BASE_TPS * self.ratio[arm] * math.exp(self.drift)
+            level *= math.exp(rng.gauss(0.0, _sigma(t.restart_cv)))
+            self.bundle.write_run(RunInfo(arm=arm, restart=b, block=b, status="ok"))
+            for seq in range(t.requests + 1):  # seq 0 is the warm-up
+                tps = level * math.exp(rng.gauss(0.0, _sigma(t.request_cv)))
+                self.bundle.append_request(
+                    synthetic_record(
+                        arm,
+                        b,
+                        seq,
+                        tps,
+                        workload=WORKLOAD,
+                        warmup=seq == 0,
+                        tokens=TOKENS,
+                        chunk_tokens=CHUNKS,
+                    )
+                )
+        self.blocks += 1
+
+    def grow_to(self, blocks: int) -> None:
+        while self.blocks < blocks:
+            self.add_block()
+
+
+# -- reading a comparison -------------------------------------------------------------------
+@dataclass(frozen=True)
+class Decision:
+    """A verdict with the interval that made it."""
+
+    verdict: str
+    low: float | None
+    high: float | None
+    level: float | None
+
+    def covers(self, ratio: float) -> bool:
+        return self.low is not None and self.high is not None and self.low <= ratio <= self.high
+
+
+def deciding(c: Comparison, adaptive: bool) -> Decision:
+    """The verdict and the interval that decided it, at its level (see the module doc)."""
+    if REWRITTEN:
+        verdict = "INCONCLUSIVE" if getattr(c, "withheld", False) else c.verdict
+        return Decision(verdict, c.ci_low, c.ci_high, getattr(c, "ci_level", None))
+    s = c.stopping
+    if adaptive and s is not None and s.verdict_at_look is not None:
+        return Decision(s.verdict_at_look, s.ci_low, s.ci_high, 1.0 - s.per_look_alpha)
+    low = getattr(c, "verdict_ci_low", c.ci_low)
+    high = getattr(c, "verdict_ci_high", c.ci_high)
+    return Decision(c.verdict, low, high, getattr(c, "verdict_level", None))
+
+
+def printed(c: Comparison) -> Decision:
+    """What the report printed beside the verdict: the verdict and ci_low/ci_high (95% before
+    the rewrite, the deciding interval after it)."""
+    return Decision(c.verdict, c.ci_low, c.ci_high, getattr(c, "ci_level", 0.95))
+
+
+_ANALYSE_TAKES_LOOKS = "looks" in inspect.signature(analyse).parameters
+
+
+def spec_comparisons(path: Path, looks: Sequence[int] | None, truth: Truth) -> list[Comparison]:
+    """analyse(Bundle.open(path)): the spec comparisons, in the order of truth.arms."""
+    kwargs = {"looks": list(looks)} if looks and _ANALYSE_TAKES_LOOKS else {}
+    analysis = analyse(Bundle.open(path), **kwargs)
+    by_arm = {c.arm: c for c in analysis.comparisons if c.kind == "spec"}
+    missing = [a for a in truth.arms if a not in by_arm]
+    if missing:
+        raise RuntimeError(f"{path}: analyse gave no comparison for {missing}")
+    return [by_arm[a] for a in truth.arms]
+
+
+# -- one experiment -------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Case:
+    """One row of the table: a design, a truth, a number of simulations."""
+
+    design: str  # "fixed" or "adaptive"
+    truth: Truth
+    sims: int
+    restarts: int  # fixed design: blocks per arm
+    looks: tuple[int, ...]  # adaptive design: planned looks
+    margin: float = 0.02
+
+    @property
+    def key(self) -> str:
+        return f"{self.design}-{self.truth.ratios}-{self.truth.restart_cv}"
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One simulated experiment: per spec arm the deciding and the printed decision."""
+
+    decided: tuple[Decision, ...]
+    shown: tuple[Decision, ...]
+    blocks: int
+
+
+def simulate(case: Case, index: int, seed: int, tmp: Path) -> Outcome:
+    """Write one bundle, decide it with analyse (at each look when adaptive), delete it."""
+    rng = random.Random(f"{seed}/{case.key}/{index}")
+    adaptive = case.design == "adaptive"
+    looks = case.looks if adaptive else (case.restarts,)
+    plan = plan_spec(
+        case.truth, blocks=looks[-1], looks=case.looks if adaptive else None, margin=case.margin
+    )
+    path = Path(tempfile.mkdtemp(prefix="b", dir=tmp))
+    try:
+        sim = SimulatedBundle(path / "bundle", case.truth, plan, rng)
+        for n in looks:
+            sim.grow_to(n)
+            comparisons = spec_comparisons(
+                sim.bundle.path, case.looks if adaptive else None, case.truth
+            )
+            decided = tuple(deciding(c, adaptive) for c in comparisons)
+            if all(d.verdict != "INCONCLUSIVE" for d in decided):
+                break
+        return Outcome(decided, tuple(printed(c) for c in comparisons), sim.blocks)
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+# -- summaries ------------------------------------------------------------------------------
+def _rate(k: int, n: int) -> tuple[float, float]:
+    p = k / n if n else float("nan")
+    return p, math.sqrt(p * (1 - p) / n) if n else float("nan")
+
+
+def wrong(verdict: str, ratio: float, margin: float) -> bool:
+    """A verdict the true ratio contradicts (INCONCLUSIVE is never wrong)."""
+    inside = 1 / (1 + margin) <= ratio <= 1 + margin
+    return (
+        (verdict == "WIN" and ratio <= 1 + margin)
+        or (verdict == "LOSS" and ratio >= 1 / (1 + margin))
+        or (verdict == "EQUIVALENT" and not inside)
+    )
+
+
+@dataclass
+class Summary:
+    """Rates over the simulations of one case."""
+
+    case: Case
+    n: int
+    per_arm: list[dict[str, int]]  # verdict counts of each spec arm
+    covered: int  # every deciding interval covers its true ratio
+    any_wrong: int  # some verdict the truth contradicts
+    blocks: float  # mean restarts per arm used
+    level: float | None  # mean level of the deciding interval
+    shown_counts: list[dict[str, int]] = field(default_factory=list)
+    shown_covered: int = 0
+    shown_wrong: int = 0
+    seconds: float = 0.0  # wall time of the run the case was part of
+
+    @classmethod
+    def of(cls, case: Case, outcomes: Sequence[Outcome], seconds: float) -> Summary:
+        ratios, margin = case.truth.ratios, case.margin
+
+        def tally(pick: str) -> tuple[list[dict[str, int]], int, int]:
+            counts = [dict.fromkeys(VERDICTS, 0) for _ in ratios]
+            covered = bad = 0
+            for o in outcomes:
+                ds = getattr(o, pick)
+                for arm, d in zip(counts, ds, strict=True):
+                    arm[d.verdict] += 1
+                covered += all(d.covers(r) for d, r in zip(ds, ratios, strict=True))
+                bad += any(wrong(d.verdict, r, margin) for d, r in zip(ds, ratios, strict=True))
+            return counts, covered, bad
+
+        counts, covered, bad = tally("decided")
+        shown_counts, shown_covered, shown_wrong = tally("shown")
+        levels = [d.level for o in outcomes for d in o.decided if d.level is not None]
+        return cls(
+            case=case,
+            n=len(outcomes),
+            per_arm=counts,
+            covered=covered,
+            any_wrong=bad,
+            blocks=sum(o.blocks for o in outcomes) / len(outcomes),
+            level=sum(levels) / len(levels) if levels else None,
+            shown_counts=shown_counts,
+            shown_covered=shown_covered,
+            shown_wrong=shown_wrong,
+            seconds=seconds,
+        )
+
+    @property
+    def counts(self) -> dict[str, int]:
+        """Verdict counts of the first spec arm (the only one of a one-arm case)."""
+        return self.per_arm[0]
+
+    def rate(self, verdict: str) -> float:
+        return self.counts[verdict] / self.n
+
+    @property
+    def false_rate(self) -> tuple[float, float]:
+        """WIN + LOSS of the first arm (the false decisions when its ratio is 1)."""
+        return _rate(self.counts["WIN"] + self.counts["LOSS"], self.n)
+
+    @property
+    def coverage(self) -> tuple[float, float]:
+        return _rate(self.covered, self.n)
+
+
+# -- running the cases ----------------------------------------------------------------------
+def _job(args: tuple[Case, int, int, str]) -> Outcome:
+    case, index, seed, tmp = args
+    return simulate(case, index, seed, Path(tmp))
+
+
+def run_cases(
+    cases: Sequence[Case], seed: int, tmp: Path, pool: Any | None = None
+) -> list[Summary]:
+    """Every simulation of every case, all in one queue (in a process pool when given one)."""
+    start = time.perf_counter()
+    jobs = [(case, i, seed, str(tmp)) for case in cases for i in range(case.sims)]
+    outcomes = list(pool.imap(_job, jobs, chunksize=2)) if pool else [_job(j) for j in jobs]
+    seconds = time.perf_counter() - start
+    out, at = [], 0
+    for case in cases:
+        out.append(Summary.of(case, outcomes[at : at + case.sims], seconds))
+        at += case.sims
+    return out
+
+
+def run_case(case: Case, seed: int, tmp: Path, pool: Any | None = None) -> Summary:
+    """Every simulation of one case."""
+    return run_cases([case], seed, tmp, pool)[0]
+
+
+@contextlib.contextmanager
+def workers(jobs: int) -> Iterator[Any | None]:
+    """A pool of `jobs` forked processes (None: run in this process). Each simulation seeds
+    its own generator from (seed, case, index) and imap keeps the order, so the results are
+    the same with any number of processes."""
+    if jobs <= 1 or "fork" not in multiprocessing.get_all_start_methods():
+        yield None
+        return
+    with multiprocessing.get_context("fork").Pool(jobs) as pool:
+        yield pool
+
+
+def scratch_dir(base: str | None) -> Path:
+    """A fresh folder for the bundles: in memory (/dev/shm) where there is one."""
+    if base is None and os.access("/dev/shm", os.W_OK):
+        base = "/dev/shm"
+    return Path(tempfile.mkdtemp(prefix="verdict-sim-", dir=base))
+
+
+# -- tables ---------------------------------------------------------------------------------
+def _pct(x: float) -> str:
+    return f"{100 * x:.1f}%"
+
+
+def _design(s: Summary) -> str:
+    c = s.case
+    if c.design == "fixed":
+        return f"fixed, {c.restarts} blocks"
+    return "adaptive, looks " + "/".join(map(str, c.looks))
+
+
+def _effects(s: Summary) -> str:
+    return ", ".join(f"{100 * (r - 1):+.0f}%" for r in s.case.truth.ratios)
+
+
+def _level(s: Summary) -> str:
+    return f"{100 * s.level:.2f}%" if s.level is not None else "?"
+
+
+def table(summaries: Sequence[Summary]) -> str:
+    """One-arm cases: verdict rates, coverage of the deciding interval, restarts used."""
+    head = (
+        "| design | restart CV | effect | sims | WIN | LOSS | EQUIVALENT | INCONCLUSIVE "
+        "| coverage ± SE | interval level (mean) | restarts per arm (mean) |\n"
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+    )
+    rows = []
+    for s in summaries:
+        cov, se = s.coverage
+        rows.append(
+            f"| {_design(s)} | {_pct(s.case.truth.restart_cv)} | {_effects(s)} | {s.n} | "
+            + " | ".join(_pct(s.rate(v)) for v in VERDICTS)
+            + f" | {_pct(cov)} ± {_pct(se)} | {_level(s)} | {s.blocks:.2f} |"
+        )
+    return "\n".join([head, *rows])
+
+
+def family_table(summaries: Sequence[Summary]) -> str:
+    """Several spec arms, one family: simultaneous coverage and any wrong verdict."""
+    head = (
+        "| design | restart CV | true effects | sims | family-wise coverage ± SE "
+        "| any wrong verdict ± SE | WIN per arm | interval level (mean) "
+        "| restarts per arm (mean) |\n|---|---:|---|---:|---:|---:|---:|---:|---:|"
+    )
+    rows = []
+    for s in summaries:
+        cov, se = s.coverage
+        bad, bse = _rate(s.any_wrong, s.n)
+        wins = " / ".join(_pct(a["WIN"] / s.n) for a in s.per_arm)
+        rows.append(
+            f"| {_design(s)} | {_pct(s.case.truth.restart_cv)} | {_effects(s)} | {s.n} | "
+            f"{_pct(cov)} ± {_pct(se)} | {_pct(bad)} ± {_pct(bse)} | {wins} | "
+            f"{_level(s)} | {s.blocks:.2f} |"
+        )
+    return "\n".join([head, *rows])
+
+
+def shown_table(summaries: Sequence[Summary]) -> str:
+    """Before the rewrite: what the report printed (Comparison.verdict and its 95%
+    ci_low/ci_high) on the same bundles, where it differs from what decided."""
+    head = (
+        "| design | restart CV | effects | sims | printed WIN (first arm) "
+        "| printed LOSS (first arm) "
+        "| printed wrong ± SE | printed 95% interval covers ± SE |\n"
+        "|---|---:|---|---:|---:|---:|---:|---:|"
+    )
+    rows = []
+    for s in summaries:
+        cov, se = _rate(s.shown_covered, s.n)
+        bad, bse = _rate(s.shown_wrong, s.n)
+        rows.append(
+            f"| {_design(s)} | {_pct(s.case.truth.restart_cv)} | {_effects(s)} | {s.n} | "
+            f"{_pct(s.shown_counts[0]['WIN'] / s.n)} | {_pct(s.shown_counts[0]['LOSS'] / s.n)} | "
+            f"{_pct(bad)} ± {_pct(bse)} | {_pct(cov)} ± {_pct(se)} |"
+        )
+    return "\n".join([head, *rows])
+
+
+# -- command line ---------------------------------------------------------------------------
+def cases(args: argparse.Namespace) -> tuple[list[Case], list[Case]]:
+    """One-arm cases (design × restart CV × effect) and the family cases."""
+
+    def truth(ratios: Sequence[float], cv: float) -> Truth:
+        return Truth(tuple(ratios), cv, args.request_cv, args.drift_cv, args.requests)
+
+    designs = [d for d in ("fixed", "adaptive") if d in args.designs]
+    sims = {"fixed": args.sims, "adaptive": args.adaptive_sims}
+    looks = tuple(args.looks)
+
+    def case(design: str, ratios: Sequence[float], cv: float) -> Case:
+        return Case(design, truth(ratios, cv), sims[design], args.restarts, looks, args.margin)
+
+    single = [
+        case(d, [1.0 + e], cv) for d in designs for cv in args.restart_cv for e in args.effect
+    ]
+    family = [case(d, args.family, cv) for d in designs for cv in args.family_cv]
+    return single, family
+
+
+def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--sims", type=int, default=1000, help="bundles per fixed-design case")
+    p.add_argument(
+        "--adaptive-sims",
+        type=int,
+        default=200,
+        help="bundles per adaptive case (each is analysed at up to every look)",
+    )
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1))
+    p.add_argument("--restart-cv", type=float, nargs="+", default=[0.05, 0.10, 0.15])
+    p.add_argument("--effect", type=float, nargs="+", default=[0.0, 0.10])
+    p.add_argument("--restarts", type=int, default=5, help="fixed design: blocks per arm")
+    p.add_argument("--looks", type=int, nargs="+", default=[4, 8, 12], help="adaptive looks")
+    p.add_argument("--family-cv", type=float, nargs="*", default=[0.10])
+    p.add_argument(
+        "--family",
+        type=float,
+        nargs="+",
+        default=[1.0, 1.05, 1.10],
+        help="true ratios of the spec arms of the family bundle",
+    )
+    p.add_argument("--designs", nargs="+", default=["fixed", "adaptive"])
+    p.add_argument("--request-cv", type=float, default=0.05)
+    p.add_argument("--requests", type=int, default=15)
+    p.add_argument("--drift-cv", type=float, default=0.01)
+    p.add_argument("--margin", type=float, default=0.02, help="plan.margin δ")
+    p.add_argument("--tmp", default=None, help="folder for the bundles (default /dev/shm)")
+    return p.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse(argv)
+    single, family = cases(args)
+    tmp = scratch_dir(args.tmp)
+    start = time.perf_counter()
+    load = os.getloadavg()[0]
+    try:
+        with workers(args.jobs) as pool:
+            done = run_cases([*single, *family], args.seed, tmp, pool)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    ones, fams = done[: len(single)], done[len(single) :]
+    fields = (
+        "ci_low/ci_high at ci_level (rewritten)"
+        if REWRITTEN
+        else ("verdict_ci_low/high at verdict_level; adaptive: stopping.ci_low/high")
+    )
+    print(
+        f"Seed {args.seed}, {args.jobs} processes, {time.perf_counter() - start:.0f} s, "
+        f"load average {load:.1f} → {os.getloadavg()[0]:.1f}; deciding interval read from "
+        f"Comparison {fields}; δ = {args.margin}, request CV {args.request_cv}, "
+        f"{args.requests} requests per restart, drift CV {args.drift_cv} per block.\n"
+    )
+    print(table(ones))
+    if fams:
+        print()
+        print(family_table(fams))
+    if not REWRITTEN:
+        print(
+            "\nBefore the rewrite, what the report printed on the same bundles "
+            "(Comparison.verdict with its 95% ci_low/ci_high):\n"
+        )
+        print(shown_table([*ones, *fams]))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

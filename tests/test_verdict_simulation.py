@@ -1,0 +1,75 @@
+"""End-to-end error rates of the verdicts: seeded bundles written with the real Bundle API and
+decided by analyse() (benchmarks/verdict_simulation.py, small). Seeded, so the counts are the
+same on every run: a failure is a change in the analysis, never bad luck.
+
+Allowances: a rate estimated from n bundles has a binomial standard error
+SE = sqrt(p·(1−p)/n) at the rate p the rule promises; each bound below is that promise
+widened by 3·SE (one-sided 0.13% chance of failing by simulation noise alone, had the seed
+been drawn at random)."""
+
+from __future__ import annotations
+
+import math
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+from test_benchmarks_smoke import load_benchmark
+
+pytestmark = pytest.mark.slow
+
+SEED = 20261201
+ALPHA = 0.05  # false WIN + LOSS under no effect, per comparison (STATISTICS.md, Defaults)
+COVERAGE = (0.93, 0.97)  # the fixed design's 95% interval at m = 1
+
+
+def _se(p: float, n: int) -> float:
+    return math.sqrt(p * (1 - p) / n)
+
+
+@pytest.fixture(scope="module")
+def sim() -> ModuleType:
+    return load_benchmark("verdict_simulation")
+
+
+@pytest.fixture(scope="module")
+def scratch(sim: ModuleType) -> Iterator[Path]:
+    path = sim.scratch_dir(None)
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def _run(sim: ModuleType, scratch: Path, design: str, sims: int, looks: tuple[int, ...]):
+    truth = sim.Truth(ratios=(1.0,), restart_cv=0.10, request_cv=0.05, requests=15)
+    case = sim.Case(design, truth, sims, restarts=5, looks=looks, margin=0.02)
+    with sim.workers(min(4, os.cpu_count() or 1)) as pool:  # same counts with any number
+        return sim.run_case(case, SEED, scratch, pool)
+
+
+def test_fixed_design_false_decisions_and_coverage(sim: ModuleType, scratch: Path) -> None:
+    """200 blocked bundles, 5 blocks, restart CV 10%, no effect: false WIN + LOSS ≤ 5% + 3·SE
+    (9.6%); the deciding interval (one comparison, 95%) covers the true ratio 1 in 93–97%
+    ± 3·SE (88.4–100%)."""
+    n = 200
+    s = _run(sim, scratch, "fixed", n, (5,))
+    assert s.n == n and s.blocks == 5
+    assert s.level == pytest.approx(0.95)
+    false, _ = s.false_rate
+    assert false <= ALPHA + 3 * _se(ALPHA, n), sim.table([s])
+    coverage, _ = s.coverage
+    low, high = COVERAGE[0] - 3 * _se(0.95, n), COVERAGE[1] + 3 * _se(0.95, n)
+    assert low <= coverage <= high, sim.table([s])
+
+
+def test_adaptive_design_false_decisions(sim: ModuleType, scratch: Path) -> None:
+    """100 adaptive bundles (looks after 4 and 8 blocks, stopping at the first look that
+    decides), restart CV 10%, no effect: false WIN + LOSS ≤ 5% + 3·SE (11.5%)."""
+    n = 100
+    s = _run(sim, scratch, "adaptive", n, (4, 8))
+    assert s.n == n and 4 <= s.blocks <= 8
+    assert s.level is not None and s.level > 0.95  # the Pocock per-look level is stricter
+    false, _ = s.false_rate
+    assert false <= ALPHA + 3 * _se(ALPHA, n), sim.table([s])
