@@ -297,3 +297,36 @@ def test_the_margin_is_the_plan_s_and_arm_intervals_stay_positive(
     eager = next(w for w in _arm(a, "eager").workloads if w.workload == "code").decode_tps
     # Geometric mean with the interval on log restart means: positive by construction.
     assert eager.ci_low is not None and 0 < eager.ci_low < 45 and (eager.ci_high or 0) > 90
+
+
+def test_acceptance_is_per_workload_from_per_request_draft_counts(tmp_path: Path) -> None:
+    """llama.cpp returns draft_n / draft_n_accepted per request: code and prose get their
+    own τ and α̂, warm-ups left out (issue 18, item 4)."""
+    specs = [ArmSpec(name="base", speculative=False)] + [
+        ArmSpec(name=f"k{k}", speculative=True, params={"k": k}) for k in (2, 4)
+    ]
+    arms = {name: [[600.0] * 4, [610.0] * 4] for name in ("base", "k2", "k4")}
+    bundle = synthetic_bundle(tmp_path / "b", arms, specs=specs, workloads=("code", "prose"))
+    accepted = {"code": 128, "prose": 64}  # of 256 tokens: τ = 256/128 = 2.0, 256/192 ≈ 1.33
+    for path in (bundle.path / "runs").glob("k*-r*/requests.jsonl"):
+        lines = []
+        for line in path.read_text().splitlines():
+            rec = json.loads(line)
+            acc = 999 if rec["warmup"] else accepted[rec["workload"]]  # warm-ups must not count
+            rec["server_timings"] = {"draft_n": 200, "draft_n_accepted": acc}
+            lines.append(json.dumps(rec))
+        path.write_text("\n".join(lines) + "\n")
+    a = analyse(Bundle.open(bundle.path))
+    k2 = _arm(a, "k2")
+    tau = {w.workload: w.acceptance_length for w in k2.workloads}
+    assert tau["code"] is not None and tau["code"].estimate == pytest.approx(2.0)
+    assert tau["prose"] is not None and tau["prose"].estimate == pytest.approx(256 / 192)
+    assert a.sweep is not None
+    fits = {s.workload: s.theory for s in a.sweep.workloads}
+    code, prose = fits["code"], fits["prose"]
+    assert code is not None and prose is not None
+    assert code.alpha_hat == pytest.approx(
+        (theory.alpha_from_tau(2.0, 2) + theory.alpha_from_tau(2.0, 4)) / 2
+    )
+    assert prose.alpha_hat is not None and prose.alpha_hat < code.alpha_hat
+    assert "per-request draft counts" in code.alpha_source
