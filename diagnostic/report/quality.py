@@ -219,8 +219,11 @@ def _timing_note(rows: list[TimingRow], sources: set[str]) -> str:
         )
     return (
         "The client's decode throughput against the engine's own clock over the same requests "
-        f"(warm-ups included; {'; '.join(sorted(sources))}). A ratio near 1 means the client "
-        "measures what the engine did; token counts compare the API's usage with the engine's."
+        f"(warm-ups included; {'; '.join(sorted(sources))}). These figures are another centre "
+        "than the rest of the report: token-weighted (Σ tokens / Σ decode time over a run's "
+        "requests, averaged over its runs), made to compare two clocks, not arms. A ratio near "
+        "1 means the client measures what the engine did; token counts compare the API's usage "
+        "with the engine's."
     )
 
 
