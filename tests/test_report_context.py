@@ -209,3 +209,10 @@ def test_checklist_state_appears_when_recorded(tmp_path: Path) -> None:
     rows = build_context(Inputs(analysis=analysis, bundle=bundle)).checklist
     assert any("VPN from 9:00" in r.evidence for r in rows)
     assert {r.status for r in rows} <= {"done", "not done", "not applicable"}
+
+
+def test_ratio_intervals_beyond_100_print_as_100_plus() -> None:
+    # Two restarts at a family's level: a t quantile on one df makes the upper end 10^30.
+    assert fmt.span(0.0012, 2.7e30, "ratio") == "0.00–100+"
+    assert fmt.ci(1.5, 2.5, fmt="ratio") == "[95% CI 1.50–2.50]"
+    assert fmt.span(600.0, 1234.0) == "600.0–1,234"

@@ -77,16 +77,25 @@ def ci(low: float | None, high: float | None, fmt: str = "tps") -> str:
     """'[95% CI low–high]' in the same format as the estimate, or '' when not computed."""
     if not (_ok(low) and _ok(high)):
         return ""
-    show = tps if fmt == "tps" else (lambda v: num(v, 2))
-    return f"[95% CI {show(low)}–{show(high)}]"
+    return f"[95% CI {span(low, high, fmt)}]"
+
+
+RATIO_SHOWN_MAX = 100.0
+"""Ratio interval ends beyond this print as '100+' (a t quantile on one df at a family's level
+reaches 10^30: the digits would say nothing the '+' does not)."""
+
+
+def _ratio_end(value: float) -> str:
+    return f"{RATIO_SHOWN_MAX:.0f}+" if value > RATIO_SHOWN_MAX else num(value, 2)
 
 
 def span(low: float | None, high: float | None, fmt: str = "tps") -> str:
     """'low–high' in the estimate's format, or '' when the interval was not computed."""
-    if not (_ok(low) and _ok(high)):
+    if low is None or high is None or not (_ok(low) and _ok(high)):
         return ""
-    show = tps if fmt == "tps" else (lambda v: num(v, 2))
-    return f"{show(low)}–{show(high)}"
+    if fmt == "tps":
+        return f"{tps(low)}–{tps(high)}"
+    return f"{_ratio_end(low)}–{_ratio_end(high)}"
 
 
 def ratio(value: float | None) -> str:
