@@ -134,7 +134,11 @@ def _run(
         parser.kind = "startup"  # type: ignore[attr-defined]
         signals.feed(line)
         feed(line)
-        record_sources(facts, parser.kind, ev(line))  # type: ignore[attr-defined]
+        if parser.kind != "command":  # type: ignore[attr-defined]
+            parser.log_lines += 1  # type: ignore[attr-defined]
+        if parser.kind != "metric":  # type: ignore[attr-defined]
+            # metric lines are the bulk of a long log; their facts are named by their signals
+            record_sources(facts, parser.kind, ev(line))  # type: ignore[attr-defined]
         for pattern in active:
             if pattern.matches(line.text):
                 hits = facts.matches.setdefault(pattern.key, [])
@@ -145,6 +149,13 @@ def _run(
 def _finish(parser: object, scanner: LineScanner) -> LogFacts:
     parser.signals.finish()  # type: ignore[attr-defined]
     facts: LogFacts = parser.finish()  # type: ignore[attr-defined]
+    if facts.capture.resolved == "UNKNOWN" and not parser.log_lines:  # type: ignore[attr-defined]
+        facts.capture.reason = (
+            "the text is a launch command: it says what was configured, not what the engine "
+            "captured (give the server's start-up log)"
+        )
+    if facts.sources and "engine" not in facts.sources:  # recognised by its earliest fact
+        facts.sources["engine"] = min(facts.sources.values(), key=lambda s: s.line)
     facts.lines = scanner.lines
     facts.bytes = scanner.bytes_read
     facts.notes += scanner.notes

@@ -54,12 +54,16 @@ class Command:
         return m["v"] if m else None
 
 
-def find_command(text: str, markers: Sequence[re.Pattern[str]]) -> Command | None:
+def find_command(
+    text: str, markers: Sequence[re.Pattern[str]], *, launch: bool = False
+) -> Command | None:
     """The command on a (joined) line when a token is one of the engine's markers and flags
     follow it, else None.
 
     The engine's arguments start after the last marker token; a marker that looks like an
-    image (has a `:` tag or a `/`) is kept as the image.
+    image (has a `:` tag or a `/`) is kept as the image. `launch`: the text is known to be
+    the engine's launch command (a bundle's run.json), whose program may be a variable
+    (`$LLAMA_SERVER -m …`): without a marker, the arguments start after its first word.
     """
     try:
         tokens = shlex.split(text, comments=False, posix=True)
@@ -74,6 +78,8 @@ def find_command(text: str, markers: Sequence[re.Pattern[str]]) -> Command | Non
             start = i + 1
             if "/" in token and ("docker" in tokens[:i] or "podman" in tokens[:i]):
                 image = token
+    if start is None and launch:
+        start = next((i + 1 for i, t in enumerate(tokens) if not _ENV.match(t)), None)
     if start is None or start >= len(tokens):
         return None
     cmd = Command(argv=tokens[start:], image=image)

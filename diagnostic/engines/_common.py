@@ -59,11 +59,16 @@ class LogParser:
     def __init__(self, facts: LogFacts) -> None:
         self.facts = facts
         self.kind: SourceKind = "startup"
+        self.log_lines = 0  # candidate lines read that were not a launch command
         facts.engine = self.engine  # type: ignore[assignment]
+
+    def command(self, line: Line, *, launch: bool = False) -> bool:
+        """Read a launch command on this line (`launch`: known to be one); whether it was."""
+        return False
 
     def read_command(self, command: str) -> None:
         """The launch command a bundle recorded beside the log (run.json), read as line 0."""
-        self.feed(Line(number=0, text=command, raw=command))
+        self.command(Line(number=0, text=command, raw=command), launch=True)
         for e in self.facts.spec_evidence:
             if e.line == 0:  # not a log line: say where it came from
                 e.text = f"launch command (run.json): {command}"

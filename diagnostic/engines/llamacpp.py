@@ -155,7 +155,7 @@ class Parser(LogParser):
             self.kind = "metric"
             self._acceptance(line)
             return
-        if ("llama-server" in text or "llama.cpp:server" in text) and self._command(line):
+        if ("llama-server" in text or "llama.cpp:server" in text) and self.command(line):
             return
         if "acc per pos" in text or "per position" in text:
             self._per_position(text)
@@ -178,9 +178,9 @@ class Parser(LogParser):
         if "listening" in text:
             self.ready = True
 
-    def _command(self, line: Line) -> bool:
+    def command(self, line: Line, *, launch: bool = False) -> bool:
         """A llama-server command line: the flags it was started with."""
-        cmd = find_command(line.text, _MARKERS)
+        cmd = find_command(line.text, _MARKERS, launch=launch)
         if cmd is None:
             return False
         self.kind = "command"

@@ -103,7 +103,7 @@ class Parser(LogParser):
     def feed(self, line: Line) -> None:
         """Read one candidate line."""
         text = line.text
-        if "sglang" in text and self._command(line):
+        if "sglang" in text and self.command(line):
             return
         m = _PREFIX.match(text)
         rank = self._rank(m["rank"].strip() if m and m["rank"] else "main")
@@ -133,9 +133,9 @@ class Parser(LogParser):
             rank = self.ranks[name] = _Rank(name)
         return rank
 
-    def _command(self, line: Line) -> bool:
+    def command(self, line: Line, *, launch: bool = False) -> bool:
         """A pasted `python -m sglang.launch_server …` (or the image's) command."""
-        cmd = find_command(line.text, _MARKERS)
+        cmd = find_command(line.text, _MARKERS, launch=launch)
         if cmd is None:
             return False
         self.kind = self.args_kind = "command"

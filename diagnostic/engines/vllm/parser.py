@@ -151,7 +151,7 @@ class Parser(LogParser):
             self.kind = "metric"
             self.metrics.position(line)
             return
-        if any(c in text for c in _COMMANDS) and self._command(line):
+        if any(c in text for c in _COMMANDS) and self.command(line):
             return
         m = _PROC.match(text)
         proc = self._proc(f"{m['name']} pid={m['pid']}" if m else "main")
@@ -333,9 +333,9 @@ class Parser(LogParser):
             proc.runner = "V1"
             self.fallback(line)
 
-    def _command(self, line: Line) -> bool:
+    def command(self, line: Line, *, launch: bool = False) -> bool:
         """A pasted launch command: what was configured (not what the engine resolved)."""
-        cmd = find_command(line.text, MARKERS)
+        cmd = find_command(line.text, MARKERS, launch=launch)
         if cmd is None:
             return False
         self.kind = "command"
