@@ -105,18 +105,26 @@ class SignalReader:
     signals: Sequence[Signal]
     facts: LogFacts
     deferred: list[tuple[Signal, dict[str, str], Evidence]] = field(default_factory=list)
+    active: list[Signal] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.active = list(self.signals)
 
     def feed(self, line: Line) -> None:
-        """Apply every signal the line shows."""
-        for signal in self.signals:
-            groups = signal.match(line.text)
+        """Apply every signal the line shows; a signal whose fields are all set is done."""
+        text = line.text
+        for signal in [s for s in self.active if s.contains in text]:
+            groups = signal.match(text)
             if groups is None:
                 continue
             evidence = ev(line, signal.contains)
             if signal.weak or signal.if_spec:
                 self.deferred.append((signal, groups, evidence))
-            else:
-                self._apply(signal, groups, evidence)
+                self.active.remove(signal)  # the first line is the one to name
+                continue
+            self._apply(signal, groups, evidence)
+            if all(_get(self.facts, path) is not None for path in signal.sets):
+                self.active.remove(signal)  # every later line of this kind changes nothing
 
     def finish(self) -> None:
         """Weak values where nothing else set the field; `if_spec` ones when speculation is on."""
