@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -372,7 +373,7 @@ class _CtrlCAfter(NullReporter):
 
 
 @pytest.mark.engine
-def test_ctrl_c_stops_the_server_and_resume_finishes_without_duplicates(
+def test_ctrl_c_stops_the_server_and_resume_measures_the_restart_afresh(
     tmp_path: Path, real_env: None
 ) -> None:
     plan = _plan(tmp_path, _arm("baseline", SERVER), requests=12, restarts=2)
@@ -389,9 +390,15 @@ def test_ctrl_c_stops_the_server_and_resume_finishes_without_duplicates(
 
     summary: SweepResult = sweep(plan, out=tmp_path / "b", resume=True)
     assert [o.status for o in summary.outcomes] == ["ok", "ok"]
-    after = Bundle.open(tmp_path / "b").read_requests("baseline", 0).records
-    assert len(after) == 13 and len({r.seq for r in after}) == 13
-    assert [r.model_dump() for r in after[: len(before)]] == [r.model_dump() for r in before]
+    # A restart is one server process: the resumed one is measured afresh, warm-up first, and
+    # the interrupted process's records are kept apart, not mixed in (issue 24, item 12).
+    bundle = Bundle.open(tmp_path / "b")
+    after = bundle.read_requests("baseline", 0).records
+    assert len(after) == 13 and len({r.seq for r in after}) == 13 and after[0].warmup
+    kept = bundle.run_file("baseline", 0, "requests.attempt1.jsonl").read_text().splitlines()
+    assert [json.loads(line) for line in kept] == [r.model_dump(mode="json") for r in before]
+    run = bundle.find_run("baseline", 0)
+    assert run is not None and run.attempts == 2 and run.logs[0] == "server.attempt1.log"
 
 
 # -- capture facts and --adaptive (offline) ----------------------------------------------

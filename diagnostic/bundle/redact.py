@@ -6,7 +6,15 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["MASK", "is_secret_name", "redact_json", "redact_mapping", "redact_text"]
+__all__ = [
+    "MASK",
+    "LineRedactor",
+    "is_secret_name",
+    "redact_file_text",
+    "redact_json",
+    "redact_mapping",
+    "redact_text",
+]
 
 MASK = "<redacted>"
 
@@ -24,8 +32,9 @@ _PATTERNS: list[tuple[re.Pattern[str], str]] = [
         re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----.*?-----END [A-Z ]*PRIVATE KEY-----", re.S),
         MASK,
     ),
-    # Passwords in URLs: scheme://user:password@host
-    (re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://[^\s:/@]+:)[^\s@/]+(@)"), rf"\1{MASK}\2"),
+    # Passwords in URLs: scheme://user:password@host (the password may hold an @: the host
+    # follows the last one)
+    (re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://[^\s:/@]+:)[^\s/]+(@)"), rf"\1{MASK}\2"),
     # HTTP authorisation headers and bearer tokens.
     (
         re.compile(
@@ -37,6 +46,10 @@ _PATTERNS: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"(?i)\b(x-api-key[\"']?\s*[:=]\s*[\"']?)[^\s\"',}]+"), rf"\1{MASK}"),
     # Well-known token shapes.
     (re.compile(r"\bhf_[A-Za-z0-9]{20,}\b"), MASK),
+    (re.compile(r"\b[rs]k_(?:live|test)_[A-Za-z0-9]{16,}"), MASK),
+    (re.compile(r"\bnpm_[A-Za-z0-9]{36}\b"), MASK),
+    # curl -u user:password
+    (re.compile(r"(?<![\w-])(-u|--user)(\s+|=)([^\s:]+:)\S+"), rf"\1\2\3{MASK}"),
     (re.compile(r"\bsk-(?:[A-Za-z0-9]+-)*[A-Za-z0-9_-]{16,}"), MASK),
     (re.compile(r"\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{30,}\b"), MASK),
     (re.compile(r"\bgithub_pat_[A-Za-z0-9_]{30,}\b"), MASK),
@@ -55,18 +68,34 @@ _PATTERNS: list[tuple[re.Pattern[str], str]] = [
 
 # Command-line options whose name says they carry a secret: --api-key X, --hf-token=X.
 _OPTION = re.compile(
-    r"(?P<name>--?[A-Za-z][A-Za-z0-9_-]*)(?P<sep>=|\s+)(?!-)(?P<value>\"[^\"]*\"|'[^']*'|\S+)"
+    r"(?<![\w-])(?P<name>--?[A-Za-z][A-Za-z0-9_-]*)(?P<sep>=|\s+)(?!-)(?P<value>\"[^\"]*\"|'[^']*'|\S+)"
 )
 
-# NAME=value, NAME: value, "name": "value", name='value' where NAME is a secret name.
+# NAME=value, NAME: value, "name": "value", name='value' where NAME is a secret name; on one
+# line (a docstring's "the key\n:param" is no assignment), and not a path (Token::Number).
 _ASSIGN = re.compile(
-    rf"(?P<q>[\"']?)(?P<name>{_NAME})(?P=q)(?P<sep>\s*[:=]\s*)"
-    r"(?P<value>\"[^\"]*\"|'[^']*'|\[[^\]]*\]|[^\s,;(){}\[\]'\"]+)"
+    rf"(?P<q>[\"']?)(?P<name>{_NAME})(?P=q)(?P<sep>[ \t]*[:=][ \t]*)(?![:=])"
+    r"(?P<value>\"[^\"]*\"|'[^']*'|\[[^\]]*\]"
+    # a value may hold a ; (a;b) but ends before ;NAME= (a connection string's next part)
+    rf"|(?:[^\s,;(){{}}\[\]'\"]|;(?!{_NAME}=))+)"
 )
 
 
 _NUMBER = re.compile(r"^-?\d+(\.\d+)?$")
+# A number under a KEY or TOKEN name is a count (SGLang's `#token: 300`) unless it is this long;
+# under a PASSWORD or SECRET name it is always the secret.
+_COUNT_DIGITS = 10
+_ALWAYS_SECRET = ("PASS", "SECRET", "CREDENTIAL")
 _NOT_SECRETS = {
+    # type names: a generated program's `key: str`
+    "str",
+    "int",
+    "float",
+    "bool",
+    "bytes",
+    "dict",
+    "list",
+    "Any",
     "None",
     "null",
     "''",
@@ -91,11 +120,18 @@ def _mask_assignment(match: re.Match[str]) -> str:
     if not is_secret_name(match.group("name").lstrip("-")):
         return match.group(0)
     value = match.group("value")
-    if value in _NOT_SECRETS or MASK in value or _NUMBER.match(value):
+    if value in _NOT_SECRETS or MASK in value or _is_count(match.group("name"), value):
         return match.group(0)
     quote = value[0] if value[:1] in "\"'" else ""
     masked = f"{quote}{MASK}{quote}" if quote else MASK
     return match.group(0)[: match.start("value") - match.start(0)] + masked
+
+
+def _is_count(name: str, value: str) -> bool:
+    if not _NUMBER.match(value) or len(value.lstrip("-")) >= _COUNT_DIGITS:
+        return False
+    upper = name.upper()
+    return not any(word in upper for word in _ALWAYS_SECRET)
 
 
 def redact_text(text: str) -> str:
@@ -104,6 +140,47 @@ def redact_text(text: str) -> str:
         text = pattern.sub(replacement, text)
     text = _OPTION.sub(_mask_assignment, text)
     return _ASSIGN.sub(_mask_assignment, text)
+
+
+# A private key's armour lines; its body between them is base64 (with headers in old PEM).
+_PEM_BEGIN = re.compile(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY[A-Z ]*-----.*")
+_PEM_END = re.compile(r"-----END [A-Z0-9 ]*PRIVATE KEY[A-Z ]*-----")
+_PEM_BODY = re.compile(r"[A-Za-z0-9+/=]{16,}")
+_PEM_HEADER = re.compile(r"^\s*(Proc-Type|DEK-Info|Comment):|^\s*$")
+
+
+class LineRedactor:
+    """Redacts a text one line at a time — a server's log as it is written, or a whole file —
+    and masks a private key whose armour and body are on separate lines (a line alone shows
+    no secret shape). The only redaction of files: logs, /metrics, copied --log files."""
+
+    def __init__(self) -> None:
+        self._in_key = False
+
+    def line(self, line: str) -> str:
+        """One line (with its newline, if any), redacted."""
+        if self._in_key:
+            end = _PEM_END.search(line)
+            if end is not None:
+                self._in_key = False
+                return MASK + redact_text(line[end.end() :])
+            body, found = _PEM_BODY.subn(MASK, line)
+            if found or _PEM_HEADER.match(line):
+                return body
+            self._in_key = False  # an ordinary line: the armour held no body
+        text = redact_text(line)
+        begin = _PEM_BEGIN.search(text)
+        if begin is None:
+            return text
+        self._in_key = True
+        newline = text[len(text.rstrip("\r\n")) :]
+        return text[: begin.start()] + MASK + newline
+
+
+def redact_file_text(text: str) -> str:
+    """A whole file's text redacted line by line, as LineRedactor redacts a log being written."""
+    redactor = LineRedactor()
+    return "".join(redactor.line(line) for line in text.splitlines(keepends=True))
 
 
 def redact_mapping(mapping: Mapping[str, str]) -> dict[str, str]:

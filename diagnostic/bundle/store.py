@@ -2,19 +2,27 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from diagnostic.bundle.redact import redact_json, redact_text
+from diagnostic.bundle.gate import (
+    bundle_files,
+    check_metrics,
+    check_tree,
+    parse_json,
+    plain_json,
+)
+from diagnostic.bundle.redact import LineRedactor, redact_file_text, redact_json, redact_text
 from diagnostic.errors import BundleError
 from diagnostic.schema.bundle import (
     SCHEMA_VERSION,
@@ -77,18 +85,33 @@ def _fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def _dump(model: BaseModel) -> str:
-    return model.model_dump_json(indent=2) + "\n"
-
-
 def _dump_redacted(model: BaseModel) -> str:
     """JSON of a model with every secret masked: this is the gate nothing secret passes."""
-    return json.dumps(redact_json(model.model_dump(mode="json")), indent=2) + "\n"
+    # Through pydantic's JSON first: a NaN becomes null, as the reader wants it.
+    value = plain_json(json.loads(model.model_dump_json()))
+    return json.dumps(redact_json(value), indent=2) + "\n"
 
 
-def _redact_bytes(data: bytes) -> bytes:
+def _redacted_bytes(data: bytes, redact: Callable[[str], str]) -> bytes:
     # surrogateescape keeps non-UTF-8 bytes of a log byte-exact while the text is redacted
-    return redact_text(data.decode("utf-8", "surrogateescape")).encode("utf-8", "surrogateescape")
+    return redact(data.decode("utf-8", "surrogateescape")).encode("utf-8", "surrogateescape")
+
+
+def _redacted_record(record: RequestRecord) -> RequestRecord:
+    """A record with its texts redacted: a prompt's secret echoed by the model, a prompt id, an
+    error quoting a request. The same text always redacts the same way, so two arms' identical
+    outputs stay identical (greedy equivalence). Numbers are left alone, by shape or by name."""
+    texts = ("workload", "prompt_id", "text", "error", "finish_reason")
+    update: dict[str, Any] = {
+        name: redact_text(value)
+        for name in texts
+        if isinstance(value := getattr(record, name), str)
+    }
+    if record.server_timings:
+        update["server_timings"] = {
+            k: redact_text(v) if isinstance(v, str) else v for k, v in record.server_timings.items()
+        }
+    return record.model_copy(update=update)
 
 
 def _load_json(path: Path) -> Any:
@@ -98,8 +121,10 @@ def _load_json(path: Path) -> Any:
         raise BundleError(f"{path}: missing") from None
     except UnicodeDecodeError as exc:
         raise BundleError(f"{path}: not UTF-8 text ({exc.reason}); the file is corrupt") from None
+    except OSError as exc:
+        raise BundleError(f"{path}: cannot read ({exc.strerror}); check permissions") from None
     try:
-        return json.loads(text)
+        return parse_json(text, str(path))
     except json.JSONDecodeError as exc:
         raise BundleError(
             f"{path}:{exc.lineno}: corrupt JSON ({exc.msg}); restore it from a copy"
@@ -123,6 +148,28 @@ def _validate(model: type[M], path: Path, data: Any, line: int | None = None) ->
         first = exc.errors()[0]
         loc = ".".join(str(p) for p in first["loc"]) or "(top)"
         raise BundleError(f"{where}: invalid {model.__name__}: {loc}: {first['msg']}") from None
+
+
+def _check_record(
+    path: Path,
+    number: int,
+    record: RequestRecord,
+    run: tuple[str, int],
+    seen: dict[tuple[str, int, int], int],
+) -> None:
+    where = f"{path}:{number}"
+    if (record.arm, record.restart) != run:
+        raise BundleError(
+            f"{where}: a record of {run_id(record.arm, record.restart)} in the requests of "
+            f"{run_id(*run)}; the bundle was edited or damaged"
+        )
+    key = (record.workload, record.seq, record.attempt)
+    if key in seen:
+        raise BundleError(
+            f"{where}: request {record.workload} seq {record.seq} attempt {record.attempt} is "
+            f"recorded twice (first on line {seen[key]}); delete the duplicate line"
+        )
+    seen[key] = number
 
 
 @dataclass
@@ -172,10 +219,13 @@ class Bundle:
         manifest_path = path / MANIFEST
         if not manifest_path.is_file():
             raise BundleError(f"{manifest_path}: missing; {path} is not a diagnose bundle")
+        check_tree(path)
         data = _load_json(manifest_path)
         _check_version(manifest_path, data)
         bundle = cls(path, _validate(Manifest, manifest_path, data), strict=strict)
-        bundle.runs()  # validates every run.json up front
+        for run in bundle.runs():  # validates every run.json and /metrics snapshot up front
+            for prom in sorted(bundle.run_dir(run.arm, run.restart).glob("*.prom")):
+                check_metrics(prom)
         return bundle
 
     def write_manifest(self, manifest: Manifest) -> None:
@@ -233,7 +283,7 @@ class Bundle:
         """Write a file into a run folder atomically, secrets redacted."""
         path = self.run_file(arm, restart, name)
         raw = data.encode("utf-8", "surrogateescape") if isinstance(data, str) else data
-        atomic_write_bytes(path, _redact_bytes(raw))
+        atomic_write_bytes(path, _redacted_bytes(raw, redact_file_text))
         return path
 
     def open_log(self, arm: str, restart: int, name: str = "server.log") -> RedactingLog:
@@ -247,7 +297,7 @@ class Bundle:
         """Append one record as one JSON line, flushed and fsynced before returning."""
         path = self.run_file(record.arm, record.restart, REQUESTS)
         path.parent.mkdir(parents=True, exist_ok=True)
-        line = record.model_dump_json() + "\n"
+        line = _redacted_record(record).model_dump_json() + "\n"
         with open(path, "a+b") as fh:
             if fh.tell() > 0:
                 fh.seek(-1, os.SEEK_END)
@@ -261,7 +311,10 @@ class Bundle:
             os.fsync(fh.fileno())
 
     def read_requests(self, arm: str, restart: int) -> RequestLog:
-        """Records of one run; a torn last line (interrupted write) is dropped and reported."""
+        """Records of one run; a torn last line (interrupted write) is dropped and reported.
+
+        A record of another run, or a second record of one (workload, seq, attempt), is an
+        error naming its line: it would be counted twice."""
         path = self.run_file(arm, restart, REQUESTS)
         log = RequestLog()
         if not path.is_file():
@@ -270,12 +323,13 @@ class Bundle:
         raw = path.read_bytes()
         lines = raw.split(b"\n")
         complete = raw.endswith(b"\n")
+        seen: dict[tuple[str, int, int], int] = {}
         for number, line in enumerate(lines, start=1):
             if not line.strip():
                 continue
             is_last = number == len(lines) and not complete
             try:
-                data = json.loads(line)
+                data = parse_json(line, f"{path}:{number}")
             except (json.JSONDecodeError, UnicodeDecodeError) as exc:
                 if is_last:
                     log.torn_line = number
@@ -285,7 +339,9 @@ class Bundle:
                     "the bundle was edited or damaged"
                 ) from None
             _check_version(path, data)
-            log.records.append(_validate(model, path, data, number))
+            record = _validate(model, path, data, number)
+            _check_record(path, number, record, (arm, restart), seen)
+            log.records.append(_redacted_record(record))  # a client's bundle skipped our gate
         return log
 
     def drop_torn_line(self, arm: str, restart: int) -> int | None:
@@ -300,11 +356,21 @@ class Bundle:
             atomic_write_bytes(path, keep)
         return log.torn_line
 
+    def content_hash(self) -> str:
+        """sha256 over manifest.json and every regular file under runs/ (path, size and bytes,
+        sorted); links are never followed, so only the bundle's own bytes count."""
+        digest = hashlib.sha256()
+        for path in [self.path / MANIFEST, *bundle_files(self.path, "runs")]:
+            data = path.read_bytes()
+            digest.update(f"{path.relative_to(self.path).as_posix()}\0{len(data)}\0".encode())
+            digest.update(data)
+        return digest.hexdigest()
+
     # -- bundle-level JSON files (findings.json, checklist.json, analysis.json) -----------
     def write_json(self, name: str, model: BaseModel) -> Path:
         """Write a top-level JSON file of the bundle atomically."""
         path = self.path / name
-        atomic_write_text(path, _dump(model))
+        atomic_write_text(path, _dump_redacted(model))
         return path
 
     def read_json(self, name: str, model: type[M]) -> M | None:
@@ -323,10 +389,11 @@ class RedactingLog:
     def __init__(self, path: Path) -> None:
         self.path = path
         self._fh = open(path, "ab")  # noqa: SIM115 - closed by close()/__exit__
+        self._redactor = LineRedactor()
 
     def write_line(self, line: bytes) -> None:
         """Append one line (with or without its newline), secrets masked, flushed at once."""
-        self._fh.write(_redact_bytes(line))
+        self._fh.write(_redacted_bytes(line, self._redactor.line))
         self._fh.flush()
 
     def close(self) -> None:

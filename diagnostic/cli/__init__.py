@@ -9,7 +9,7 @@ import click
 
 from diagnostic import __version__
 from diagnostic.cli import check, checklist, collect, report, sweep, verify
-from diagnostic.cli._common import console_err
+from diagnostic.cli._common import console_err, print_labelled
 from diagnostic.errors import DiagnosticError
 
 
@@ -20,7 +20,7 @@ class _Group(click.Group):
         try:
             return super().invoke(ctx)
         except DiagnosticError as exc:
-            console_err.print(f"[bold red]Error:[/] {exc}", highlight=False, markup=True)
+            print_labelled(console_err, "Error:", "bold red", str(exc))
             sys.exit(exc.exit_code)
         except KeyboardInterrupt:
             console_err.print("Interrupted; the bundle keeps every completed request (--resume).")

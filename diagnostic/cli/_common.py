@@ -18,6 +18,7 @@ from rich.progress import (
     TimeElapsedColumn,
     TimeRemainingColumn,
 )
+from rich.text import Text
 
 from diagnostic.errors import DiagnosticError
 
@@ -28,10 +29,17 @@ __all__ = [
     "console",
     "console_err",
     "number_option",
+    "print_labelled",
 ]
 
 console = Console()
 console_err = Console(stderr=True)
+
+
+def print_labelled(target: Console, label: str, style: str, message: str) -> None:
+    """`label message` with the label styled and the message printed literally: it quotes user
+    text (an arm named `[/red]x`, a plan location `[[arms]] #2`) that is never markup."""
+    target.print(Text.assemble((label, style), " ", message), highlight=False, soft_wrap=True)
 
 
 api_key_option = click.option(
@@ -69,13 +77,14 @@ class RichReporter:
 
     def __init__(self, target: Console | None = None) -> None:
         self._progress = Progress(
-            TextColumn("[bold]{task.description}"),
+            # Labels and statuses quote arm names and servers' errors: literal, never markup.
+            TextColumn("{task.description}", style="bold", markup=False),
             BarColumn(),
             MofNCompleteColumn(),
             TimeElapsedColumn(),
             TextColumn("eta"),
             TimeRemainingColumn(),
-            TextColumn("{task.fields[status]}"),
+            TextColumn("{task.fields[status]}", markup=False),
             console=target or console_err,
             transient=False,
         )

@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 from rich import box
 from rich.table import Table
+from rich.text import Text
 
 from diagnostic import defaults
 from diagnostic.cli._common import (
@@ -16,6 +17,7 @@ from diagnostic.cli._common import (
     api_key_option,
     console,
     number_option,
+    print_labelled,
 )
 from diagnostic.measure.collect import CollectConfig, CollectRecap, collect
 
@@ -137,14 +139,14 @@ def _fmt(value: float | None, pattern: str) -> str:
 
 def _print_summary(summary: CollectRecap) -> None:
     title = f"{summary.run}: {summary.engine} {summary.version or ''} {summary.model or ''}"
-    table = Table(title=title.strip(), box=box.SIMPLE_HEAD)
+    table = Table(title=Text(title.strip()), box=box.SIMPLE_HEAD)
     table.add_column("workload", no_wrap=True)
     for name in ("reqs", "errors", "decode tok/s", "TTFT ms", "tokens /chunk"):
         table.add_column(name, justify="right")
     for w in summary.workloads:
         ttft = None if w.ttft_s is None else w.ttft_s * 1000
-        row = [
-            w.workload,
+        row: list[Text | str] = [
+            Text(w.workload),
             str(w.requests),
             str(w.failures),
             _fmt(w.decode_tps, ".1f"),
@@ -166,6 +168,6 @@ def _print_summary(summary: CollectRecap) -> None:
         console.print(f"Tokens counted from: {', '.join(sources)} (the server sent no usage).")
     if summary.resumed:
         console.print(f"Resumed: {summary.resumed} requests were already in the bundle.")
-    console.print(f"Bundle: {summary.bundle}  status: {summary.status}", highlight=False)
+    console.print(f"Bundle: {summary.bundle}  status: {summary.status}", markup=False)
     if summary.failure:
-        console.print(f"[bold red]Run failed:[/] {summary.failure}", highlight=False)
+        print_labelled(console, "Run failed:", "bold red", summary.failure)

@@ -71,7 +71,7 @@ def command(
                 title=title,
                 reporter=reporter,
             )
-        console.print(f"Wrote {path}", highlight=False)
+        console.print(f"Wrote {path}", markup=False, highlight=False)
         return
     from diagnostic.analyse.core import analyse  # imported here: scipy loads slowly
 
@@ -88,4 +88,4 @@ def command(
     else:
         path = out
         atomic_write_text(path, analysis.model_dump_json(indent=2) + "\n")
-    console.print(f"Wrote {path}", highlight=False)
+    console.print(f"Wrote {path}", markup=False, highlight=False)

@@ -15,6 +15,7 @@ from click.core import ParameterSource
 from pydantic import BaseModel, ConfigDict, Field
 from rich import box
 from rich.table import Table
+from rich.text import Text
 
 from diagnostic import defaults
 from diagnostic.bundle.redact import redact_text
@@ -25,6 +26,7 @@ from diagnostic.cli._common import (
     console,
     console_err,
     number_option,
+    print_labelled,
 )
 from diagnostic.errors import DiagnosticError
 from diagnostic.measure.plan.presets import ENGINES, plan_from_preset
@@ -189,7 +191,7 @@ def command(
     else:
         plan = _preset(engine, force=force, **preset)
     for warning in plan.warnings:
-        console_err.print(f"[yellow]Warning:[/] {warning}", highlight=False)
+        print_labelled(console_err, "Warning:", "yellow", warning)
     if out is None and not dry_run:
         if engine is not None:
             return  # the preset was printed (and saved): nothing to run
@@ -207,7 +209,7 @@ def command(
     if dry_run:
         planned = sweep(plan, dry_run=True, **options.kwargs())
         for warning in planned.warnings[len(plan.warnings) :]:  # the stage's own doubts
-            console_err.print(f"[yellow]Warning:[/] {warning}", highlight=False)
+            print_labelled(console_err, "Warning:", "yellow", warning)
         _print_schedule(planned)
         return
     with _terminate_as_interrupt(), RichReporter() as reporter:
@@ -278,7 +280,7 @@ def _preset(engine: str, *, force: bool, **options: Any) -> Plan:
                 f"{save} already exists; choose another --save-plan or add --force"
             )
         save.write_text(text, encoding="utf-8")
-        console_err.print(f"Plan saved to {save}", highlight=False)
+        console_err.print(f"Plan saved to {save}", markup=False, highlight=False)
     return expand_plan(file, source=str(save) if save is not None else "preset")
 
 
@@ -290,12 +292,12 @@ def _duration(seconds: float) -> str:
 
 
 def _print_schedule(summary: SweepResult) -> None:
-    table = Table(title=f"Schedule of {summary.plan_source}", box=box.SIMPLE_HEAD)
+    table = Table(title=Text(f"Schedule of {summary.plan_source}"), box=box.SIMPLE_HEAD)
     for name in ("#", "block", "arm", "restart"):
         table.add_column(name, justify="right" if name != "arm" else "left")
     for s in summary.schedule:
         block = "-" if s.block is None else str(s.block + 1)
-        table.add_row(str(s.index + 1), block, s.arm, str(s.restart))
+        table.add_row(str(s.index + 1), block, Text(s.arm), str(s.restart))
     console.print(table)
     e, a = summary.estimate, summary.estimate.assumptions
     console.print(
@@ -311,7 +313,7 @@ def _print_schedule(summary: SweepResult) -> None:
 
 
 def _print_outcomes(summary: SweepResult) -> None:
-    table = Table(title=f"Sweep into {summary.bundle}", box=box.SIMPLE_HEAD)
+    table = Table(title=Text(f"Sweep into {summary.bundle}"), box=box.SIMPLE_HEAD)
     for name in ("block", "arm", "restart", "status", "start-up s", "why"):
         table.add_column(name, justify="right" if name in ("block", "restart") else "left")
     for o in summary.outcomes:
@@ -319,13 +321,13 @@ def _print_outcomes(summary: SweepResult) -> None:
         startup = "-" if o.startup_s is None else f"{o.startup_s:.1f}"
         block = "-" if o.start.block is None else str(o.start.block + 1)
         style = {"ok": "green", "failed": "red", "interrupted": "yellow"}.get(o.status, "")
-        status = f"[{style}]{o.status}[/]" if style else o.status
-        table.add_row(block, o.start.arm, str(o.start.restart), status, startup, why)
+        status = Text(o.status, style=style)
+        table.add_row(block, Text(o.start.arm), str(o.start.restart), status, startup, Text(why))
     console.print(table)
     counts = ", ".join(
         f"{summary.count(s)} {s}" for s in ("ok", "skipped", "failed") if summary.count(s)
     )
-    console.print(f"{counts}. Bundle: {summary.bundle}", highlight=False)
+    console.print(f"{counts}. Bundle: {summary.bundle}", markup=False, highlight=False)
     if summary.stopped_at_look:
         console.print(
             f"--adaptive: every comparison decided after {summary.stopped_at_look} blocks."

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from diagnostic.bundle.store import Bundle, run_id
+from diagnostic.common.files import readable_path
 from diagnostic.common.progress import NullReporter, Reporter
 from diagnostic.engines import parse_log
 from diagnostic.errors import DiagnosticError
@@ -83,6 +84,7 @@ def _collect(paths: Sequence[Path], reporter: Reporter, stdin: BinaryIO | None) 
             raise DiagnosticError(
                 f"{path}: no such file or folder; give a log, a folder or a bundle"
             )
+        readable_path(path)
         found = _bundle_logs(path, reporter) if (path / "manifest.json").is_file() else _logs(path)
         for log in found:
             logs.setdefault(log.path.resolve(), log)

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import jinja2
 
+from diagnostic.bundle.redact import redact_text
 from diagnostic.bundle.store import atomic_write_bytes
 from diagnostic.common.resources import templates_dir
 from diagnostic.errors import DiagnosticError
@@ -22,13 +24,21 @@ def report_templates() -> Path:
     return templates_dir() / "report"
 
 
+def _redacted(value: Any) -> Any:
+    """Every text the templates print, redacted first: a bundle a client sends was not made by
+    diagnose's gate (its requests, logs or run.json may hold secrets)."""
+    return redact_text(value) if isinstance(value, str) else value
+
+
 def environment() -> jinja2.Environment:
-    """The jinja2 environment: every value autoescaped, undefined names an error."""
+    """The jinja2 environment: every value redacted, then autoescaped; undefined names an
+    error."""
     return jinja2.Environment(
         loader=jinja2.FileSystemLoader(report_templates()),
         autoescape=True,
         undefined=jinja2.StrictUndefined,
         keep_trailing_newline=True,
+        finalize=_redacted,
     )
 
 

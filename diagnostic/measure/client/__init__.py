@@ -6,6 +6,7 @@ from diagnostic.measure.client.options import (
     RequestLabel,
     auth_headers,
     build_payload,
+    server_url,
 )
 from diagnostic.measure.client.streams import StreamClient, run_pool
 
@@ -17,4 +18,5 @@ __all__ = [
     "auth_headers",
     "build_payload",
     "run_pool",
+    "server_url",
 ]

@@ -13,6 +13,14 @@ if TYPE_CHECKING:
     import aiohttp
 
 
+_REFUSED = "cannot connect to "
+
+
+def refused(error: str | None) -> bool:
+    """Whether a record's error says nothing listened: the server is gone, not in trouble."""
+    return error is not None and error.startswith(_REFUSED)
+
+
 def http_error(status: int, body: bytes) -> str:
     """The record's error for an HTTP error status: the status and the start of the body."""
     return f"HTTP {status}: {body[:ERROR_BODY_CHARS].decode('utf-8', 'replace').strip()}"
@@ -24,7 +32,7 @@ def transport_error(exc: Exception, url: str) -> str:
     if from_aiohttp is not None:
         return from_aiohttp
     if isinstance(exc, httpx.ConnectError):
-        return f"cannot connect to {url}: {exc}"
+        return f"{_REFUSED}{url}: {exc}"
     if isinstance(exc, httpx.TimeoutException):
         return f"timeout ({type(exc).__name__}) from {url}"
     if isinstance(exc, httpx.RemoteProtocolError | httpx.ReadError):
@@ -43,7 +51,7 @@ def _aiohttp_error(exc: Exception, url: str) -> str | None:
     if isinstance(cause, aiohttp.ServerTimeoutError):
         return f"timeout ({_timeout_name(cause)}) from {url}"
     if isinstance(cause, aiohttp.ClientConnectorError):
-        return f"cannot connect to {url}: {cause}"
+        return f"{_REFUSED}{url}: {cause}"
     # A cut body, a hang-up, a reset, or a response that is not HTTP (httpcore's words too).
     broken = aiohttp.ClientPayloadError, aiohttp.ClientConnectionError, aiohttp.ClientResponseError
     if isinstance(cause, broken):

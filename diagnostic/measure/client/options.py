@@ -9,6 +9,8 @@ import httpx
 from pydantic import BaseModel, ConfigDict, Field
 
 from diagnostic import defaults
+from diagnostic.bundle.redact import redact_text
+from diagnostic.errors import DiagnosticError
 
 Api = Literal["completions", "chat"]
 PATHS: dict[str, str] = {"completions": "/v1/completions", "chat": "/v1/chat/completions"}
@@ -69,6 +71,7 @@ class RequestLabel:
     prompt_id: str
     warmup: bool
     concurrency: int = 1
+    attempt: int = 1
 
 
 @dataclass(frozen=True)
@@ -78,6 +81,27 @@ class Job:
     label: RequestLabel
     prompt: str | None = None
     messages: list[dict[str, Any]] | None = None
+
+
+def server_url(url: str) -> str:
+    """The server's base URL as given, once it is one and holds no credentials: a user name and
+    password in it would reach the bundle (manifest, run.json) and clash with the API key's
+    Authorization header in the client. Refused, with the URL to give instead."""
+    try:
+        parsed = httpx.URL(url)
+    except httpx.InvalidURL as exc:
+        raise DiagnosticError(
+            f"{redact_text(url)}: not a URL ({exc}); give the server's base URL, "
+            "e.g. http://127.0.0.1:8000"
+        ) from None
+    if parsed.userinfo:
+        clean = parsed.copy_with(userinfo=b"")
+        raise DiagnosticError(
+            f"{clean} was given with a user name and password in it: diagnose refuses "
+            "credentials in a URL (they would be stored with the bundle); give the URL "
+            f"without them ({clean}) and an API key with --api-key-env VAR"
+        )
+    return url
 
 
 def auth_headers(api_key: str | None) -> dict[str, str]:

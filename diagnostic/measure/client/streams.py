@@ -49,6 +49,7 @@ def _make_record(
         t_send=t_send,
         max_tokens=options.max_tokens,
         concurrency=label.concurrency,
+        attempt=label.attempt,
         error=error,
         **fields,
     )

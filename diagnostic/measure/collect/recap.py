@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from diagnostic.schema.analysis import EngineTiming
 from diagnostic.schema.bundle import RequestRecord, decode_tps
 
-__all__ = ["CollectRecap", "WorkloadRecap", "recap"]
+__all__ = ["CollectRecap", "WorkloadRecap", "latest_attempts", "recap"]
 
 
 class WorkloadRecap(BaseModel):
@@ -52,8 +52,20 @@ def _median(values: list[float | None]) -> float | None:
     return statistics.median(kept) if kept else None
 
 
+def latest_attempts(records: list[RequestRecord]) -> list[RequestRecord]:
+    """The last attempt of each request (workload, seq): a failure retried by --resume counts
+    once, by how its retry went."""
+    last: dict[tuple[str, int], RequestRecord] = {}
+    for r in records:
+        key = (r.workload, r.seq)
+        if key not in last or r.attempt > last[key].attempt:
+            last[key] = r
+    return list(last.values())
+
+
 def recap(records: list[RequestRecord]) -> list[WorkloadRecap]:
     """Per-workload medians over measured requests (warm-ups and errors left out)."""
+    records = latest_attempts(records)
     names = list(dict.fromkeys(r.workload for r in records))
     return [_summary(n, [r for r in records if r.workload == n and not r.warmup]) for n in names]
 

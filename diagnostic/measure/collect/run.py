@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from datetime import datetime
 from typing import Any, Literal
 
@@ -14,13 +15,15 @@ from diagnostic.bundle.store import Bundle, run_id
 from diagnostic.common.progress import Reporter
 from diagnostic.engines.endpoints import Fingerprint, fingerprint
 from diagnostic.engines.metrics import fetch_metrics
-from diagnostic.errors import BundleError
+from diagnostic.errors import BundleError, DiagnosticError
 from diagnostic.measure.client import ClientOptions, Job, StreamClient, auth_headers, run_pool
+from diagnostic.measure.client.faults import refused
+from diagnostic.measure.collect.recap import latest_attempts
 from diagnostic.measure.collect.settings import RunSettings, plan_jobs
 from diagnostic.measure.environment import capture_environment
 from diagnostic.schema.bundle import RequestRecord, RunInfo, decode_tps, utc_now
 
-__all__ = ["METRICS_AFTER", "METRICS_BEFORE", "collect_run"]
+__all__ = ["METRICS_AFTER", "METRICS_BEFORE", "ServerGone", "collect_run"]
 
 METRICS_BEFORE = "metrics_before.prom"
 METRICS_AFTER = "metrics_after.prom"
@@ -33,7 +36,9 @@ def collect_run(
 
     Fingerprints the engine, snapshots /metrics around the measured requests, runs each
     workload's warm-ups then its measured requests, appending each record as it ends. Requests
-    already in requests.jsonl (same workload and seq) are skipped, never repeated.
+    already in requests.jsonl (same workload and seq) without an error are skipped, never
+    repeated; failed ones are tried again, as the next attempt. The first refused connection
+    ends the run: the server is gone, and every request after it would fail in a moment.
     """
     bundle.drop_torn_line(run.arm, run.restart)
     existing = bundle.read_requests(run.arm, run.restart).records
@@ -47,14 +52,16 @@ def collect_run(
     run = _with_fingerprint(run, found, settings.model)
     bundle.write_run(run)
     options = settings.client_options(settings.model or found.model)
-    done = {(r.workload, r.seq) for r in existing}
+    past = _Past(existing)
     try:
         with httpx.Client(base_url=settings.base_url, headers=headers, timeout=30.0) as info:
             _snapshot(bundle, run, info, METRICS_BEFORE, keep=bool(existing), reporter=reporter)
-            made = _measure(bundle, run, settings, options, done, origin, reporter)
+            made = _measure(bundle, run, settings, options, past, origin, reporter)
             # Nothing left to run (resuming a finished run): the old "after" snapshot stands.
             _snapshot(bundle, run, info, METRICS_AFTER, keep=not made, reporter=reporter)
         run = _refreshed(run, settings)
+    except ServerGone as gone:
+        return _end(bundle, run, "failed", str(gone))
     except BaseException:
         _end(bundle, run, "interrupted", "collect was interrupted; continue with --resume")
         raise
@@ -121,7 +128,7 @@ def _measure(
     run: RunInfo,
     settings: RunSettings,
     options: ClientOptions,
-    done: set[tuple[str, int]],
+    past: _Past,
     origin: float,
     reporter: Reporter,
 ) -> int:
@@ -131,21 +138,61 @@ def _measure(
     for level, workload in ((lv, w) for lv in range(len(levels)) for w in settings.workloads):
         label = f"{run_id(run.arm, run.restart)} {workload.name}"
         label += f" c={levels[level]}" if len(levels) > 1 else ""
-        phases = plan_jobs(run, settings, workload, level)
-        reporter.start(label, sum(len(p) for p in phases))
-        skipped = sum((workload.name, j.label.seq) in done for p in phases for j in p)
+        warm, measured = plan_jobs(run, settings, workload, level)
+        todo = [past.next_try(j) for j in measured if not past.done(j)]
+        # A server that died and came back is a new, cold process: warm it up again.
+        warm = [past.next_try(j) for j in warm if past.lost_server or not past.done(j)]
+        if not todo:
+            warm = []
+        total = len(warm) + len(measured)
+        reporter.start(label, total)
+        skipped = len(measured) - len(todo)
         if skipped:
             reporter.advance(label, skipped, status=f"{skipped} already recorded")
 
         def store(record: RequestRecord, label: str = label) -> None:
             bundle.append_request(record)
             reporter.advance(label, 1, status=_status(record))
+            if refused(record.error):
+                raise ServerGone(record, settings.base_url)
 
-        for phase in phases:
-            todo = [j for j in phase if (workload.name, j.label.seq) not in done]
-            _run_jobs(todo, options, levels[level], origin, store)
-            made += len(todo)
+        for phase in (warm, todo):
+            _run_jobs(phase, options, levels[level], origin, store)
+            made += len(phase)
     return made
+
+
+class ServerGone(DiagnosticError):
+    """A request found nothing listening: the server died or was stopped mid-run."""
+
+    def __init__(self, record: RequestRecord, url: str) -> None:
+        super().__init__(
+            f"the server at {url} stopped answering ({record.error}; {record.workload} request "
+            f"{record.seq}): it died or was stopped, so the run was stopped; look at the "
+            "server's log, start it again and continue with --resume, which retries the "
+            "failed requests"
+        )
+
+
+class _Past:
+    """Records already in the run: which requests are done, and the next attempt of each."""
+
+    def __init__(self, records: list[RequestRecord]) -> None:
+        self._ok = {(r.workload, r.seq) for r in records if not r.error}
+        self._tries: dict[tuple[str, int], int] = {}
+        for r in records:
+            key = (r.workload, r.seq)
+            self._tries[key] = max(self._tries.get(key, 0), r.attempt)
+        self.lost_server = any(refused(r.error) for r in records)
+
+    def done(self, job: Job) -> bool:
+        """Whether the job's request already succeeded."""
+        return (job.label.workload, job.label.seq) in self._ok
+
+    def next_try(self, job: Job) -> Job:
+        """The job labelled with its next attempt number."""
+        tries = self._tries.get((job.label.workload, job.label.seq), 0)
+        return replace(job, label=replace(job.label, attempt=tries + 1))
 
 
 def _run_jobs(
@@ -179,8 +226,9 @@ def _status(record: RequestRecord) -> str:
 
 def _verdict(records: list[RequestRecord]) -> tuple[Literal["ok", "failed"], str | None]:
     """ok unless fewer than half the measured requests succeeded (a server in trouble); single
-    errors stay in the records, where the analysis leaves them out."""
-    measured = [r for r in records if not r.warmup]
+    errors stay in the records, where the analysis leaves them out. A request retried by
+    --resume counts by its last attempt."""
+    measured = [r for r in latest_attempts(records) if not r.warmup]
     bad = [r for r in measured if r.error]
     if measured and len(bad) * 2 <= len(measured):
         return "ok", None

@@ -11,11 +11,10 @@ from pydantic import BaseModel, ConfigDict, Field
 from diagnostic import __version__, defaults
 from diagnostic.analyse.engine_timing import engine_timing
 from diagnostic.bundle.store import Bundle, run_id
+from diagnostic.common.files import readable_path
 from diagnostic.common.progress import Reporter
 from diagnostic.errors import BundleError, DiagnosticError
-from diagnostic.measure.client import (
-    auth_headers,
-)
+from diagnostic.measure.client import auth_headers, server_url
 from diagnostic.measure.collect.recap import CollectRecap, recap
 from diagnostic.measure.collect.run import METRICS_AFTER, METRICS_BEFORE, collect_run
 from diagnostic.measure.collect.settings import RunSettings
@@ -53,6 +52,7 @@ class CollectConfig(BaseModel):
 
 def collect(config: CollectConfig, *, reporter: Reporter) -> CollectRecap:
     """`diagnose collect`: one run of a running server into a bundle (new, added, or resumed)."""
+    server_url(config.base_url)
     workloads = select_workloads(config.workloads, config.prompts)
     _check_api(workloads, config.api)
     _check_logs(config.logs)
@@ -70,7 +70,7 @@ def collect(config: CollectConfig, *, reporter: Reporter) -> CollectRecap:
         api_key=config.api_key,
         timeout_s=config.timeout_s,
     )
-    resumed = len(bundle.read_requests(run.arm, run.restart).records)
+    resumed = sum(not r.error for r in bundle.read_requests(run.arm, run.restart).records)
     try:
         run = collect_run(bundle, run, settings, reporter=reporter)
     finally:
@@ -112,6 +112,7 @@ def _check_logs(logs: list[Path]) -> None:
     for path in logs:
         if not path.is_file():
             raise DiagnosticError(f"{path}: no such log file (--log); give the server's log file")
+        readable_path(path)
 
 
 def _preflight(config: CollectConfig) -> None:

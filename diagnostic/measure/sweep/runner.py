@@ -16,6 +16,7 @@ from diagnostic.bundle.store import Bundle
 from diagnostic.common.progress import Reporter
 from diagnostic.engines import parse_log
 from diagnostic.errors import DiagnosticError
+from diagnostic.measure.client import server_url
 from diagnostic.measure.collect import METRICS_AFTER, METRICS_BEFORE, RunSettings, collect_run
 from diagnostic.measure.launch import (
     LaunchError,
@@ -60,7 +61,7 @@ class StartRunner:
         self.settings = settings
         self.reporter = reporter
         self.grace_s = grace_s
-        self.host, self.port = host_port(plan.base_url)
+        self.host, self.port = host_port(server_url(plan.base_url))
         per_level = settings.warmup + settings.requests
         self.steps_per_start = len(settings.workloads) * len(settings.concurrency) * per_level
 
@@ -160,7 +161,9 @@ class StartRunner:
     def _new_run(self, start: Start, previous: RunInfo | None) -> RunInfo:
         arm = self.plan.arm(start.arm)
         logs = self._keep_attempt(start, previous)
+        attempts = previous.attempts + 1 if previous is not None else 1
         info = RunInfo(
+            attempts=attempts,
             arm=start.arm,
             restart=start.restart,
             block=start.block,
@@ -175,13 +178,14 @@ class StartRunner:
     def _keep_attempt(self, start: Start, previous: RunInfo | None) -> list[str]:
         """Set an earlier attempt's files aside as *.attempt<N>.*; return the logs kept.
 
-        An interrupted run keeps its requests (collect continues it without duplicates); a
-        failed one is measured afresh, since its errors came from a server in trouble.
+        A restart is one server process: a run that did not end ok (failed, interrupted, or
+        killed while running) is measured afresh on the new process, warm-up first, and the
+        earlier process's records are kept apart, never mixed in or analysed.
         """
         old = [name for name in (previous.logs if previous else []) if name != SERVER_LOG]
         n = len(old) + 1
         names = [SERVER_LOG]
-        if previous is not None and previous.status == "failed":
+        if previous is not None and previous.status != "ok":
             names += [REQUESTS, METRICS_BEFORE, METRICS_AFTER]
         for name in names:
             path = self._path(start, name)
