@@ -13,8 +13,9 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
+from diagnostic.analyse.requests import REQUEST_COLUMNS
 from diagnostic.cli import main
-from diagnostic.report.export import CSV_FILES, REQUEST_COLUMNS
+from diagnostic.report.export import CSV_FILES
 
 SAMPLE = Path(__file__).resolve().parent.parent / "samples" / "vllm-h200-mla"
 KEYS = ["arm", "baseline", "workload", "concurrency", "kind"]
@@ -72,7 +73,7 @@ def test_comparisons_csv_numbers_equal_analysis_json(
 def test_requests_csv_has_one_row_per_record(exported: tuple[Path, Path, dict[str, Any]]) -> None:
     bundle, out, analysis = exported
     frame = pd.read_csv(out / "requests.csv", keep_default_na=False, na_values=[""])
-    assert list(frame.columns) == [c for c in REQUEST_COLUMNS if c != "attempt"]
+    assert list(frame.columns) == [c for c in REQUEST_COLUMNS if c != "error"]
     lines = {
         run.parent.name: sum(1 for line in run.read_text().splitlines() if line.strip())
         for run in bundle.glob("runs/*/requests.jsonl")

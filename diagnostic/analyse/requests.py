@@ -1,15 +1,17 @@
-"""Requests of a bundle → per-request decode throughput samples, with exclusions counted."""
+"""Requests of a bundle → one table (pandas) and the per-request decode throughput samples of
+its measured rows, with every exclusion counted by reason."""
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass, field
+
+import pandas as pd
 
 from diagnostic.bundle.store import Bundle, run_id
 from diagnostic.schema.analysis import Exclusion, Exclusions
 from diagnostic.schema.bundle import RequestRecord, RunInfo, decode_tps
 
-__all__ = ["Loaded", "Sample", "exclusion_reason", "load_samples"]
+__all__ = ["REQUEST_COLUMNS", "Loaded", "Sample", "exclusion_reason", "load_samples"]
 
 REASON_RUN_FAILED = "run failed"
 REASON_RUN_FAILURES = "over 10% of the run's requests failed"
@@ -19,6 +21,27 @@ REASON_WARMUP = "warmup"
 REASON_ERROR = "error"
 REASON_TOKENS = "completion_tokens != max_tokens"
 REASON_NO_INTERVAL = "no decode interval (< 2 chunks)"
+REASON_RETRIED = "retried: a later attempt counts"
+
+
+REQUEST_COLUMNS: tuple[str, ...] = (
+    "arm",
+    "restart",
+    "block",
+    "workload",
+    "concurrency",
+    "seq",
+    "attempt",
+    "warmup",
+    "error",
+    "excluded",
+    "decode_tps",
+    "ttft_s",
+    "e2e_s",
+    "completion_tokens",
+    "prompt_id",
+)
+"""The columns of the requests table (Loaded.frame, requests.csv)."""
 
 
 @dataclass(frozen=True)
@@ -53,6 +76,7 @@ class Loaded:
     first_chunk_assumed: int = 0
     left_out: list[tuple[str, str]] = field(default_factory=list)  # (run id, reason)
     failed_requests: int = 0
+    frame: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=REQUEST_COLUMNS))
 
 
 def exclusion_reason(record: RequestRecord, max_tokens: int) -> str | None:
@@ -101,32 +125,53 @@ def _count(record: RequestRecord, key: str) -> float | None:
 
 
 def load_samples(bundle: Bundle) -> Loaded:
-    """Read every run's requests; keep measured ones as samples, count the rest by reason.
-    Texts of non-warm-up requests without error are kept for the equivalence check."""
+    """Read every run's requests into one table (Loaded.frame: a row per record, with why it
+    is left out of the statistics, empty when measured); keep the measured ones as samples.
+    A request retried by --resume counts by its last attempt; texts of non-warm-up requests
+    without error are kept for the equivalence check."""
     max_tokens = bundle.manifest.plan.max_tokens
     runs = bundle.runs()
     loaded = Loaded(runs=runs, samples=[], exclusions=Exclusions())
-    counts: Counter[tuple[str, int, str]] = Counter()
+    rows: list[dict[str, object]] = []
     for run in runs:
         log = bundle.read_requests(run.arm, run.restart)
         if log.torn_line is not None:
             loaded.exclusions.torn_lines += 1
-        left_out = _left_out(run, log.records)
-        measured = [r for r in log.records if not r.warmup]
-        loaded.failed_requests += sum(r.error is not None for r in measured)
+        latest = _latest_attempts(log.records)
+        left_out = _left_out(run, [r for r in log.records if id(r) in latest])
+        loaded.failed_requests += sum(r.error is not None and not r.warmup for r in log.records)
         if left_out:
             loaded.left_out.append((run_id(run.arm, run.restart), left_out))
         for record in log.records:
-            reason = left_out or exclusion_reason(record, max_tokens)
-            if not record.warmup and record.error is None:
-                loaded.texts.append(record)
-            if reason:
-                counts[(run.arm, run.restart, reason)] += 1
+            reason = left_out or (
+                exclusion_reason(record, max_tokens) if id(record) in latest else REASON_RETRIED
+            )
+            rows.append(_row(record, run, reason))
+            if record.warmup or record.error is not None or id(record) not in latest:
                 continue
-            loaded.samples.append(_sample(record, run))
-            loaded.first_chunk_assumed += not record.chunk_tokens
-    _fill_exclusions(loaded.exclusions, counts)
+            loaded.texts.append(record)
+            if not reason:
+                loaded.samples.append(_sample(record, run))
+                loaded.first_chunk_assumed += not record.chunk_tokens
+    loaded.frame = pd.DataFrame.from_records(rows, columns=list(REQUEST_COLUMNS))
+    _fill_exclusions(loaded.exclusions, loaded.frame)
     return loaded
+
+
+def _row(record: RequestRecord, run: RunInfo, reason: str | None) -> dict[str, object]:
+    row = record.model_dump(include=set(REQUEST_COLUMNS))
+    row.update(block=run.block, excluded=reason or "", decode_tps=decode_tps(record))
+    return row
+
+
+def _latest_attempts(records: list[RequestRecord]) -> set[int]:
+    """ids of the records that count: the last attempt of each (workload, seq, warm-up)."""
+    last: dict[tuple[str, int, bool], RequestRecord] = {}
+    for r in records:
+        key = (r.workload, r.seq, r.warmup)
+        if key not in last or r.attempt > last[key].attempt:
+            last[key] = r
+    return {id(r) for r in last.values()}
 
 
 def _left_out(run: RunInfo, records: list[RequestRecord]) -> str | None:
@@ -138,10 +183,13 @@ def _left_out(run: RunInfo, records: list[RequestRecord]) -> str | None:
     return REASON_RUN_FAILURES if measured and failed / len(measured) > MAX_FAILED_SHARE else None
 
 
-def _fill_exclusions(out: Exclusions, counts: Counter[tuple[str, int, str]]) -> None:
-    by_reason: Counter[str] = Counter()
-    for (arm, restart, reason), n in sorted(counts.items()):
-        out.items.append(Exclusion(arm=arm, restart=restart, reason=reason, count=n))
-        by_reason[reason] += n
-    out.by_reason = dict(sorted(by_reason.items()))
-    out.total = sum(by_reason.values())
+def _fill_exclusions(out: Exclusions, frame: pd.DataFrame) -> None:
+    """Excluded requests counted per run and reason, and per reason (pandas group counts)."""
+    excluded = frame[frame["excluded"] != ""]
+    per_run = excluded.groupby(["arm", "restart", "excluded"]).size()
+    out.items = [
+        Exclusion(arm=str(arm), restart=int(restart), reason=str(reason), count=int(n))
+        for (arm, restart, reason), n in per_run.sort_index().items()
+    ]
+    out.by_reason = {str(k): int(v) for k, v in excluded.groupby("excluded").size().items()}
+    out.total = len(excluded)

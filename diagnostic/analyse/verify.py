@@ -55,6 +55,7 @@ LIST_KEYS: dict[str, tuple[str, ...]] = {
     "equivalence": ("arm", "baseline"),
     "prompts": ("workload", "prompt_id"),
     "items": ("arm", "restart", "reason"),
+    "left_out_runs": ("run",),
 }
 
 

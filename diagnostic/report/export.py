@@ -15,21 +15,13 @@ from typing import Any
 
 import pandas as pd
 
-from diagnostic.analyse.requests import (
-    REASON_ERROR,
-    REASON_NO_INTERVAL,
-    REASON_TOKENS,
-    REASON_WARMUP,
-    exclusion_reason,
-)
+from diagnostic.analyse.requests import load_samples
 from diagnostic.bundle.store import Bundle, atomic_write_text
 from diagnostic.errors import DiagnosticError
 from diagnostic.schema.analysis import Analysis
-from diagnostic.schema.bundle import decode_tps
 
 __all__ = [
     "CSV_FILES",
-    "REQUEST_COLUMNS",
     "comparisons_frame",
     "frames",
     "requests_frame",
@@ -38,31 +30,6 @@ __all__ = [
 ]
 
 CSV_FILES = ("requests.csv", "restarts.csv", "comparisons.csv")
-REQUEST_COLUMNS = (
-    "arm",
-    "restart",
-    "block",
-    "workload",
-    "concurrency",
-    "seq",
-    "attempt",  # only when the bundle's records carry it
-    "warmup",
-    "excluded",
-    "decode_tps",
-    "ttft_s",
-    "e2e_s",
-    "completion_tokens",
-    "prompt_id",
-)
-_RECORD_FIELDS = {"arm", "restart", "workload", "concurrency", "seq", "attempt", "warmup"} | {
-    "ttft_s",
-    "e2e_s",
-    "completion_tokens",
-    "prompt_id",
-}
-# Reasons exclusion_reason gives one record; any other reason in the analysis' exclusions
-# leaves a whole run out (it failed, or too many of its requests did).
-_PER_RECORD = {REASON_WARMUP, REASON_ERROR, REASON_TOKENS, REASON_NO_INTERVAL}
 
 
 def _flatten(value: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -91,31 +58,14 @@ def _frame(rows: list[dict[str, Any]], columns: Iterable[str] | None = None) -> 
     return frame
 
 
-def _run_reasons(analysis: Analysis) -> dict[tuple[str, int], str]:
-    """Runs the analysis left out whole, with the reason it gives."""
-    return {
-        (item.arm, item.restart): item.reason
-        for item in analysis.exclusions.items
-        if item.reason not in _PER_RECORD
-    }
-
-
-def requests_frame(bundle: Bundle, analysis: Analysis) -> pd.DataFrame:
-    """One row per request record of every run: identity, warm-up, the exclusion reason
-    (empty when the statistics use it), decode tokens/s, TTFT, end-to-end time, tokens."""
-    max_tokens = bundle.manifest.plan.max_tokens
-    left_out = _run_reasons(analysis)
-    rows: list[dict[str, Any]] = []
-    for run in bundle.runs():
-        whole_run = left_out.get((run.arm, run.restart))
-        for record in bundle.read_requests(run.arm, run.restart).records:
-            row = record.model_dump(include=_RECORD_FIELDS)
-            row["block"] = run.block
-            row["excluded"] = whole_run or exclusion_reason(record, max_tokens) or ""
-            row["decode_tps"] = decode_tps(record)
-            rows.append(row)
-    columns = [c for c in REQUEST_COLUMNS if c != "attempt" or any("attempt" in r for r in rows)]
-    return _frame(rows, columns)
+def requests_frame(bundle: Bundle) -> pd.DataFrame:
+    """One row per request record of every run — the analysis' own requests table: identity,
+    attempt, warm-up, error, why it was left out (empty when measured), decode tokens/s, TTFT,
+    end-to-end time, tokens."""
+    frame = load_samples(bundle).frame.drop(columns=["error"])
+    for column in ("restart", "block", "concurrency", "seq", "attempt", "completion_tokens"):
+        frame[column] = frame[column].astype("Int64")  # written `3`, a gap written empty
+    return frame
 
 
 def restarts_frame(analysis: Analysis) -> pd.DataFrame:
@@ -143,7 +93,7 @@ def frames(bundle: Bundle, analysis: Analysis) -> dict[str, pd.DataFrame]:
         zip(
             CSV_FILES,
             (
-                requests_frame(bundle, analysis),
+                requests_frame(bundle),
                 restarts_frame(analysis),
                 comparisons_frame(analysis),
             ),
