@@ -330,3 +330,18 @@ def test_acceptance_is_per_workload_from_per_request_draft_counts(tmp_path: Path
     )
     assert prose.alpha_hat is not None and prose.alpha_hat < code.alpha_hat
     assert "per-request draft counts" in code.alpha_source
+
+
+def test_a_request_retried_by_resume_counts_by_its_last_attempt(tmp_path: Path) -> None:
+    bundle = synthetic_bundle(
+        tmp_path / "b", {"base": [[600.0] * 4, [610.0] * 4], "spec": [[900.0] * 4, [905.0] * 4]}
+    )
+    failed = synthetic_record("spec", 1, 7, 900.0, error="connection refused")
+    retried = synthetic_record("spec", 1, 7, 907.0).model_copy(update={"attempt": 2})
+    bundle.append_request(failed)
+    bundle.append_request(retried)
+    a = analyse(Bundle.open(bundle.path))
+    assert a.left_out_runs == [] and a.failed_requests == 1  # the failure stays counted
+    assert a.exclusions.by_reason["retried: a later attempt counts"] == 1
+    spec = next(w for w in _arm(a, "spec").workloads if w.workload == "code")
+    assert spec.decode_tps.n_requests == 9  # 4 + 4 measured, and the retry once
