@@ -161,8 +161,9 @@ class LogFacts(Strict):
     spec_evidence: list[Evidence] = Field(default_factory=list, description="Lines behind `spec`")
     sources: dict[str, FieldSource] = Field(
         default_factory=dict,
-        description="Per field (`version`, `spec.enabled`, `spec.method`, `spec.num_draft_tokens`, "
-        "`capture.resolved`, ...): the line its value came from and its kind",
+        description="Per field (`engine`, `version`, `spec.enabled`, `spec.method`, "
+        "`spec.num_draft_tokens`, `capture.resolved`, ...): the line its value came from and "
+        "its kind",
     )
     capture_timings: list[CaptureTiming] = Field(
         default_factory=list, description="Capture durations and memory, per worker"
