@@ -15,10 +15,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from diagnostic.bundle.redact import MASK
-from diagnostic.bundle.store import Bundle
+from diagnostic.bundle.store import METRICS_AFTER, Bundle
 from diagnostic.cli import main
 from diagnostic.errors import BundleError
-from diagnostic.measure.collect.run import METRICS_AFTER
 from diagnostic.report.render import environment
 from diagnostic.schema.bundle import ArmSpec, Manifest, PlanSpec, RequestRecord, RunInfo
 

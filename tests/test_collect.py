@@ -16,14 +16,12 @@ import pytest
 from click.testing import CliRunner
 from real_runs import REAL_RUNS
 
-from diagnostic.bundle.store import Bundle
+from diagnostic.bundle.store import METRICS_AFTER, METRICS_BEFORE, Bundle, workload_metrics
 from diagnostic.cli import main
 from diagnostic.common.progress import NullReporter
 from diagnostic.engines.metrics import SpecDelta, parse_spec_counters, spec_delta
 from diagnostic.errors import BundleError, DiagnosticError
 from diagnostic.measure.collect import (
-    METRICS_AFTER,
-    METRICS_BEFORE,
     CollectConfig,
     RunSettings,
     collect,
@@ -229,6 +227,22 @@ def test_spec_off_and_ngram_arms_into_one_bundle(
     delta = run_delta(bundle, "ngram-k3")
     assert delta.num_drafts and delta.num_drafts > 0
     assert not run_delta(bundle, "baseline").num_drafts
+    # /metrics around each workload's measured requests (after its warm-up): the counters
+    # move by exactly what the engine reported per request (issue 18: acceptance per workload)
+    records = bundle.read_requests("ngram-k3", 0).records
+    for w in ("code", "prose"):
+        before, after = (
+            parse_spec_counters(
+                bundle.run_file("ngram-k3", 0, workload_metrics(w, 0, s)).read_text()
+            )
+            for s in ("before", "after")
+        )
+        per_workload = spec_delta(before, after)
+        timings = [r.server_timings or {} for r in records if r.workload == w and not r.warmup]
+        assert per_workload.num_draft_tokens == sum(t.get("draft_n", 0) for t in timings)
+        assert per_workload.num_accepted_tokens == sum(
+            t.get("draft_n_accepted", 0) for t in timings
+        )
     for summary in (off, on):
         assert summary.status == "ok"
         assert [w.workload for w in summary.workloads] == ["code", "prose"]

@@ -68,7 +68,7 @@ def test_text_stays_text_with_the_report_font(rendered: dict[str, str]) -> None:
     sweep = _texts(rendered["sweep"])
     assert "code measured" in sweep and "code predicted" in sweep
     assert "prose predicted" not in sweep  # no theory given for prose
-    assert "A/A noise band" in _texts(rendered["variance"])
+    assert "margin ±δ" in _texts(rendered["variance"])
 
 
 def test_markup_in_labels_is_escaped() -> None:

@@ -21,11 +21,13 @@ from diagnostic.schema.analysis import (
 
 __all__ = [
     "DRIFT_THRESHOLD",
+    "acceptance_length",
     "arm_workload",
     "by_restart",
     "estimate",
     "planning",
     "restart_summary",
+    "restarts_acceptance",
 ]
 
 DRIFT_THRESHOLD = 0.05
@@ -94,6 +96,7 @@ def restart_summary(group: list[Sample], workload: str, concurrency: int) -> Res
             for i, side in stats.tukey_outliers(values)
         ],
         acceptance_length=acceptance_length(group),
+        acceptance_source="per-request draft counts" if acceptance_length(group) else None,
     )
 
 
@@ -108,7 +111,8 @@ def acceptance_length(group: Sequence[Sample]) -> float | None:
     return tokens / (tokens - accepted) if tokens > accepted else None
 
 
-def _acceptance_ci(restarts: Sequence[RestartSummary]) -> ValueCI | None:
+def restarts_acceptance(restarts: Sequence[RestartSummary]) -> ValueCI | None:
+    """Mean acceptance length across restarts with its t interval; None when unmeasured."""
     values = [r.acceptance_length for r in restarts if r.acceptance_length is not None]
     if not values:
         return None
@@ -215,5 +219,5 @@ def arm_workload(
         ttft_median_s=_median([s.ttft_s for s in samples]),
         restarts=restarts,
         planning=planning(groups, cost_restart_s=cost_restart_s, target_width=target_width),
-        acceptance_length=_acceptance_ci(restarts),
+        acceptance_length=restarts_acceptance(restarts),
     )

@@ -10,20 +10,21 @@ from dataclasses import dataclass
 from diagnostic import __version__, defaults
 from diagnostic.analyse import stats
 from diagnostic.analyse.acceptance import acceptance_from_texts
-from diagnostic.analyse.arms import arm_workload, by_restart
+from diagnostic.analyse.arms import arm_workload, by_restart, restarts_acceptance
 from diagnostic.analyse.compare import Pending, Side, decide, start_comparison
 from diagnostic.analyse.engine_timing import engine_timing
 from diagnostic.analyse.equivalence import arm_equivalence
 from diagnostic.analyse.ksweep import pooled_alpha, sweep_workload
 from diagnostic.analyse.requests import Loaded, Sample, load_samples
 from diagnostic.analyse.text import methods, notes
-from diagnostic.bundle.store import Bundle
+from diagnostic.bundle.store import METRICS_AFTER, METRICS_BEFORE, Bundle, workload_metrics
 from diagnostic.engines.flags import infer_speculative, without_speculation
 from diagnostic.schema.analysis import (
     ALL_WORKLOADS,
     Adaptive,
     Analysis,
     ArmResult,
+    ArmWorkload,
     Comparison,
     ComparisonKind,
     Estimate,
@@ -37,11 +38,7 @@ from diagnostic.schema.bundle import ArmSpec, RunInfo, utc_now
 
 __all__ = ["analyse"]
 
-METRICS_BEFORE, METRICS_AFTER, SERVER_LOG = (
-    "metrics_before.prom",
-    "metrics_after.prom",
-    "server.log",
-)
+SERVER_LOG = "server.log"
 Key = tuple[str, str, int]  # (arm, workload, concurrency)
 
 
@@ -192,6 +189,7 @@ def _arm_result(ctx: Context, name: str, target_width: float) -> ArmResult:
         for c in ctx.levels
         for w in ctx.keys
     ]
+    _metric_acceptance(ctx, runs, workloads)
     headline = [w for w in workloads if w.workload == ctx.headline]
     result = ArmResult(
         id=name,
@@ -207,6 +205,31 @@ def _arm_result(ctx: Context, name: str, target_width: float) -> ArmResult:
     result.acceptance_length = _acceptance_ci(result.runs)
     result.alpha_hat = pooled_alpha([result])[0]
     return result
+
+
+def _metric_acceptance(ctx: Context, runs: list[RunInfo], workloads: list[ArmWorkload]) -> None:
+    """Per restart and workload, the acceptance length from the /metrics snapshots around the
+    workload's measured requests (after its warm-up), where no per-request counts gave one."""
+    multi = len(ctx.bundle.manifest.plan.concurrency) > 1
+    by_restart = {r.restart: r for r in runs}
+    for aw in workloads:
+        if aw.workload == ALL_WORKLOADS:
+            continue
+        tag = aw.concurrency if multi else 0
+        found = False
+        for row in aw.restarts:
+            run = by_restart.get(row.restart)
+            if row.acceptance_length is not None or run is None:
+                continue
+            after = _read(ctx.bundle, run, workload_metrics(aw.workload, tag, "after"))
+            before = _read(ctx.bundle, run, workload_metrics(aw.workload, tag, "before"))
+            acc = acceptance_from_texts(after, before) if after and before else None
+            if acc is not None and acc.source == "metrics" and acc.mean_acceptance_length:
+                row.acceptance_length = acc.mean_acceptance_length
+                row.acceptance_source = "metrics around the workload"
+                found = True
+        if found:
+            aw.acceptance_length = restarts_acceptance(aw.restarts)
 
 
 def _read(bundle: Bundle, run: RunInfo, name: str) -> str | None:

@@ -82,10 +82,22 @@ def workload_alpha(arms: Sequence[ArmResult], workload: str, conc: int) -> tuple
     per = [(k, w.acceptance_length.estimate) for k, w in taus if w and w.acceptance_length]
     values = [theory.alpha_from_tau(tau, k) for k, tau in per if tau is not None and k]
     if values:
+        sources = {
+            r.acceptance_source
+            for _, w in taus
+            if w is not None
+            for r in w.restarts
+            if r.acceptance_source
+        }
+        if sources == {"per-request draft counts"}:
+            how = (
+                "tokens per target step from per-request draft counts (an effective α̂: steps "
+                "without a draft count as rejections)"
+            )
+        else:
+            how = "acceptance lengths from the /metrics snapshots around the workload"
         return sum(values) / len(values), (
-            f"inversion of τ(α, k) on {workload}: tokens per target step from per-request draft "
-            "counts, warm-ups excluded (an effective α̂: steps without a draft count as "
-            "rejections)"
+            f"inversion of τ(α, k) on {workload}: {how}; warm-ups excluded"
         )
     alpha, source = pooled_alpha(arms)
     return alpha, source + (", per run: every workload pooled" if alpha is not None else "")

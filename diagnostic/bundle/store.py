@@ -33,17 +33,37 @@ from diagnostic.schema.bundle import (
 )
 
 __all__ = [
+    "METRICS_AFTER",
+    "METRICS_BEFORE",
     "Bundle",
     "RedactingLog",
     "RequestLog",
     "atomic_write_bytes",
     "atomic_write_text",
+    "metrics_files",
     "run_id",
+    "workload_metrics",
 ]
 
 MANIFEST = "manifest.json"
 RUN_JSON = "run.json"
 REQUESTS = "requests.jsonl"
+METRICS_BEFORE = "metrics_before.prom"  # /metrics before a run's first request
+METRICS_AFTER = "metrics_after.prom"  # … and after its last
+
+
+def workload_metrics(workload: str, concurrency: int, side: str) -> str:
+    """The /metrics snapshot around one workload's measured requests (after its warm-up):
+    metrics_<workload>[_c<concurrency>]_<before|after>.prom; concurrency 0 leaves the level
+    out (a run measuring one level)."""
+    return f"metrics_{workload}{f'_c{concurrency}' if concurrency else ''}_{side}.prom"
+
+
+def metrics_files(names: list[str]) -> list[str]:
+    """The /metrics snapshots among a run folder's file names (whole run and per workload)."""
+    return [n for n in names if n.startswith("metrics_") and n.endswith(".prom")]
+
+
 M = TypeVar("M", bound=BaseModel)
 _UMASK = os.umask(0o022)
 os.umask(_UMASK)

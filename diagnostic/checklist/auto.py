@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from diagnostic.analyse.engine_timing import engine_timing
-from diagnostic.bundle.store import Bundle, run_id
+from diagnostic.bundle.store import METRICS_AFTER, METRICS_BEFORE, Bundle, run_id
 from diagnostic.checklist.bundle_facts import BundleFacts
 from diagnostic.defaults import MIN_REQUESTS, MIN_RESTARTS
 from diagnostic.schema.bundle import ArmSpec, RunInfo
@@ -162,7 +162,7 @@ def _startup_log(facts: BundleFacts) -> CheckResult:
 @_check("metrics_snapshots", "metrics snapshots present")
 def _metrics(facts: BundleFacts) -> CheckResult:
     def has_both(run: RunInfo) -> bool:
-        names = ("metrics_before.prom", "metrics_after.prom")
+        names = (METRICS_BEFORE, METRICS_AFTER)
         return all(facts.file_size(run, name) > 0 for name in names)
 
     return _every_run(facts, has_both, "/metrics before and after", "no /metrics snapshots")
@@ -175,7 +175,7 @@ CLOCK_TOLERANCE = 0.02  # the client's decode tok/s within 2% of the engine's ow
 def _client_clock(facts: BundleFacts) -> CheckResult:
     timed = {}
     for run in facts.runs:
-        texts = [_text(facts, run, n) for n in ("metrics_after.prom", "metrics_before.prom")]
+        texts = [_text(facts, run, n) for n in (METRICS_AFTER, METRICS_BEFORE)]
         t = engine_timing(facts.requests[_rid(run)], *texts)
         if t is not None:
             timed[_rid(run)] = t.ratio

@@ -208,9 +208,8 @@ def _theory_text(sw: SweepWorkload) -> str:
     if t.alpha_ci:
         parts[0] += f" [95% bootstrap interval {f.span(t.alpha_ci[0], t.alpha_ci[1], 'ratio')}]"
     if t.a_ci and t.b_ci:
-        parts[-1] += (
-            f" (a {f.span(t.a_ci[0], t.a_ci[1], 'ratio')}, b {f.num(t.b_ci[0], 3)}–{f.num(t.b_ci[1], 3)})"
-        )
+        a_ci = f.span(t.a_ci[0], t.a_ci[1], "ratio")
+        parts[-1] += f" (a {a_ci}, b {f.num(t.b_ci[0], 3)}–{f.num(t.b_ci[1], 3)})"
     if t.degenerate:
         parts.append("no predicted best k (degenerate acceptance)")
     elif t.predicted_best_k is not None:

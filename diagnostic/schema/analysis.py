@@ -107,8 +107,12 @@ class RestartSummary(_Model):
     outliers: list[Outlier] = Field(default_factory=list, description="Tukey-fence outliers")
     acceptance_length: float | None = Field(
         None,
-        description="Tokens per verify step over these requests, from the engine's per-request "
-        "draft counts: Σ tokens / (Σ tokens − Σ accepted); warm-ups excluded",
+        description="Acceptance length over these requests (warm-ups excluded): from the "
+        "engine's per-request draft counts, Σ tokens / (Σ tokens − Σ accepted) per target step; "
+        "else from the /metrics snapshots around the workload, 1 + Δaccepted/Δdrafts",
+    )
+    acceptance_source: Literal["per-request draft counts", "metrics around the workload"] | None = (
+        Field(None, description="Where acceptance_length came from")
     )
 
 

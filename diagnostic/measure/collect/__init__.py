@@ -1,13 +1,11 @@
 """`diagnose collect`: measure a running server into a run of a bundle (the API sweep uses)."""
 
 from diagnostic.measure.collect.recap import CollectRecap, WorkloadRecap, recap
-from diagnostic.measure.collect.run import METRICS_AFTER, METRICS_BEFORE, collect_run
+from diagnostic.measure.collect.run import collect_run
 from diagnostic.measure.collect.settings import RunSettings, plan_jobs
 from diagnostic.measure.collect.stage import CollectConfig, collect
 
 __all__ = [
-    "METRICS_AFTER",
-    "METRICS_BEFORE",
     "CollectConfig",
     "CollectRecap",
     "RunSettings",

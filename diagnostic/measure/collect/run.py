@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 import httpx
 
-from diagnostic.bundle.store import Bundle, run_id
+from diagnostic.bundle.store import METRICS_AFTER, METRICS_BEFORE, Bundle, run_id, workload_metrics
 from diagnostic.common.progress import Reporter
 from diagnostic.engines.endpoints import Fingerprint, fingerprint
 from diagnostic.engines.metrics import fetch_metrics
@@ -23,10 +23,7 @@ from diagnostic.measure.collect.settings import RunSettings, plan_jobs
 from diagnostic.measure.environment import capture_environment
 from diagnostic.schema.bundle import RequestRecord, RunInfo, decode_tps, utc_now
 
-__all__ = ["METRICS_AFTER", "METRICS_BEFORE", "ServerGone", "collect_run"]
-
-METRICS_BEFORE = "metrics_before.prom"
-METRICS_AFTER = "metrics_after.prom"
+__all__ = ["ServerGone", "collect_run"]
 
 
 def collect_run(
@@ -56,7 +53,7 @@ def collect_run(
     try:
         with httpx.Client(base_url=settings.base_url, headers=headers, timeout=30.0) as info:
             _snapshot(bundle, run, info, METRICS_BEFORE, keep=bool(existing), reporter=reporter)
-            made = _measure(bundle, run, settings, options, past, origin, reporter)
+            made = _measure(bundle, run, settings, options, past, origin, reporter, info)
             # Nothing left to run (resuming a finished run): the old "after" snapshot stands.
             _snapshot(bundle, run, info, METRICS_AFTER, keep=not made, reporter=reporter)
         run = _refreshed(run, settings)
@@ -131,8 +128,11 @@ def _measure(
     past: _Past,
     origin: float,
     reporter: Reporter,
+    info: httpx.Client,
 ) -> int:
-    """Run every job not yet done; return how many requests were made."""
+    """Run every job not yet done; return how many requests were made. /metrics is read
+    after each workload's warm-up and after its measured requests, so acceptance can be had
+    per workload without the warm-ups."""
     levels = settings.concurrency
     made = 0
     for level, workload in ((lv, w) for lv in range(len(levels)) for w in settings.workloads):
@@ -156,9 +156,16 @@ def _measure(
             if refused(record.error):
                 raise ServerGone(record, settings.base_url)
 
-        for phase in (warm, todo):
-            _run_jobs(phase, options, levels[level], origin, store)
-            made += len(phase)
+        _run_jobs(warm, options, levels[level], origin, store)
+        tag = levels[level] if len(levels) > 1 else 0
+        if todo:
+            before = workload_metrics(workload.name, tag, "before")
+            _snapshot(bundle, run, info, before, keep=False, reporter=reporter)
+        _run_jobs(todo, options, levels[level], origin, store)
+        if todo:
+            after = workload_metrics(workload.name, tag, "after")
+            _snapshot(bundle, run, info, after, keep=False, reporter=reporter)
+        made += len(warm) + len(todo)
     return made
 
 

@@ -10,13 +10,13 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from diagnostic import __version__, defaults
 from diagnostic.analyse.engine_timing import engine_timing
-from diagnostic.bundle.store import Bundle, run_id
+from diagnostic.bundle.store import METRICS_AFTER, METRICS_BEFORE, Bundle, run_id
 from diagnostic.common.files import readable_path
 from diagnostic.common.progress import Reporter
 from diagnostic.errors import BundleError, DiagnosticError
 from diagnostic.measure.client import auth_headers, server_url
 from diagnostic.measure.collect.recap import CollectRecap, recap
-from diagnostic.measure.collect.run import METRICS_AFTER, METRICS_BEFORE, collect_run
+from diagnostic.measure.collect.run import collect_run
 from diagnostic.measure.collect.settings import RunSettings
 from diagnostic.measure.workloads import Workload, select_workloads
 from diagnostic.schema.bundle import ArmSpec, Manifest, PlanSpec, RunInfo, Target

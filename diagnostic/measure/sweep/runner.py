@@ -12,12 +12,12 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from diagnostic.bundle.redact import redact_mapping, redact_text
-from diagnostic.bundle.store import Bundle
+from diagnostic.bundle.store import Bundle, metrics_files
 from diagnostic.common.progress import Reporter
 from diagnostic.engines import parse_log
 from diagnostic.errors import DiagnosticError
 from diagnostic.measure.client import server_url
-from diagnostic.measure.collect import METRICS_AFTER, METRICS_BEFORE, RunSettings, collect_run
+from diagnostic.measure.collect import RunSettings, collect_run
 from diagnostic.measure.launch import (
     LaunchError,
     ServerProcess,
@@ -186,7 +186,8 @@ class StartRunner:
         n = len(old) + 1
         names = [SERVER_LOG]
         if previous is not None and previous.status != "ok":
-            names += [REQUESTS, METRICS_BEFORE, METRICS_AFTER]
+            folder = self._path(start, REQUESTS).parent
+            names += [REQUESTS, *metrics_files(sorted(p.name for p in folder.glob("*.prom")))]
         for name in names:
             path = self._path(start, name)
             if path.is_file():
