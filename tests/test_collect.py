@@ -326,3 +326,17 @@ def test_concurrency_levels_keep_every_stream(tmp_path: Path, llama_server: str)
     assert sorted(r.seq for r in records) == list(range(6))
     assert [r.concurrency for r in sorted(records, key=lambda r: r.seq)] == [1, 1, 1, 2, 2, 2]
     assert all(r.error is None and r.completion_tokens == 8 for r in records)
+
+
+def test_collect_prints_the_centre_the_report_uses(tmp_path: Path) -> None:
+    """One centre everywhere (issue 18): collect's decode tok/s for a run is the mean of its
+    measured requests — the restart summary behind the report's geometric means — not a
+    median that the report never shows."""
+    records = [
+        _from_recorded(json.loads(line), seq)
+        for seq, line in enumerate((VLLM / "ngram3" / "requests.jsonl").read_text().splitlines())
+    ]
+    measured = [r for r in records if not r.warmup and r.error is None]
+    for w in recap(records):
+        values = [decode_tps(r) for r in measured if r.workload == w.workload]
+        assert w.decode_tps == pytest.approx(sum(v for v in values if v) / len(values))

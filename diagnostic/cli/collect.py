@@ -141,7 +141,7 @@ def _print_summary(summary: CollectRecap) -> None:
     title = f"{summary.run}: {summary.engine} {summary.version or ''} {summary.model or ''}"
     table = Table(title=Text(title.strip()), box=box.SIMPLE_HEAD)
     table.add_column("workload", no_wrap=True)
-    for name in ("reqs", "errors", "decode tok/s", "TTFT ms", "tokens /chunk"):
+    for name in ("reqs", "errors", "mean decode tok/s", "median TTFT ms", "tokens /chunk"):
         table.add_column(name, justify="right")
     for w in summary.workloads:
         ttft = None if w.ttft_s is None else w.ttft_s * 1000
@@ -159,7 +159,8 @@ def _print_summary(summary: CollectRecap) -> None:
     if t is not None:  # the engine's own clock over the same requests: client overhead
         console.print(
             f"Engine's own decode timing: {t.engine_tps:.1f} tok/s against the client's "
-            f"{t.client_tps:.1f} over {t.client_requests} requests (client/engine "
+            f"{t.client_tps:.1f}, token-weighted over {t.client_requests} requests with "
+            f"warm-ups (client/engine "
             f"{t.ratio:.4f}; {t.source}).",
             highlight=False,
         )

@@ -15,14 +15,19 @@ __all__ = ["CollectRecap", "WorkloadRecap", "latest_attempts", "recap"]
 
 
 class WorkloadRecap(BaseModel):
-    """Medians over one workload's measured requests of a run."""
+    """One workload's measured requests of a run: the mean decode throughput, medians of the
+    rest."""
 
     model_config = ConfigDict(extra="forbid")
 
     workload: str = Field(description="Workload name")
     requests: int = Field(description="Measured requests recorded")
     failures: int = Field(description="Measured requests with an error")
-    decode_tps: float | None = Field(None, description="Median decode tokens/s (client side)")
+    decode_tps: float | None = Field(
+        None,
+        description="Mean decode tokens/s of the measured requests: the restart summary the "
+        "analysis uses, so the report's figure for this run is the same number",
+    )
     ttft_s: float | None = Field(None, description="Median time to first chunk")
     tokens_per_chunk: float | None = Field(None, description="Median tokens per content chunk")
     token_sources: list[str] = Field(default_factory=list, description="token_source values seen")
@@ -52,6 +57,11 @@ def _median(values: list[float | None]) -> float | None:
     return statistics.median(kept) if kept else None
 
 
+def _mean(values: list[float | None]) -> float | None:
+    kept = [v for v in values if v is not None and math.isfinite(v)]
+    return statistics.fmean(kept) if kept else None
+
+
 def latest_attempts(records: list[RequestRecord]) -> list[RequestRecord]:
     """The last attempt of each request (workload, seq): a failure retried by --resume counts
     once, by how its retry went."""
@@ -64,7 +74,8 @@ def latest_attempts(records: list[RequestRecord]) -> list[RequestRecord]:
 
 
 def recap(records: list[RequestRecord]) -> list[WorkloadRecap]:
-    """Per-workload medians over measured requests (warm-ups and errors left out)."""
+    """Per workload: the mean decode tok/s (the analysis' restart summary) and medians of
+    TTFT and tokens per chunk over measured requests (warm-ups and errors left out)."""
     records = latest_attempts(records)
     names = list(dict.fromkeys(r.workload for r in records))
     return [_summary(n, [r for r in records if r.workload == n and not r.warmup]) for n in names]
@@ -82,7 +93,7 @@ def _summary(name: str, measured: list[RequestRecord]) -> WorkloadRecap:
         workload=name,
         requests=len(measured),
         failures=len(measured) - len(ok),
-        decode_tps=_median(client),
+        decode_tps=_mean(client),
         ttft_s=_median([r.ttft_s for r in ok]),
         tokens_per_chunk=_median(list(per_chunk)),
         token_sources=sorted({r.token_source for r in ok}),
