@@ -345,3 +345,41 @@ def test_a_request_retried_by_resume_counts_by_its_last_attempt(tmp_path: Path) 
     assert a.exclusions.by_reason["retried: a later attempt counts"] == 1
     spec = next(w for w in _arm(a, "spec").workloads if w.workload == "code")
     assert spec.decode_tps.n_requests == 9  # 4 + 4 measured, and the retry once
+
+
+def _sweep_bundle(path: Path, alpha: float, noise: float = 0.01) -> Analysis:
+    a_true, b_true, tps0, ks = 1.1, 0.05, 600.0, [1, 2, 3]
+    wobble = (1.0, 1.0 + noise, 1.0 - noise)
+    arms = {"base": [[tps0 * f] * 5 for f in wobble]}
+    metrics = {}
+    for k in ks:
+        speed = tps0 * theory.predicted_speedup(alpha, k, a_true, b_true)
+        arms[f"k{k}"] = [[speed * f] * 5 for f in reversed(wobble)]
+        metrics[f"k{k}"] = vllm_metrics(1000, [1000 * alpha ** (i + 1) for i in range(k)])
+    specs = [ArmSpec(name="base", speculative=False)] + [
+        ArmSpec(name=f"k{k}", speculative=True, params={"k": k}) for k in ks
+    ]
+    return analyse(synthetic_bundle(path, arms, specs=specs, metrics=metrics))
+
+
+def test_theory_fit_has_bootstrap_intervals_and_marks_extrapolation(tmp_path: Path) -> None:
+    (sw,) = _sweep_bundle(tmp_path / "b", alpha=0.8).sweep.workloads  # type: ignore[union-attr]
+    fit = sw.theory
+    assert fit is not None and fit.a is not None and fit.b is not None
+    assert (
+        fit.a_ci is not None and fit.a_ci[0] <= fit.a <= fit.a_ci[1] and fit.a_ci[0] < fit.a_ci[1]
+    )
+    assert fit.b_ci is not None and fit.b_ci[0] <= fit.b <= fit.b_ci[1]
+    assert fit.alpha_ci is not None and fit.alpha_ci[0] <= fit.alpha_hat <= fit.alpha_ci[1]  # type: ignore[operator]
+    assert fit.best_k_range is not None and fit.best_k_range[0] <= fit.best_k_range[1]
+    # α = 0.8 with b = 0.05 predicts a best k beyond the measured 1..3: said, not hidden.
+    assert fit.predicted_best_k is not None and fit.predicted_best_k > 3 and fit.extrapolated
+    assert not fit.degenerate
+
+
+def test_degenerate_acceptance_predicts_no_best_k(tmp_path: Path) -> None:
+    (sw,) = _sweep_bundle(tmp_path / "b", alpha=0.99).sweep.workloads  # type: ignore[union-attr]
+    fit = sw.theory
+    assert fit is not None and fit.alpha_hat is not None and fit.alpha_hat > 0.95
+    assert fit.degenerate and fit.predicted_best_k is None and fit.predicted == []
+    assert "degenerate" in fit.explanation
