@@ -94,7 +94,7 @@ def sweep_best_k(a: Analysis, workload: str) -> int | None:
 def best_comparison(a: Analysis, workload: str) -> Comparison | None:
     """The configuration to recommend on a workload: the sweep's best k among WINs when the
     sweep names one, else the WIN with the highest lower bound; None without a WIN."""
-    wins = [c for c in spec_comparisons(a, workload) if c.verdict == "WIN"]
+    wins = _on_plan_baseline(a, [c for c in spec_comparisons(a, workload) if c.verdict == "WIN"])
     best_k = sweep_best_k(a, workload)
     at_k = [c for c in wins if best_k and c.k == best_k]
     if at_k:
@@ -105,7 +105,14 @@ def best_comparison(a: Analysis, workload: str) -> Comparison | None:
 def lead_comparison(a: Analysis, workload: str) -> Comparison | None:
     """The comparison page 1 speaks of on a workload: the recommended WIN, else the highest
     ratio among comparisons with a verdict, else any (withheld) one."""
-    comps = spec_comparisons(a, workload)
+    comps = _on_plan_baseline(a, spec_comparisons(a, workload))
     decided = [c for c in comps if not c.withheld] or comps
     best = best_comparison(a, workload)
     return best or max(decided, key=lambda c: c.ratio or 0.0, default=None)
+
+
+def _on_plan_baseline(a: Analysis, comps: list[Comparison]) -> list[Comparison]:
+    """Comparisons against the plan's baseline (the configuration the client runs) when there
+    are any: a speedup over another matched baseline (an eager one, say) can be large and still
+    slower in tokens/s than the plan's baseline."""
+    return [c for c in comps if c.baseline == a.baseline] or comps

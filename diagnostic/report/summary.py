@@ -169,11 +169,12 @@ def _verdict_line(a: Analysis, workload: str, describe: Describe) -> VerdictLine
         if several
         else f"On {workload}, {name}"
     )
+    off = "no speculation" if c.baseline == a.baseline else f"{c.baseline} (no speculation)"
     body = {
-        "WIN": f"is {f.ratio(c.ratio)} as fast as no speculation",
-        "LOSS": f"is slower than no speculation: {f.ratio(c.ratio)} its throughput",
-        "EQUIVALENT": f"is no faster than no speculation ({f.ratio(c.ratio)})",
-        "INCONCLUSIVE": f"is not yet decided against no speculation ({f.ratio(c.ratio)}, "
+        "WIN": f"is {f.ratio(c.ratio)} as fast as {off}",
+        "LOSS": f"is slower than {off}: {f.ratio(c.ratio)} its throughput",
+        "EQUIVALENT": f"is no faster than {off} ({f.ratio(c.ratio)})",
+        "INCONCLUSIVE": f"is not yet decided against {off} ({f.ratio(c.ratio)}, "
         f"leans {c.lean or 'neither way'})",
     }[c.verdict]
     interval = f.decided_ci(c)
