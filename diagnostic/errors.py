@@ -8,13 +8,15 @@ Hierarchy::
     ├── PlanError          a plan file that cannot be read, parsed or validated
     ├── LaunchError        a server that could not start, exited in start-up or never got healthy
     ├── RuleError          a log-check rule file that is missing, malformed or names no check
-    └── ChecklistError     a checklist file that is missing or malformed, or an unknown id
+    ├── ChecklistError     a checklist file that is missing or malformed, or an unknown id
+    └── ServerGone         the server stopped answering mid-run (collect stops the run there)
 
     ValueError
     ├── TemplateError      a plan template with an unknown placeholder or a lone brace
     │                      (the plan loader reports it as a PlanError naming the arm)
-    └── RefusedURL         the PDF renderer asked for a resource outside the templates folder
-                           (refused and logged; the report renders without it)
+    ├── RefusedURL         the PDF renderer asked for a resource outside the templates folder
+    │                      (refused and logged; the report renders without it)
+    └── NotFinite          NaN or Infinity in a bundle's JSON (the gate reports a BundleError)
 """
 
 
@@ -48,9 +50,17 @@ class ChecklistError(DiagnosticError):
     """A checklist file that is missing or malformed, or an unknown list or item id."""
 
 
+class ServerGone(DiagnosticError):
+    """A request found nothing listening: the server died or was stopped mid-run."""
+
+
 class TemplateError(ValueError):
     """A template with an unknown placeholder or a lone brace."""
 
 
 class RefusedURL(ValueError):
     """A resource outside the report's templates folder was requested and refused."""
+
+
+class NotFinite(ValueError):
+    """NaN or Infinity in JSON (not JSON, though Python writes and reads it)."""

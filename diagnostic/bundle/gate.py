@@ -14,7 +14,7 @@ from typing import Any
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from diagnostic.errors import BundleError
+from diagnostic.errors import BundleError, NotFinite
 
 __all__ = [
     "MAX_DEPTH",
@@ -31,12 +31,8 @@ MAX_INT = 2**53  # larger integers lose precision as floats (and JSON readers di
 _DAMAGED = "the bundle was edited or damaged"
 
 
-class _NotFinite(ValueError):
-    """NaN or Infinity in JSON (not JSON, though Python writes and reads it)."""
-
-
 def _refuse_constant(name: str) -> Any:
-    raise _NotFinite(name)
+    raise NotFinite(name)
 
 
 def parse_json(data: str | bytes, where: str) -> Any:
@@ -47,7 +43,7 @@ def parse_json(data: str | bytes, where: str) -> Any:
         value = json.loads(data, parse_constant=_refuse_constant)
     except RecursionError:
         raise BundleError(f"{where}: JSON nested too deeply; {_DAMAGED}") from None
-    except _NotFinite as exc:
+    except NotFinite as exc:
         raise BundleError(f"{where}: {exc} is not a number JSON allows; {_DAMAGED}") from None
     except json.JSONDecodeError:
         raise

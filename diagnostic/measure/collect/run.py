@@ -15,7 +15,7 @@ from diagnostic.bundle.store import METRICS_AFTER, METRICS_BEFORE, Bundle, run_i
 from diagnostic.common.progress import Reporter
 from diagnostic.engines.endpoints import Fingerprint, fingerprint
 from diagnostic.engines.metrics import fetch_metrics
-from diagnostic.errors import BundleError, DiagnosticError
+from diagnostic.errors import BundleError, ServerGone
 from diagnostic.measure.client import ClientOptions, Job, StreamClient, auth_headers, run_pool
 from diagnostic.measure.client.faults import refused
 from diagnostic.measure.collect.recap import latest_attempts
@@ -23,7 +23,7 @@ from diagnostic.measure.collect.settings import RunSettings, plan_jobs
 from diagnostic.measure.environment import capture_environment
 from diagnostic.schema.bundle import RequestRecord, RunInfo, decode_tps, utc_now
 
-__all__ = ["ServerGone", "collect_run"]
+__all__ = ["collect_run"]
 
 
 def collect_run(
@@ -154,7 +154,12 @@ def _measure(
             bundle.append_request(record)
             reporter.advance(label, 1, status=_status(record))
             if refused(record.error):
-                raise ServerGone(record, settings.base_url)
+                raise ServerGone(
+                    f"the server at {settings.base_url} stopped answering ({record.error}; "
+                    f"{record.workload} request {record.seq}): it died or was stopped, so the "
+                    "run was stopped; look at the server's log, start it again and continue "
+                    "with --resume, which retries the failed requests"
+                )
 
         _run_jobs(warm, options, levels[level], origin, store)
         tag = levels[level] if len(levels) > 1 else 0
@@ -167,18 +172,6 @@ def _measure(
             _snapshot(bundle, run, info, after, keep=False, reporter=reporter)
         made += len(warm) + len(todo)
     return made
-
-
-class ServerGone(DiagnosticError):
-    """A request found nothing listening: the server died or was stopped mid-run."""
-
-    def __init__(self, record: RequestRecord, url: str) -> None:
-        super().__init__(
-            f"the server at {url} stopped answering ({record.error}; {record.workload} request "
-            f"{record.seq}): it died or was stopped, so the run was stopped; look at the "
-            "server's log, start it again and continue with --resume, which retries the "
-            "failed requests"
-        )
 
 
 class _Past:
