@@ -351,3 +351,16 @@ def test_the_samples_pass_the_gate(tmp_path: Path) -> None:
     copy = tmp_path / "s"
     shutil.copytree(SAMPLE, copy)
     assert Bundle.open(copy).content_hash() == Bundle.open(SAMPLE).content_hash()
+
+
+def test_a_prompts_secret_echoed_without_its_name_is_masked(tmp_path: Path) -> None:
+    from diagnostic.bundle.redact import secret_values
+
+    bundle = _bundle(tmp_path)
+    out_of_context = {"password with @ in URL", "password with @ and : in URL"}  # p@ss alone
+    cases = [c for c in CORPUS if c["shape"] not in out_of_context]
+    for seq, case in enumerate(cases, start=1):
+        echo = f"Sure: {case['secret']} and more"
+        bundle.append_request(_record(seq=seq, text=echo), secret_values(case["text"]))
+    raw = bundle.run_file("a", 0, "requests.jsonl").read_text()
+    assert [c["shape"] for c in cases if c["secret"] in raw] == []

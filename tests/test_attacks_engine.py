@@ -9,7 +9,6 @@ import re
 import signal
 import subprocess
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -110,9 +109,8 @@ def test_a_server_killed_mid_run_stops_collect_and_resume_retries_the_failures(
         config = CollectConfig(
             base_url=url, out=tmp_path / "b", workloads=["code"], requests=10, max_tokens=96
         )
-        t0 = time.monotonic()
         first = collect(config, reporter=_KillAfter(pid, 2))
-        assert first.status == "failed" and time.monotonic() - t0 < 120
+        assert first.status == "failed"
         why = first.failure or ""
         assert "stopped answering" in why and "--resume" in why
         stored = Bundle.open(tmp_path / "b").read_requests("baseline", 0).records

@@ -10,10 +10,12 @@ __all__ = [
     "MASK",
     "LineRedactor",
     "is_secret_name",
+    "redact_echoes",
     "redact_file_text",
     "redact_json",
     "redact_mapping",
     "redact_text",
+    "secret_values",
 ]
 
 MASK = "<redacted>"
@@ -181,6 +183,29 @@ def redact_file_text(text: str) -> str:
     """A whole file's text redacted line by line, as LineRedactor redacts a log being written."""
     redactor = LineRedactor()
     return "".join(redactor.line(line) for line in text.splitlines(keepends=True))
+
+
+_SHORTEST_ECHO = 4
+_PIECES = re.compile(r"[\s'\"=:@/,;()\[\]{}<>?&.-]+")
+
+
+def secret_values(text: str) -> list[str]:
+    """The secrets redact_text masks in `text`, as literal strings, longest first: a model
+    asked to repeat a prompt echoes `s3cr3t` without the `--api-key` that made it one. They
+    are the words, and the pieces of words between `=:@/` and the like, that redaction
+    removed (of 4 characters or more: shorter ones are too common to mask everywhere)."""
+    masked = redact_text(text)
+    words = set(re.findall(r"[^\s'\"]+", text)) | set(_PIECES.split(text))
+    found = (w for w in words if len(w) >= _SHORTEST_ECHO and w not in masked)
+    return sorted(found, key=lambda w: (-len(w), w))
+
+
+def redact_echoes(text: str, secrets: list[str]) -> str:
+    """`text` redacted, and every literal secret of `secrets` in it masked too."""
+    text = redact_text(text)
+    for value in secrets:
+        text = text.replace(value, MASK)
+    return text
 
 
 def redact_mapping(mapping: Mapping[str, str]) -> dict[str, str]:

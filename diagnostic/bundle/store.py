@@ -22,7 +22,13 @@ from diagnostic.bundle.gate import (
     parse_json,
     plain_json,
 )
-from diagnostic.bundle.redact import LineRedactor, redact_file_text, redact_json, redact_text
+from diagnostic.bundle.redact import (
+    LineRedactor,
+    redact_echoes,
+    redact_file_text,
+    redact_json,
+    redact_text,
+)
 from diagnostic.errors import BundleError
 from diagnostic.schema.bundle import (
     SCHEMA_VERSION,
@@ -117,13 +123,14 @@ def _redacted_bytes(data: bytes, redact: Callable[[str], str]) -> bytes:
     return redact(data.decode("utf-8", "surrogateescape")).encode("utf-8", "surrogateescape")
 
 
-def _redacted_record(record: RequestRecord) -> RequestRecord:
+def _redacted_record(record: RequestRecord, known: list[str] | None = None) -> RequestRecord:
     """A record with its texts redacted: a prompt's secret echoed by the model, a prompt id, an
-    error quoting a request. The same text always redacts the same way, so two arms' identical
-    outputs stay identical (greedy equivalence). Numbers are left alone, by shape or by name."""
+    error quoting a request; `known` are literal secrets (of the prompt) masked wherever they
+    appear. The same text always redacts the same way, so two arms' identical outputs stay
+    identical (greedy equivalence). Numbers are left alone, by shape or by name."""
     texts = ("workload", "prompt_id", "text", "error", "finish_reason")
     update: dict[str, Any] = {
-        name: redact_text(value)
+        name: redact_echoes(value, known or [])
         for name in texts
         if isinstance(value := getattr(record, name), str)
     }
@@ -313,11 +320,12 @@ class Bundle:
         return RedactingLog(path)
 
     # -- requests ----------------------------------------------------------------------
-    def append_request(self, record: RequestRecord) -> None:
-        """Append one record as one JSON line, flushed and fsynced before returning."""
+    def append_request(self, record: RequestRecord, known: list[str] | None = None) -> None:
+        """Append one record as one JSON line, flushed and fsynced before returning; secrets
+        redacted, `known` ones (literal strings: the prompt's) wherever they appear."""
         path = self.run_file(record.arm, record.restart, REQUESTS)
         path.parent.mkdir(parents=True, exist_ok=True)
-        line = _redacted_record(record).model_dump_json() + "\n"
+        line = _redacted_record(record, known).model_dump_json() + "\n"
         with open(path, "a+b") as fh:
             if fh.tell() > 0:
                 fh.seek(-1, os.SEEK_END)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
@@ -11,6 +12,7 @@ from typing import Any, Literal
 
 import httpx
 
+from diagnostic.bundle.redact import secret_values
 from diagnostic.bundle.store import METRICS_AFTER, METRICS_BEFORE, Bundle, run_id, workload_metrics
 from diagnostic.common.progress import Reporter
 from diagnostic.engines.endpoints import Fingerprint, fingerprint
@@ -21,6 +23,7 @@ from diagnostic.measure.client.faults import refused
 from diagnostic.measure.collect.recap import latest_attempts
 from diagnostic.measure.collect.settings import RunSettings, plan_jobs
 from diagnostic.measure.environment import capture_environment
+from diagnostic.measure.workloads import Workload
 from diagnostic.schema.bundle import RequestRecord, RunInfo, decode_tps, utc_now
 
 __all__ = ["collect_run"]
@@ -150,8 +153,12 @@ def _measure(
         if skipped:
             reporter.advance(label, skipped, status=f"{skipped} already recorded")
 
-        def store(record: RequestRecord, label: str = label) -> None:
-            bundle.append_request(record)
+        secrets = _prompt_secrets(workload)
+
+        def store(
+            record: RequestRecord, label: str = label, secrets: dict[str, list[str]] = secrets
+        ) -> None:
+            bundle.append_request(record, secrets.get(record.prompt_id))
             reporter.advance(label, 1, status=_status(record))
             if refused(record.error):
                 raise ServerGone(
@@ -172,6 +179,16 @@ def _measure(
             _snapshot(bundle, run, info, after, keep=False, reporter=reporter)
         made += len(warm) + len(todo)
     return made
+
+
+def _prompt_secrets(workload: Workload) -> dict[str, list[str]]:
+    """Secrets in each prompt, by prompt id: a model that repeats its prompt echoes them out
+    of the context (`--api-key`, `PASSWORD=`) that shows them to be secrets."""
+    found = {
+        p.id: secret_values(p.prompt if p.prompt is not None else json.dumps(p.messages))
+        for p in workload.prompts
+    }
+    return {k: v for k, v in found.items() if v}
 
 
 class _Past:
