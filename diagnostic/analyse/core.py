@@ -200,7 +200,7 @@ def _arm_result(ctx: Context, name: str, target_width: float) -> ArmResult:
         is_baseline=name == ctx.baseline,
         decode_tps=headline[0].decode_tps if headline else Estimate(estimate=None),
         workloads=workloads,
-        runs=[_run_summary(ctx.bundle, r) for r in runs],
+        runs=[_run_summary(ctx, r) for r in runs],
     )
     result.acceptance_length = _acceptance_ci(result.runs)
     result.alpha_hat = pooled_alpha([result])[0]
@@ -237,9 +237,10 @@ def _read(bundle: Bundle, run: RunInfo, name: str) -> str | None:
     return path.read_text(encoding="utf-8", errors="replace") if path.is_file() else None
 
 
-def _run_summary(bundle: Bundle, run: RunInfo) -> RunSummary:
+def _run_summary(ctx: Context, run: RunInfo) -> RunSummary:
+    bundle = ctx.bundle
     after, before = _read(bundle, run, METRICS_AFTER), _read(bundle, run, METRICS_BEFORE)
-    records = bundle.read_requests(run.arm, run.restart).records
+    records = ctx.loaded.records[(run.arm, run.restart)]  # read once, by load_samples
     return RunSummary(
         restart=run.restart,
         block=run.block,

@@ -75,6 +75,7 @@ class Loaded:
     texts: list[RequestRecord] = field(default_factory=list)
     first_chunk_assumed: int = 0
     left_out: list[tuple[str, str]] = field(default_factory=list)  # (run id, reason)
+    records: dict[tuple[str, int], list[RequestRecord]] = field(default_factory=dict)
     failed_requests: int = 0
     frame: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=REQUEST_COLUMNS))
 
@@ -137,6 +138,7 @@ def load_samples(bundle: Bundle) -> Loaded:
         log = bundle.read_requests(run.arm, run.restart)
         if log.torn_line is not None:
             loaded.exclusions.torn_lines += 1
+        loaded.records[(run.arm, run.restart)] = log.records
         latest = _latest_attempts(log.records)
         left_out = _left_out(run, [r for r in log.records if id(r) in latest])
         loaded.failed_requests += sum(r.error is not None and not r.warmup for r in log.records)
