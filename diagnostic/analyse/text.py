@@ -62,12 +62,15 @@ def methods(first_chunk_assumed: bool) -> Methods:
             "means no speculation (or more restarts when some k leans faster)."
         ),
         acceptance=(
-            "Mean acceptance length = 1 + Δaccepted/Δdrafts from /metrics counters before and "
-            "after each run (bonus token counted); per-position rates from the cumulative "
-            "per-position counters; α̂ = A / (A + drafts stopped early). Counters cover every "
-            "workload of a run. The client's clock is checked against the engine's own decode "
-            "timing over the same requests (vLLM's request decode-time histogram, llama.cpp's "
-            "answer timings)."
+            "Acceptance is taken per workload without warm-ups: from the engine's per-request "
+            "draft counts where it returns them (llama.cpp: tokens per target step = Σ tokens "
+            "/ (Σ tokens − Σ accepted), steps without a draft included — the τ the step-cost "
+            "fit needs), else from /metrics read after each workload's warm-up and after its "
+            "measured requests (1 + Δaccepted/Δdrafts, bonus token counted); α̂ per workload by "
+            "inverting τ(α, k). Run-level figures (whole-run /metrics: per-position rates, "
+            "α̂ = A / (A + drafts stopped early)) cover every workload and the warm-ups. The "
+            "client's clock is checked against the engine's own decode timing over the same "
+            "requests (vLLM's request decode-time histogram, llama.cpp's answer timings)."
         ),
     )
 

@@ -52,8 +52,10 @@ def _tokens_per_chunk(aw: ArmWorkload) -> str:
     return f.num(statistics.fmean(values), 2) if values else f.MISSING
 
 
-def _acceptance(arm: ArmResult) -> str:
-    acc = arm.acceptance_length
+def _acceptance(arm: ArmResult, aw: ArmWorkload) -> str:
+    """This workload's acceptance length when measured per workload (the sweep table's
+    figure), else the run-level one."""
+    acc = aw.acceptance_length or arm.acceptance_length
     if acc is None or acc.estimate is None:
         return f.MISSING if arm.speculative else "—"
     return f.num(acc.estimate, 2)
@@ -86,7 +88,7 @@ def _arm_row(a: Analysis, arm: ArmResult, aw: ArmWorkload, level: int, setting: 
         n=_n(aw),
         ttft=f.seconds(aw.ttft_median_s),
         tokens_per_chunk=_tokens_per_chunk(aw),
-        acceptance=_acceptance(arm),
+        acceptance=_acceptance(arm, aw),
         note=note,
     )
 
