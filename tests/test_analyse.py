@@ -347,8 +347,8 @@ def test_a_request_retried_by_resume_counts_by_its_last_attempt(tmp_path: Path) 
     assert spec.decode_tps.n_requests == 9  # 4 + 4 measured, and the retry once
 
 
-def _sweep_bundle(path: Path, alpha: float, noise: float = 0.01) -> Analysis:
-    a_true, b_true, tps0, ks = 1.1, 0.05, 600.0, [1, 2, 3]
+def _sweep_bundle(path: Path, alpha: float, noise: float = 0.01, a_true: float = 1.1) -> Analysis:
+    b_true, tps0, ks = 0.05, 600.0, [1, 2, 3]
     wobble = (1.0, 1.0 + noise, 1.0 - noise)
     arms = {"base": [[tps0 * f] * 5 for f in wobble]}
     metrics = {}
@@ -383,3 +383,21 @@ def test_degenerate_acceptance_predicts_no_best_k(tmp_path: Path) -> None:
     assert fit is not None and fit.alpha_hat is not None and fit.alpha_hat > 0.95
     assert fit.degenerate and fit.predicted_best_k is None and fit.predicted == []
     assert "degenerate" in fit.explanation
+
+
+def test_cpu_runs_get_no_cuda_graph_advice_from_the_theory(tmp_path: Path) -> None:
+    """A large fixed cost on a CPU run is not a missing CUDA graph (issue 23, item 4)."""
+
+    def explanation(environment: dict[str, object] | None) -> str:
+        a = _sweep_bundle(tmp_path / str(bool(environment)), alpha=0.7, a_true=1.6)
+        bundle = Bundle.open(Path(a.bundle))
+        if environment is not None:
+            for run in bundle.runs():
+                bundle.write_run(run.model_copy(update={"environment": environment}))
+        sweep = analyse(Bundle.open(Path(a.bundle))).sweep
+        assert sweep is not None and sweep.workloads[0].theory is not None
+        return sweep.workloads[0].theory.explanation
+
+    assert "without CUDA graphs" in explanation(None)  # hardware unknown: the GPU trap
+    cpu = explanation({"gpus": [], "cpu": "AMD EPYC"})
+    assert "CUDA" not in cpu and "On a CPU" in cpu

@@ -387,7 +387,12 @@ def _sweep(ctx: Context, arms: list[ArmResult], spec: list[Comparison]) -> Sweep
     k_arms = _sweep_arms([a for a in arms if a.id in on_base])
     if base is None or not k_arms:
         return None
-    per = [sweep_workload(base, k_arms, spec, w, c) for c in ctx.levels for w in ctx.keys]
+    # CPU only when every run recorded its environment and none saw a GPU (unknown: assume one)
+    cpu_only = bool(ctx.loaded.runs) and all(
+        "gpus" in r.environment and not r.environment["gpus"] for r in ctx.loaded.runs
+    )
+    gpu = not cpu_only
+    per = [sweep_workload(base, k_arms, spec, w, c, gpu) for c in ctx.levels for w in ctx.keys]
     head = next((s for s in per if s.workload == ctx.headline), None)
     return Sweep(
         ks=[0, *sorted({a.k for a in k_arms if a.k is not None})],

@@ -109,15 +109,20 @@ def _workload(arm: ArmResult, workload: str, conc: int) -> ArmWorkload | None:
     )
 
 
-def _explain(a: float, b: float) -> str:
+def _explain(a: float, b: float, gpu: bool) -> str:
     text = (
         f"Turning speculation on costs a = {a:.2f}× a plain decode step before any draft token, "
         f"and each draft token adds b = {b:.3f} of a step (the draft/target cost ratio)."
     )
-    if a > LARGE_FIXED_COST:
+    if a > LARGE_FIXED_COST and gpu:
         text += (
             " A fixed cost this large usually means the speculative path runs without CUDA "
             "graphs (check the capture mode the engine resolved)."
+        )
+    elif a > LARGE_FIXED_COST:
+        text += (
+            " On a CPU a fixed cost this large is the verify pass's own price: checking the "
+            "drafts costs more than the plain step it replaces."
         )
     return text
 
@@ -215,6 +220,7 @@ def theory_fit(
     alpha: float | None,
     source: str,
     data: tuple[np.ndarray, list[_ArmData]] | None = None,
+    gpu: bool = True,
 ) -> TheoryFit:
     """Fit ρ_k = a + b·k to the measured points, predict the speedup curve and best k, with
     bootstrap intervals when `data` (per-restart values) is given."""
@@ -225,7 +231,7 @@ def theory_fit(
         out.explanation = "The step-cost line needs acceptance and speed at two or more k."
         return out
     out.a, out.b = fit.a, fit.b
-    out.explanation = _explain(fit.a, fit.b)
+    out.explanation = _explain(fit.a, fit.b, gpu)
     if alpha is None:
         return out
     ks = [k for k, _ in measured]
@@ -287,6 +293,7 @@ def sweep_workload(
     comparisons: Sequence[Comparison],
     workload: str,
     concurrency: int,
+    gpu: bool = True,
 ) -> SweepWorkload:
     """Sweep points (k = 0 baseline first), best k among WINs and the theory on one workload."""
     by_arm = {
@@ -300,7 +307,7 @@ def sweep_workload(
     base_data = _arm_data(baseline.model_copy(update={"k": 0}), workload, concurrency)
     arm_data = [d for a in k_arms if (d := _arm_data(a, workload, concurrency)) is not None]
     data = (base_data.logs, arm_data) if base_data is not None else None
-    fit = theory_fit(points, alpha, source, data)
+    fit = theory_fit(points, alpha, source, data, gpu)
     for p in points:
         if fit.a is not None and fit.b is not None and alpha is not None and p.k >= 1:
             p.predicted_speedup = theory.predicted_speedup(alpha, p.k, fit.a, fit.b)
