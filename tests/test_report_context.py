@@ -216,3 +216,18 @@ def test_ratio_intervals_beyond_100_print_as_100_plus() -> None:
     assert fmt.span(0.0012, 2.7e30, "ratio") == "0.00–100+"
     assert fmt.ci(1.5, 2.5, fmt="ratio") == "[95% CI 1.50–2.50]"
     assert fmt.span(600.0, 1234.0) == "600.0–1,234"
+
+
+def test_a_restart_measured_afresh_is_said_in_failures(tmp_path: Path) -> None:
+    """A sweep restart that did not end ok is re-measured on a new process (issue 24 item 12);
+    the report says which."""
+    from diagnostic.report.quality import failures
+
+    src = Path(__file__).parents[1] / "samples" / "vllm-h200-mla"
+    bundle = Bundle.open(src)
+    runs = [r.model_copy(update={"attempts": 2}) if r.arm == "fa-base" and r.restart == 1 else r
+            for r in bundle.runs()]  # fmt: skip
+    view = failures(bundle, runs)
+    row = next(r for r in view.rows if r.where == "fa-base / restart 1")
+    assert row.count == "2 starts" and "re-measured on a new server process" in row.reason
+    assert view.summary.startswith("All 12 server runs completed")

@@ -255,10 +255,20 @@ def failures(bundle: Bundle, runs: list[RunInfo]) -> FailuresView:
         for r in runs
         if r.status != "ok"
     ]
+    bad_runs = len(rows)
+    rows += [
+        FailureRow(
+            where=f"{r.arm} / restart {r.restart}",
+            count=f"{r.attempts} starts",
+            reason=f"re-measured on a new server process: the earlier {r.attempts - 1} did not "
+            "end ok; their records are kept apart (requests.attempt<N>.jsonl), not analysed",
+        )
+        for r in runs
+        if r.attempts > 1
+    ]
     requests = _request_failures(bundle, runs)
     failed_requests = sum(int(r.count) for r in requests)
     rows.extend(requests)
-    bad_runs = len(rows) - len(requests)
     runs_text = (
         f"All {len(runs)} server runs completed"
         if not bad_runs
