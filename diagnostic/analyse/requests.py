@@ -9,7 +9,7 @@ import pandas as pd
 
 from diagnostic.bundle.store import Bundle, run_id
 from diagnostic.schema.analysis import Exclusion, Exclusions
-from diagnostic.schema.bundle import RequestRecord, RunInfo, decode_tps
+from diagnostic.schema.bundle import RequestRecord, RunInfo, decode_tps, latest_attempts
 
 __all__ = ["REQUEST_COLUMNS", "Loaded", "Sample", "exclusion_reason", "load_samples"]
 
@@ -139,7 +139,7 @@ def load_samples(bundle: Bundle) -> Loaded:
         if log.torn_line is not None:
             loaded.exclusions.torn_lines += 1
         loaded.records[(run.arm, run.restart)] = log.records
-        latest = _latest_attempts(log.records)
+        latest = {id(r) for r in latest_attempts(log.records)}
         left_out = _left_out(run, [r for r in log.records if id(r) in latest])
         loaded.failed_requests += sum(r.error is not None and not r.warmup for r in log.records)
         if left_out:
@@ -164,16 +164,6 @@ def _row(record: RequestRecord, run: RunInfo, reason: str | None) -> dict[str, o
     row = record.model_dump(include=set(REQUEST_COLUMNS))
     row.update(block=run.block, excluded=reason or "", decode_tps=decode_tps(record))
     return row
-
-
-def _latest_attempts(records: list[RequestRecord]) -> set[int]:
-    """ids of the records that count: the last attempt of each (workload, seq, warm-up)."""
-    last: dict[tuple[str, int, bool], RequestRecord] = {}
-    for r in records:
-        key = (r.workload, r.seq, r.warmup)
-        if key not in last or r.attempt > last[key].attempt:
-            last[key] = r
-    return {id(r) for r in last.values()}
 
 
 def _left_out(run: RunInfo, records: list[RequestRecord]) -> str | None:

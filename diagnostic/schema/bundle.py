@@ -261,6 +261,17 @@ def decode_tps(record: RequestRecord) -> float | None:
     return (record.completion_tokens - first) / (times[-1] - times[0])
 
 
+def latest_attempts(records: list[RequestRecord]) -> list[RequestRecord]:
+    """The last attempt of each request (workload, seq): a failure retried by --resume counts
+    once, by how its retry went."""
+    last: dict[tuple[str, int], RequestRecord] = {}
+    for r in records:
+        key = (r.workload, r.seq)
+        if key not in last or r.attempt > last[key].attempt:
+            last[key] = r
+    return list(last.values())
+
+
 class LenientRequestRecord(RequestRecord):
     """A RequestRecord that keeps unknown fields (written by a newer minor version)."""
 

@@ -9,9 +9,9 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from diagnostic.schema.analysis import EngineTiming
-from diagnostic.schema.bundle import RequestRecord, decode_tps
+from diagnostic.schema.bundle import RequestRecord, decode_tps, latest_attempts
 
-__all__ = ["CollectRecap", "WorkloadRecap", "latest_attempts", "recap"]
+__all__ = ["CollectRecap", "WorkloadRecap", "recap"]
 
 
 class WorkloadRecap(BaseModel):
@@ -60,17 +60,6 @@ def _median(values: list[float | None]) -> float | None:
 def _mean(values: list[float | None]) -> float | None:
     kept = [v for v in values if v is not None and math.isfinite(v)]
     return statistics.fmean(kept) if kept else None
-
-
-def latest_attempts(records: list[RequestRecord]) -> list[RequestRecord]:
-    """The last attempt of each request (workload, seq): a failure retried by --resume counts
-    once, by how its retry went."""
-    last: dict[tuple[str, int], RequestRecord] = {}
-    for r in records:
-        key = (r.workload, r.seq)
-        if key not in last or r.attempt > last[key].attempt:
-            last[key] = r
-    return list(last.values())
 
 
 def recap(records: list[RequestRecord]) -> list[WorkloadRecap]:

@@ -20,11 +20,10 @@ from diagnostic.engines.metrics import fetch_metrics
 from diagnostic.errors import BundleError, ServerGone
 from diagnostic.measure.client import ClientOptions, Job, StreamClient, auth_headers, run_pool
 from diagnostic.measure.client.faults import refused
-from diagnostic.measure.collect.recap import latest_attempts
 from diagnostic.measure.collect.settings import RunSettings, plan_jobs
 from diagnostic.measure.environment import capture_environment
 from diagnostic.measure.workloads import Workload
-from diagnostic.schema.bundle import RequestRecord, RunInfo, decode_tps, utc_now
+from diagnostic.schema.bundle import RequestRecord, RunInfo, decode_tps, latest_attempts, utc_now
 
 __all__ = ["collect_run"]
 
