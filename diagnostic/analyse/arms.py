@@ -73,6 +73,7 @@ def restart_summary(group: list[Sample], workload: str, concurrency: int) -> Res
     med = stats.median_ci(values)
     mean = statistics.fmean(values)
     sd = statistics.stdev(values) if len(values) > 1 else None
+    tau = acceptance_length(group)
     return RestartSummary(
         arm=group[0].arm,
         restart=group[0].restart,
@@ -95,8 +96,8 @@ def restart_summary(group: list[Sample], workload: str, concurrency: int) -> Res
             Outlier(seq=group[i].seq, prompt_id=group[i].prompt_id, decode_tps=values[i], side=side)
             for i, side in stats.tukey_outliers(values)
         ],
-        acceptance_length=acceptance_length(group),
-        acceptance_source="per-request draft counts" if acceptance_length(group) else None,
+        acceptance_length=tau,
+        acceptance_source="per-request draft counts" if tau else None,
     )
 
 

@@ -17,7 +17,13 @@ from diagnostic.analyse.equivalence import arm_equivalence
 from diagnostic.analyse.ksweep import pooled_alpha, sweep_workload
 from diagnostic.analyse.requests import Loaded, Sample, load_samples
 from diagnostic.analyse.text import methods, notes
-from diagnostic.bundle.store import METRICS_AFTER, METRICS_BEFORE, Bundle, workload_metrics
+from diagnostic.bundle.store import (
+    METRICS_AFTER,
+    METRICS_BEFORE,
+    SERVER_LOG,
+    Bundle,
+    workload_metrics,
+)
 from diagnostic.engines.flags import infer_speculative, without_speculation
 from diagnostic.schema.analysis import (
     ALL_WORKLOADS,
@@ -38,7 +44,6 @@ from diagnostic.schema.bundle import ArmSpec, RunInfo, utc_now
 
 __all__ = ["analyse"]
 
-SERVER_LOG = "server.log"
 Key = tuple[str, str, int]  # (arm, workload, concurrency)
 
 

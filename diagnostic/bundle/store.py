@@ -41,6 +41,7 @@ from diagnostic.schema.bundle import (
 __all__ = [
     "METRICS_AFTER",
     "METRICS_BEFORE",
+    "SERVER_LOG",
     "Bundle",
     "RedactingLog",
     "RequestLog",
@@ -54,6 +55,7 @@ __all__ = [
 MANIFEST = "manifest.json"
 RUN_JSON = "run.json"
 REQUESTS = "requests.jsonl"
+SERVER_LOG = "server.log"  # the server's log of a run (others: collect --log, attempts)
 METRICS_BEFORE = "metrics_before.prom"  # /metrics before a run's first request
 METRICS_AFTER = "metrics_after.prom"  # … and after its last
 
@@ -313,7 +315,7 @@ class Bundle:
         atomic_write_bytes(path, _redacted_bytes(raw, redact_file_text))
         return path
 
-    def open_log(self, arm: str, restart: int, name: str = "server.log") -> RedactingLog:
+    def open_log(self, arm: str, restart: int, name: str = SERVER_LOG) -> RedactingLog:
         """An appending log in a run folder that redacts each line before it is written."""
         path = self.run_file(arm, restart, name)
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from functools import cached_property
 from pathlib import Path
 
-from diagnostic.bundle.store import Bundle, run_id
+from diagnostic.bundle.store import SERVER_LOG, Bundle, run_id
 from diagnostic.schema.bundle import ArmSpec, RequestRecord, RunInfo
 
 __all__ = ["BundleFacts"]
@@ -50,7 +50,7 @@ class BundleFacts:
     def log_names(self, run: RunInfo) -> list[str]:
         """Log files the run lists (plain names inside the run folder), or server.log."""
         names = [n for n in run.logs if n and Path(n).name == n and n not in {".", ".."}]
-        return names or ["server.log"]
+        return names or [SERVER_LOG]
 
     def log_text(self, run: RunInfo) -> str:
         """Every log of a run, concatenated (undecodable bytes replaced)."""

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from diagnostic.bundle.store import Bundle, run_id
+from diagnostic.bundle.store import SERVER_LOG, Bundle, run_id
 from diagnostic.common.files import readable_path
 from diagnostic.common.progress import NullReporter, Reporter
 from diagnostic.engines import parse_log
@@ -18,7 +18,6 @@ from diagnostic.schema.logfacts import CheckReport, Evidence, Finding, LogFacts
 __all__ = ["FINDINGS_FILE", "STDIN", "check_paths"]
 
 FINDINGS_FILE = "findings.json"
-SERVER_LOG = "server.log"
 STDIN = Path("-")  # the paste is read from standard input
 
 

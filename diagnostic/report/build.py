@@ -7,10 +7,10 @@ from typing import Literal
 
 from diagnostic.analyse.core import analyse
 from diagnostic.analyse.verify import ANALYSIS_FILE
-from diagnostic.bundle.store import Bundle, atomic_write_text
+from diagnostic.bundle.store import SERVER_LOG, Bundle, atomic_write_text
 from diagnostic.common.progress import NullReporter, Reporter
 from diagnostic.errors import DiagnosticError
-from diagnostic.logcheck.stage import FINDINGS_FILE, SERVER_LOG, check_paths
+from diagnostic.logcheck.stage import FINDINGS_FILE, check_paths
 from diagnostic.report.context import build_context
 from diagnostic.report.inputs import Inputs
 from diagnostic.report.render import render_html, render_pdf

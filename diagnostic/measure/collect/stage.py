@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from diagnostic import __version__, defaults
 from diagnostic.analyse.engine_timing import engine_timing
-from diagnostic.bundle.store import METRICS_AFTER, METRICS_BEFORE, Bundle, run_id
+from diagnostic.bundle.store import METRICS_AFTER, METRICS_BEFORE, SERVER_LOG, Bundle, run_id
 from diagnostic.common.files import readable_path
 from diagnostic.common.progress import Reporter
 from diagnostic.errors import BundleError, DiagnosticError
@@ -207,7 +207,7 @@ def _copy_logs(bundle: Bundle, config: CollectConfig) -> None:
         return
     names = []
     for i, path in enumerate(config.logs, start=1):
-        name = "server.log" if i == 1 else f"server-{i}.log"
+        name = SERVER_LOG if i == 1 else f"server-{i}.log"
         bundle.write_run_file(config.arm, config.restart, name, path.read_bytes())
         names.append(name)
     run = bundle.find_run(config.arm, config.restart)

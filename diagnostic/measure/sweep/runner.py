@@ -12,7 +12,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from diagnostic.bundle.redact import redact_mapping, redact_text
-from diagnostic.bundle.store import Bundle, metrics_files
+from diagnostic.bundle.store import SERVER_LOG, Bundle, metrics_files
 from diagnostic.common.progress import Reporter
 from diagnostic.engines import parse_log
 from diagnostic.errors import DiagnosticError
@@ -34,7 +34,6 @@ from diagnostic.schema.bundle import LaunchInfo, RunInfo, utc_now
 __all__ = ["OVERALL", "OutcomeStatus", "RunOutcome", "StartRunner", "capture_facts"]
 
 OVERALL = "sweep"  # the reporter label of the overall bar (steps = requests)
-SERVER_LOG = "server.log"
 REQUESTS = "requests.jsonl"
 OutcomeStatus = Literal["ok", "failed", "interrupted", "skipped", "planned"]
 
