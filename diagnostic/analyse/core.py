@@ -40,7 +40,7 @@ from diagnostic.schema.analysis import (
     Sweep,
     ValueCI,
 )
-from diagnostic.schema.bundle import ArmSpec, RunInfo, utc_now
+from diagnostic.schema.bundle import ArmSpec, PlanSpec, RunInfo, utc_now
 
 __all__ = ["analyse"]
 
@@ -87,7 +87,7 @@ def analyse(
     ctx = _context(bundle)
     arms = [_arm_result(ctx, name, target_width) for name in ctx.arms]
     comparisons = decide(_all_pending(ctx), delta=plan.margin, design=plan.design)
-    band = _noise_band(plan.margin, bundle.manifest.plan, comparisons)
+    band = _noise_band(plan, comparisons)
     spec = [c for c in comparisons if c.kind == "spec"]
     analysis = Analysis(
         tool_version=__version__,
@@ -360,12 +360,12 @@ def _all_pending(ctx: Context) -> list[Pending]:
     return out
 
 
-def _noise_band(margin: float, plan: object, comparisons: Sequence[Comparison]) -> NoiseBand:
+def _noise_band(plan: PlanSpec, comparisons: Sequence[Comparison]) -> NoiseBand:
     """δ is the plan's margin; the A/A comparisons with restarts on both sides check the
     design: each 95% interval must contain 1, and the widest one is the measured noise."""
     source = (
         "the plan's margin"
-        if "margin" in getattr(plan, "model_fields_set", set())
+        if "margin" in plan.model_fields_set
         else f"the default margin ({defaults.MARGIN:.0%}); set [plan] margin to change it"
     )
     aa = [
@@ -373,7 +373,7 @@ def _noise_band(margin: float, plan: object, comparisons: Sequence[Comparison]) 
         for c in comparisons
         if c.kind == "aa" and not c.withheld and c.ci_low is not None and c.ci_high is not None
     ]
-    band = NoiseBand(delta=margin, source=source)
+    band = NoiseBand(delta=plan.margin, source=source)
     if not aa:
         return band
     widest = max(aa, key=lambda c: (c.ci_high or 1.0) / (c.ci_low or 1.0))
