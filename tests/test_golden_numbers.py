@@ -37,6 +37,7 @@ def expected(sample: Path) -> dict[str, Any]:
 def test_every_sample_has_an_expected_file() -> None:
     assert {p.name for p in SAMPLES} == {
         "llamacpp-cpu-gemma3",
+        "vllm-h200-gemma3",
         "vllm-h200-mla",
         "vllm-h200-validation",
     }

@@ -89,3 +89,31 @@ def test_validation_run_cut_by_the_budget_is_a_failure_that_says_so(validation: 
     (row,) = view.rows
     assert row.where == "ngram-k7 / restart 1" and row.reason.startswith("never finished")
     assert view.summary.startswith("1 of 16 server runs did not finish cleanly")
+
+
+def test_gemma3_real_weights_show_what_random_weights_cannot(tmp_path: Path) -> None:
+    # samples/vllm-h200-gemma3/README.md: acceptance is real (not ~k+1), differs by workload,
+    # the theory fit is not degenerate, and speculation changes some greedy texts.
+    bundle = tmp_path / "gemma3"
+    shutil.copytree(SAMPLES / "vllm-h200-gemma3", bundle)  # check writes findings.json
+    a = analyse(Bundle.open(bundle))
+    assert all(c.n_restarts_arm == c.n_restarts_baseline == 3 for c in a.comparisons)
+    fits = {w.workload: w for w in a.sweep.workloads}
+    code, prose = fits["code"], fits["prose"]
+    for w in (code, prose):
+        fit = w.theory
+        assert fit is not None and not fit.degenerate and not fit.extrapolated
+        assert 0.5 < fit.alpha_hat < 0.95
+        assert fit.alpha_ci[0] < fit.alpha_hat < fit.alpha_ci[1]
+        for point in w.points[1:]:
+            assert point.acceptance_length is not None
+            assert 1.0 < point.acceptance_length < point.k + 0.9  # drafts are rejected too
+    assert code.theory.alpha_ci[1] < prose.theory.alpha_ci[0]  # prose accepts more
+    rates = {e.arm: e.n_identical for e in a.equivalence}
+    assert rates == {"ngram-k1": 17, "ngram-k3": 12, "ngram-k5": 17}
+    assert all(p.baseline_consistent for e in a.equivalence for p in e.prompts)
+    report = check_paths([bundle])
+    fallback = {
+        Path(f.run or "").parent.name for f in report.findings if f.rule == "model-runner-fallback"
+    }
+    assert fallback == {f"ngram-k{k}-r{r}" for k in (1, 3, 5) for r in range(3)}

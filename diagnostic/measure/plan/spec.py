@@ -434,7 +434,7 @@ def _warnings(plan: Plan) -> list[str]:
             )
     if not any(arm.aa_of for arm in plan.arms):
         notes.append(
-            f'{plan.source}: no A/A arm (aa_of = "{plan.baseline}"); the noise band will come '
-            "from restart variance alone"
+            f'{plan.source}: no A/A arm (aa_of = "{plan.baseline}"): the report cannot check '
+            "that the baseline agrees with itself across restarts (the design check)"
         )
     return notes
