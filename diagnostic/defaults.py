@@ -14,6 +14,9 @@ RESTARTS = 5  # server starts per arm in a sweep
 MIN_RESTARTS = 3  # below this an arm's interval cannot show the restart noise (checklist)
 WORKLOADS = ("code", "prose")
 CONCURRENCY = 1
+# Streams one collect process carries before more are spread over worker processes (at most
+# one per core); benchmarks/README.md section 1c has the measurement behind it.
+STREAMS_PER_PROCESS = 256
 SEED = 0
 PORT = 8000  # substituted for {port} in a plan's templates
 HEALTH_TIMEOUT_S = 600.0  # seconds a server start may take to answer its health check

@@ -9,7 +9,8 @@ Hierarchy::
     ├── LaunchError        a server that could not start, exited in start-up or never got healthy
     ├── RuleError          a log-check rule file that is missing, malformed or names no check
     ├── ChecklistError     a checklist file that is missing or malformed, or an unknown id
-    └── ServerGone         the server stopped answering mid-run (collect stops the run there)
+    ├── ServerGone         the server stopped answering mid-run (collect stops the run there)
+    └── WorkerFailed       a load worker process of collect died or raised (continue with --resume)
 
     ValueError
     ├── TemplateError      a plan template with an unknown placeholder or a lone brace
@@ -52,6 +53,10 @@ class ChecklistError(DiagnosticError):
 
 class ServerGone(DiagnosticError):
     """A request found nothing listening: the server died or was stopped mid-run."""
+
+
+class WorkerFailed(DiagnosticError):
+    """A worker process generating part of collect's load died or raised mid-run."""
 
 
 class TemplateError(ValueError):

@@ -56,6 +56,12 @@ def _workload_names(value: str | None) -> list[str] | None:
 )
 @number_option("--concurrency", defaults.CONCURRENCY, 1, "Requests in flight.")
 @click.option(
+    "--processes",
+    type=click.IntRange(min=1),
+    help=f"Processes the streams are spread over [default: one per "
+    f"{defaults.STREAMS_PER_PROCESS} streams, at most one per core].",
+)
+@click.option(
     "--api",
     type=click.Choice(["completions", "chat"]),
     default="completions",
@@ -87,6 +93,7 @@ def command(
     warmup: int,
     max_tokens: int,
     concurrency: int,
+    processes: int | None,
     api: str,
     model: str | None,
     logs: tuple[Path, ...],
@@ -106,6 +113,7 @@ def command(
     Example:
       diagnose collect http://127.0.0.1:8000 --out bundle --arm baseline
       diagnose collect http://127.0.0.1:8000 --out bundle --arm ngram-k3 --log server.log
+      diagnose collect http://127.0.0.1:8000 --out bundle --arm load --concurrency 1024
     """
     config = CollectConfig(
         base_url=base_url,
@@ -118,6 +126,7 @@ def command(
         warmup=warmup,
         max_tokens=max_tokens,
         concurrency=concurrency,
+        processes=processes,
         api="chat" if api == "chat" else "completions",
         model=model,
         logs=list(logs),

@@ -1,4 +1,5 @@
-"""Streamed completion requests over httpx → RequestRecords; a pool for concurrency N."""
+"""Streamed completion requests over httpx → RequestRecords; a pool for concurrency N, in one
+process or spread over several."""
 
 from diagnostic.measure.client.options import (
     ClientOptions,
@@ -8,6 +9,7 @@ from diagnostic.measure.client.options import (
     build_payload,
     server_url,
 )
+from diagnostic.measure.client.processes import process_count, run_streams
 from diagnostic.measure.client.streams import StreamClient, run_pool
 
 __all__ = [
@@ -17,6 +19,8 @@ __all__ = [
     "StreamClient",
     "auth_headers",
     "build_payload",
+    "process_count",
     "run_pool",
+    "run_streams",
     "server_url",
 ]

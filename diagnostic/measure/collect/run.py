@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import time
 from collections.abc import Callable, Sequence
@@ -18,7 +17,7 @@ from diagnostic.common.progress import Reporter
 from diagnostic.engines.endpoints import Fingerprint, fingerprint
 from diagnostic.engines.metrics import fetch_metrics
 from diagnostic.errors import BundleError, ServerGone
-from diagnostic.measure.client import ClientOptions, Job, StreamClient, auth_headers, run_pool
+from diagnostic.measure.client import ClientOptions, Job, auth_headers, run_streams
 from diagnostic.measure.client.faults import refused
 from diagnostic.measure.collect.settings import RunSettings, plan_jobs
 from diagnostic.measure.environment import capture_environment
@@ -167,12 +166,12 @@ def _measure(
                     "with --resume, which retries the failed requests"
                 )
 
-        _run_jobs(warm, options, levels[level], origin, store)
+        _run_jobs(warm, options, levels[level], origin, store, settings.processes)
         tag = levels[level] if len(levels) > 1 else 0
         if todo:
             before = workload_metrics(workload.name, tag, "before")
             _snapshot(bundle, run, info, before, keep=False, reporter=reporter)
-        _run_jobs(todo, options, levels[level], origin, store)
+        _run_jobs(todo, options, levels[level], origin, store, settings.processes)
         if todo:
             after = workload_metrics(workload.name, tag, "after")
             _snapshot(bundle, run, info, after, keep=False, reporter=reporter)
@@ -217,15 +216,13 @@ def _run_jobs(
     concurrency: int,
     origin: float,
     store: Callable[[RequestRecord], None],
+    processes: int | None = None,
 ) -> None:
-    if not jobs:
-        return
-
-    async def pool() -> None:
-        async with StreamClient(options, concurrency=concurrency) as client:
-            await run_pool(client, jobs, concurrency=concurrency, t0=origin, on_record=store)
-
-    asyncio.run(pool())
+    """The jobs' requests, `concurrency` in flight, in this process or spread over several
+    (`processes`; None decides by the streams); every record stored here, by `store`."""
+    run_streams(
+        options, jobs, concurrency=concurrency, t0=origin, on_record=store, processes=processes
+    )
 
 
 def _status(record: RequestRecord) -> str:

@@ -32,6 +32,12 @@ class RunSettings(BaseModel):
     concurrency: ConcurrencyLevels = Field(
         default_factory=lambda: [1], min_length=1, description="Levels of requests in flight"
     )
+    processes: int | None = Field(
+        None,
+        ge=1,
+        description="Processes the streams are spread over; None: one per "
+        "defaults.STREAMS_PER_PROCESS streams, at most one per core",
+    )
     api: Literal["completions", "chat"] = Field("completions", description="OpenAI API used")
     model: str | None = Field(None, description="Model name sent; None asks /v1/models")
     api_key: str | None = Field(None, exclude=True, repr=False, description="Never stored")

@@ -39,6 +39,9 @@ class CollectConfig(BaseModel):
     warmup: int = Field(defaults.WARMUP, ge=0, description="Warm-up requests per workload")
     max_tokens: int = Field(defaults.MAX_TOKENS, ge=1, description="Output tokens per request")
     concurrency: int = Field(defaults.CONCURRENCY, ge=1, description="Requests in flight")
+    processes: int | None = Field(
+        None, ge=1, description="Processes the streams are spread over; None: by the streams"
+    )
     api: Literal["completions", "chat"] = Field("completions", description="OpenAI API")
     model: str | None = Field(None, description="Model name; None asks the server")
     logs: list[Path] = Field(default_factory=list, description="Server logs to copy in")
@@ -65,6 +68,7 @@ def collect(config: CollectConfig, *, reporter: Reporter) -> CollectRecap:
         warmup=config.warmup,
         max_tokens=config.max_tokens,
         concurrency=config.concurrency,
+        processes=config.processes,
         api=config.api,
         model=config.model,
         api_key=config.api_key,
