@@ -4,17 +4,23 @@ Usage::
 
     python benchmarks/client_fidelity.py [--reps 5] [--tokens 256] [--ttft-ms 0] [--httpcore]
                                          [--stress] [--only REGEX] [--json out.json]
+                                         [--many 256 1024] [--many-rates 10] [--processes N ...]
 
 Starts benchmarks/paced_server.py in its own process, then for every point (single stream at
-100, 500, 2,000 and 5,000 tok/s; 16 and 64 concurrent streams at 100 tok/s each; tokens per
-chunk 1 and 4) runs, side by side in the same run and on the same server:
+100, 500, 2,000 and 5,000 tok/s; 16 and 64 concurrent streams at 100 tok/s each; 256 and
+1,024 streams at 10 tok/s each, --many and --many-rates; tokens per chunk 1 and 4) runs, side
+by side in the same run and on the same server:
 
 - diagnose: the request path `diagnose collect` uses (diagnostic.measure.collect.run._run_jobs:
-  StreamClient + run_pool over its default aiohttp transport, for one stream too), decode
-  tok/s by diagnostic.schema.bundle.decode_tps (what collect and analyse use) on the RequestRecord;
+  StreamClient + run_pool over its default aiohttp transport, for one stream too, spread over
+  worker processes as collect spreads them), decode tok/s by diagnostic.schema.bundle.decode_tps
+  (what collect and analyse use) on the RequestRecord;
 - aiohttp: a plain aiohttp client written the way `vllm bench serve` makes requests (one
   shared ClientSession, a semaphore for concurrency, `response.content.iter_any()`, SSE
-  messages split on blank lines, `data: ` stripped, time.perf_counter() per token message);
+  messages split on blank lines, `data: ` stripped, time.perf_counter() per token message),
+  always in one process;
+- with --processes N …, at several streams: collect's path with its process count forced to
+  N (diagnose×N), to compare one process with several;
 - with --httpcore, at several streams: collect's async pool over httpx's own httpcore
   transport, the client before it moved to aiohttp (benchmarks/README.md says why): before and
   after side by side.
@@ -24,7 +30,9 @@ same way: (completion_tokens − first chunk's tokens) / (last − first chunk t
 is that formula on the server's own emit times, per request. Each point runs --reps times
 (the clients take turns going first); the table shows, per client, the median over
 repetitions of the median per-request error, the 90th percentile of |error|, the per-chunk
-lag (client arrival − server emit) and the client's CPU time per chunk.
+lag (client arrival − server emit), the client's CPU time per chunk (its worker processes
+included), and where the CPU went: % of one core for the client's parent process, its
+workers, and the paced server.
 """
 
 from __future__ import annotations
@@ -71,7 +79,13 @@ from diagnostic.schema.bundle import (  # noqa: E402
 SERVER = Path(__file__).with_name("paced_server.py")
 CLIENTS = ("diagnose", "aiohttp")
 HTTPCORE = "diagnose+httpcore"
-GOALS = {("single", 2000.0): 0.5, ("multi", 64): 1.0}
+# The issues' goals in percent: median error, and p90 |error| where one is set.
+GOALS: dict[tuple[str, float], tuple[float, float | None]] = {
+    ("single", 2000.0): (0.5, None),
+    ("multi", 64): (1.0, None),
+    ("multi", 1024): (1.0, 2.0),
+}
+MANY = (256, 1024)  # streams where collect may spread its load over processes
 
 
 @dataclass(frozen=True)
@@ -88,8 +102,8 @@ class Point:
         """Short unique name, used in prompts (the server keys its emit records by prompt)."""
         return f"r{self.rate:g}-t{self.tpc}-c{self.concurrency}"
 
-    def goal(self) -> float | None:
-        """The issue's error goal in percent, where it sets one."""
+    def goal(self) -> tuple[float, float | None] | None:
+        """The issues' goals in percent (median error, p90 |error|), where they set one."""
         if self.concurrency == 1:
             return GOALS.get(("single", self.rate))
         return GOALS.get(("multi", self.concurrency))
@@ -115,18 +129,37 @@ class RepResult:
     lags_ms: list[float] = field(default_factory=list)
     failed: int = 0
     cpu_us_per_chunk: float = 0.0
+    cpu: CpuShare | None = None
 
     def errors(self) -> list[float]:
         """Per-request relative error measured/true − 1."""
         return [m / t - 1 for m, t in zip(self.measured, self.true, strict=True)]
 
 
-def grid(stress: bool, ttft_s: float = 0.0) -> list[Point]:
-    """The issue's points; --stress adds 500 tok/s per stream at 16 and 64 streams."""
+@dataclass(frozen=True)
+class CpuShare:
+    """Where one repetition's CPU went, in % of one core over its wall time: the client's
+    parent process, its worker processes, and the paced server (its own process)."""
+
+    parent: float
+    workers: float
+    server: float
+
+
+def grid(
+    stress: bool,
+    ttft_s: float = 0.0,
+    many_rates: Sequence[float] = (10.0,),
+    many: Sequence[int] = MANY,
+) -> list[Point]:
+    """The issue's points; --stress adds 500 tok/s per stream at 16 and 64 streams. At 256 and
+    1,024 streams each stream runs at `many_rates` (a server decoding for 1,024 streams gives
+    each a few tok/s to a few tens; 2 cores cannot carry 1,024 × 100 chunks/s in Python)."""
     single = (100.0, 500.0, 2000.0, 5000.0)
     points = [Point(r, tpc, 1, ttft_s) for r in single for tpc in (1, 4)]
     per_stream = (100.0, 500.0) if stress else (100.0,)
     points += [Point(r, t, c, ttft_s) for c in (16, 64) for r in per_stream for t in (1, 4)]
+    points += [Point(r, t, c, ttft_s) for c in many for r in many_rates for t in (1, 4)]
     return points
 
 
@@ -135,13 +168,16 @@ def _payload_options(url: str, point: Point, tokens: int) -> ClientOptions:
     return ClientOptions(base_url=url, max_tokens=tokens, extra_body=extra)
 
 
-def run_diagnose(url: str, point: Point, prompts: list[str], tokens: int) -> dict[str, Measured]:
-    """diagnose's own request path; prompt → what it measured (failed requests left out)."""
+def run_diagnose(
+    url: str, point: Point, prompts: list[str], tokens: int, processes: int | None = None
+) -> dict[str, Measured]:
+    """diagnose's own request path, over as many processes as collect picks (or `processes`);
+    prompt → what it measured (failed requests left out)."""
     options = _payload_options(url, point, tokens)
     jobs = [_job(p, i, point.concurrency) for i, p in enumerate(prompts)]
     records: list[RequestRecord] = []
     origin = time.perf_counter()
-    _run_jobs(jobs, options, point.concurrency, origin, records.append)
+    _run_jobs(jobs, options, point.concurrency, origin, records.append, processes)
     return _as_measured(records, origin)
 
 
@@ -272,11 +308,25 @@ def run_httpcore(url: str, point: Point, prompts: list[str], tokens: int) -> dic
     return _as_measured(records, origin)
 
 
-RUNNERS: dict[str, Callable[[str, Point, list[str], int], dict[str, Measured]]] = {
+Runner = Callable[[str, Point, list[str], int], dict[str, Measured]]
+RUNNERS: dict[str, Runner] = {
     "diagnose": run_diagnose,
     "aiohttp": run_aiohttp,
     HTTPCORE: run_httpcore,
 }
+FORCED = "diagnose×"  # "diagnose×2": collect's path with its process count forced to 2
+
+
+def runner(client: str) -> Runner:
+    """The function that measures with `client` (a RUNNERS name or diagnose×N)."""
+    if not client.startswith(FORCED):
+        return RUNNERS[client]
+    count = int(client.removeprefix(FORCED))
+
+    def forced(url: str, point: Point, prompts: list[str], tokens: int) -> dict[str, Measured]:
+        return run_diagnose(url, point, prompts, tokens, processes=count)
+
+    return forced
 
 
 def server_truth(url: str) -> dict[str, Measured]:
@@ -291,21 +341,45 @@ def server_truth(url: str) -> dict[str, Measured]:
     return out
 
 
-def _cpu_s() -> float:
-    # This process runs only the client (the server has its own), so its CPU is the client's.
-    usage = resource.getrusage(resource.RUSAGE_SELF)
+def _cpu_s(who: int) -> float:
+    # This process runs only the client (the server has its own), so its CPU is the client's;
+    # RUSAGE_CHILDREN adds the worker processes once joined (the server child never is).
+    usage = resource.getrusage(who)
     return usage.ru_utime + usage.ru_stime
 
 
-def measure(url: str, point: Point, client: str, rep: int, n: int, tokens: int) -> RepResult:
+def _process_cpu_s(pid: int | None) -> float:
+    """CPU seconds of another process so far (Linux /proc); 0 when unknown."""
+    if pid is None:
+        return 0.0
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def measure(
+    url: str,
+    point: Point,
+    client: str,
+    rep: int,
+    n: int,
+    tokens: int,
+    server_pid: int | None = None,
+) -> RepResult:
     """One client's repetition at one point, matched request by request with the truth."""
     prompts = [f"{client}-{point.key}-{rep}-{i}" for i in range(n)]
-    cpu0 = _cpu_s()
-    measured = RUNNERS[client](url, point, prompts, tokens)
-    cpu = _cpu_s() - cpu0
+    who = (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
+    cpu0, server0, wall0 = [_cpu_s(w) for w in who], _process_cpu_s(server_pid), time.time()
+    measured = runner(client)(url, point, prompts, tokens)
+    parent, workers = (_cpu_s(w) - c for w, c in zip(who, cpu0, strict=True))
+    wall = time.time() - wall0
+    server = _process_cpu_s(server_pid) - server0
     truth = server_truth(url)
     chunks = n * -(-tokens // point.tpc)
-    result = RepResult(client, cpu_us_per_chunk=cpu / chunks * 1e6)
+    share = CpuShare(100 * parent / wall, 100 * workers / wall, 100 * server / wall)
+    result = RepResult(client, cpu_us_per_chunk=(parent + workers) / chunks * 1e6, cpu=share)
     for prompt in prompts:
         seen, true = measured.get(prompt), truth.get(prompt)
         if seen is None or true is None:
@@ -331,6 +405,7 @@ class ClientRow:
     lag_p50_ms: float
     lag_p99_ms: float
     cpu_us_per_chunk: float
+    cpu: CpuShare | None
     failed: int
 
 
@@ -361,7 +436,18 @@ def _client_row(point: Point, reps: list[RepResult]) -> ClientRow:
         lag_p50_ms=lags[len(lags) // 2] if lags else nan,
         lag_p99_ms=lags[int(len(lags) * 0.99)] if lags else nan,
         cpu_us_per_chunk=statistics.median(r.cpu_us_per_chunk for r in reps) if reps else nan,
+        cpu=_median_share([r.cpu for r in reps if r.cpu is not None]),
         failed=sum(r.failed for r in reps),
+    )
+
+
+def _median_share(shares: list[CpuShare]) -> CpuShare | None:
+    if not shares:
+        return None
+    return CpuShare(
+        statistics.median(s.parent for s in shares),
+        statistics.median(s.workers for s in shares),
+        statistics.median(s.server for s in shares),
     )
 
 
@@ -377,10 +463,11 @@ def table(rows: list[Row], clients: Sequence[str] = CLIENTS) -> str:
     """Markdown table; errors signed (+: the client saw a faster server than the truth)."""
     cols = [
         f"{c} tok/s (err; vs nominal) | {c} p90 abs err | {c} lag p50/p99 ms | {c} CPU µs/chunk"
+        f" | {c} CPU % parent/workers/server"
         for c in clients
     ]
     head = "| tok/s per stream | tpc | streams | true tok/s (vs nominal) | " + " | ".join(cols)
-    lines = [head + " | goal (diagnose) |", "|---:" * (4 + 4 * len(clients)) + "|---|"]
+    lines = [head + " | goal (diagnose) |", "|---:" * (4 + 5 * len(clients)) + "|---|"]
     for r in rows:
         cells = [
             f"{r.point.rate:g}",
@@ -390,24 +477,32 @@ def table(rows: list[Row], clients: Sequence[str] = CLIENTS) -> str:
         ]
         for c in clients:
             cells += _client_cells(r.clients.get(c))
-        goal = r.point.goal()
-        verdict = ""
-        if goal is not None:
-            met = abs(r.clients["diagnose"].error) * 100 < goal
-            verdict = f"< {goal}%: " + ("met" if met else "MISSED")
-        lines.append("| " + " | ".join([*cells, verdict]) + " |")
+        lines.append("| " + " | ".join([*cells, _verdict(r)]) + " |")
     return "\n".join(lines)
+
+
+def _verdict(row: Row) -> str:
+    """The goal of the point against the diagnose column: median error, then p90 |error|."""
+    goal, ours = row.point.goal(), row.clients.get("diagnose")
+    if goal is None or ours is None:
+        return ""
+    median, p90 = goal
+    met = abs(ours.error) * 100 < median and (p90 is None or ours.p90_abs_error * 100 < p90)
+    text = f"< {median}%" + (f", p90 < {p90}%" if p90 is not None else "")
+    return f"{text}: " + ("met" if met else "MISSED")
 
 
 def _client_cells(x: ClientRow | None) -> list[str]:
     if x is None:
-        return ["—", "—", "—", "—"]
+        return ["—"] * 5
     fail = f", {x.failed} failed" if x.failed else ""
+    cpu = "—" if x.cpu is None else f"{x.cpu.parent:.0f} / {x.cpu.workers:.0f} / {x.cpu.server:.0f}"
     return [
         f"{x.tps:.1f} ({x.error:+.2%}; {x.error_vs_nominal:+.2%}{fail})",
         f"{x.p90_abs_error:.2%}",
         f"{x.lag_p50_ms:.2f} / {x.lag_p99_ms:.2f}",
         f"{x.cpu_us_per_chunk:.0f}",
+        cpu,
     ]
 
 
@@ -425,18 +520,19 @@ def start_server() -> tuple[subprocess.Popen[str], str]:
 
 
 def run_grid(
-    url: str, points: list[Point], clients: Sequence[str], args: argparse.Namespace
+    server: tuple[int, str], points: list[Point], clients: Sequence[str], args: argparse.Namespace
 ) -> list[Row]:
     """Every point, every repetition, every client (the order rotates between repetitions);
-    httpcore runs only where several streams share one event loop."""
+    httpcore and forced process counts run only where there are several streams."""
+    pid, url = server
     rows = []
     for point in points:
         n = args.requests if point.concurrency == 1 else args.waves * point.concurrency
-        here = [c for c in clients if c != HTTPCORE or point.concurrency > 1]
+        here = [c for c in clients if c in CLIENTS or point.concurrency > 1]
         reps: list[RepResult] = []
         for rep in range(args.reps):
             order = here[rep % len(here) :] + here[: rep % len(here)]
-            reps += [measure(url, point, c, rep, n, args.tokens) for c in order]
+            reps += [measure(url, point, c, rep, n, args.tokens, pid) for c in order]
         rows.append(summarise(point, reps))
         print(table(rows[-1:], clients).splitlines()[-1], file=sys.stderr, flush=True)
         if args.json:
@@ -453,7 +549,7 @@ def _append_json(path: Path, item: dict[str, Any]) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     """Run the grid and print the table with the machine's load before and after."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     parser.add_argument("--reps", type=int, default=5, help="repetitions per point")
     parser.add_argument("--tokens", type=int, default=256, help="max_tokens per request")
     parser.add_argument("--requests", type=int, default=3, help="requests per rep, 1 stream")
@@ -467,16 +563,35 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--httpcore", action="store_true", help=f"also measure {HTTPCORE} (the client before)"
     )
+    parser.add_argument(
+        "--processes",
+        type=int,
+        nargs="*",
+        default=[],
+        help=f"also measure collect's path with its process count forced ({FORCED}N)",
+    )
+    parser.add_argument(
+        "--many-rates",
+        type=float,
+        nargs="+",
+        default=[10.0],
+        help="tok/s per stream at the many-stream points (--many)",
+    )
+    parser.add_argument(
+        "--many", type=int, nargs="+", default=list(MANY), help="the many-stream counts"
+    )
     args = parser.parse_args(argv)
-    points = [p for p in grid(args.stress, args.ttft_ms / 1000) if re.search(args.only, p.key)]
-    clients = [*CLIENTS, HTTPCORE] if args.httpcore else list(CLIENTS)
+    every = grid(args.stress, args.ttft_ms / 1000, args.many_rates, args.many)
+    points = [p for p in every if re.search(args.only, p.key)]
+    extra = [HTTPCORE] if args.httpcore else []
+    clients = [*CLIENTS, *extra, *(f"{FORCED}{n}" for n in args.processes)]
     proc, url = start_server()
     try:
         for client in clients:  # warm-up: lazy imports of the sync and async paths
-            for concurrency in (1, 2) if client != HTTPCORE else (2,):
+            for concurrency in (1, 2) if client in CLIENTS else (2,):
                 measure(url, Point(1000.0, 1, concurrency), client, -concurrency, 2, 32)
         load0, t0 = os.getloadavg(), time.time()
-        rows = run_grid(url, points, clients, args)
+        rows = run_grid((proc.pid, url), points, clients, args)
         load1 = os.getloadavg()
     finally:
         proc.terminate()

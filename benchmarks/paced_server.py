@@ -12,17 +12,20 @@ in every chunk with `continuous_usage_stats`, as vLLM does), then `data: [DONE]`
 may set its own pace with the body fields `pace_rate` (tokens/s) and `pace_tpc`, and a delay
 between the response headers and the first chunk with `pace_ttft_s` (default 0: at once).
 
-The server writes down, on its own clock, when each content chunk left (after `sendall`
-returned), keyed by the request's prompt: GET /v1/emits returns and forgets them, so a
+The server writes down, on its own clock, when each content chunk left (as it was handed to
+`sendall`), keyed by the request's prompt: GET /v1/emits returns and forgets them, so a
 benchmark can compare what a client measured with what the server actually achieved.
 
-One thread per connection (HTTP/1.1 keep-alive, chunked transfer, TCP_NODELAY); `time.sleep`
-paces to ~0.1 ms where asyncio's timers round to 1 ms. Stdlib only.
+One thread per connection reads requests (HTTP/1.1 keep-alive, chunked transfer, TCP_NODELAY);
+one pacer thread sends every stream's chunks from a heap of due times, waiting on a
+threading.Condition, which wakes to ~0.1 ms where asyncio's timers round to 1 ms. Stdlib only.
 """
 
 from __future__ import annotations
 
 import argparse
+import heapq
+import itertools
 import json
 import socket
 import threading
@@ -54,7 +57,7 @@ class Emits:
 
     def as_json(self) -> dict[str, Any]:
         """The JSON form GET /v1/emits returns (t0: the schedule's origin, chunk i is due at
-        t0 + i·tpc/rate; times: when each chunk's sendall returned)."""
+        t0 + i·tpc/rate; times: when each chunk was handed to sendall)."""
         return {
             "rate": self.rate,
             "tpc": self.tpc,
@@ -141,22 +144,80 @@ def _usage(prompt_tokens: int, completion_tokens: int) -> dict[str, int]:
     }
 
 
-def _send_paced(sock: socket.socket, plan: _Plan) -> Emits:
-    """Headers, then chunk i at t0 + i·dt on the absolute clock; record each send time."""
-    emits = Emits(rate=plan.rate, tpc=plan.tpc, tokens=list(plan.sizes))
-    dt = plan.tpc / plan.rate
-    sock.sendall(_HEADERS)
-    if plan.ttft > 0:
-        time.sleep(plan.ttft)  # a prefill: headers first, first token later, as vLLM does
-    emits.t0 = t0 = time.perf_counter()
-    for i, chunk in enumerate(plan.chunks):
-        wait = t0 + i * dt - time.perf_counter()
-        if wait > 0:
-            time.sleep(wait)
-        sock.sendall(chunk)
+@dataclass
+class _Stream:
+    """One answer being paced: its socket, its plan, the next chunk, when it is done."""
+
+    sock: socket.socket
+    plan: _Plan
+    emits: Emits
+    next: int = 0
+    error: OSError | None = None
+    done: threading.Event = field(default_factory=threading.Event)
+
+
+class _Pacer:
+    """One thread sends the chunks of every stream, each at t0 + i·tpc/rate on the absolute
+    clock (a late chunk never delays the ones after it), stamping each as it goes to `sendall`.
+
+    A thread per stream that sleeps and sends its own chunks does not hold at 1,024 streams:
+    the threads queue for the GIL, fall behind, catch up in bursts, and stamp chunks seconds
+    after the client had them (benchmarks/README.md, "Many streams"). The connection threads
+    here only read requests and wait.
+    """
+
+    def __init__(self) -> None:
+        self._due: list[tuple[float, int, _Stream]] = []
+        self._wake = threading.Condition()
+        self._order = itertools.count()  # ties in due time go first come, first served
+        threading.Thread(target=self._run, daemon=True).start()
+
+    def stream(self, sock: socket.socket, plan: _Plan) -> Emits:
+        """Headers now, then the plan's chunks from the pacer's thread; returns once sent."""
+        sock.sendall(_HEADERS)
+        if plan.ttft > 0:
+            time.sleep(plan.ttft)  # a prefill: headers first, first token later, as vLLM does
+        stream = _Stream(sock, plan, Emits(rate=plan.rate, tpc=plan.tpc, tokens=list(plan.sizes)))
+        stream.emits.t0 = time.perf_counter()
+        self._schedule(stream.emits.t0, stream)
+        stream.done.wait()
+        if stream.error is not None:
+            raise stream.error
+        sock.sendall(plan.tail)
+        return stream.emits
+
+    def _schedule(self, due: float, stream: _Stream) -> None:
+        with self._wake:
+            heapq.heappush(self._due, (due, next(self._order), stream))
+            self._wake.notify()
+
+    def _run(self) -> None:
+        while True:
+            with self._wake:
+                while not self._due:
+                    self._wake.wait()
+                due, _, stream = self._due[0]
+                wait = due - time.perf_counter()
+                if wait > 0:
+                    self._wake.wait(wait)  # or sooner, when a new stream comes
+                    continue
+                heapq.heappop(self._due)
+            self._send(stream)
+
+    def _send(self, stream: _Stream) -> None:
+        plan, emits = stream.plan, stream.emits
         emits.times.append(time.perf_counter())
-    sock.sendall(plan.tail)
-    return emits
+        try:
+            stream.sock.sendall(plan.chunks[stream.next])
+        except OSError as exc:  # the client went away
+            stream.error = exc
+            stream.done.set()
+            return
+        stream.next += 1
+        if stream.next == len(plan.chunks):
+            stream.done.set()
+        else:
+            self._schedule(emits.t0 + stream.next * plan.tpc / plan.rate, stream)
 
 
 def _read_request(rfile: BinaryIO) -> tuple[str, str, dict[str, str], bytes] | None:
@@ -180,10 +241,13 @@ class PacedServer:
         self, host: str = "127.0.0.1", port: int = 0, *, rate: float = 1000.0, tpc: int = 1
     ) -> None:
         self.rate, self.tpc = rate, tpc
-        self._listener = socket.create_server((host, port))
+        # Room for every connection of a 1,024-stream burst: a full accept queue drops SYNs,
+        # which the client retries a second later.
+        self._listener = socket.create_server((host, port), backlog=4096)
         self._emits: dict[str, Emits] = {}
         self._lock = threading.Lock()
         self._stopped = threading.Event()
+        self._pacer = _Pacer()
         self._thread = threading.Thread(target=self._accept_loop, daemon=True)
 
     @property
@@ -239,7 +303,7 @@ class PacedServer:
             if not request.get("stream"):
                 conn.sendall(_response("400 Bad Request", {"error": "only stream=true"}))
                 return
-            emits = _send_paced(conn, plan := _plan(request, self.rate, self.tpc))
+            emits = self._pacer.stream(conn, plan := _plan(request, self.rate, self.tpc))
             with self._lock:
                 self._emits[plan.rid] = emits
         elif method == "GET" and path.startswith("/v1/emits"):

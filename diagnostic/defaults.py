@@ -15,7 +15,7 @@ MIN_RESTARTS = 3  # below this an arm's interval cannot show the restart noise (
 WORKLOADS = ("code", "prose")
 CONCURRENCY = 1
 # Streams one collect process carries before more are spread over worker processes (at most
-# one per core); benchmarks/README.md section 1c has the measurement behind it.
+# one per core); benchmarks/README.md "Many streams" has the measurement behind it.
 STREAMS_PER_PROCESS = 256
 SEED = 0
 PORT = 8000  # substituted for {port} in a plan's templates

@@ -97,14 +97,20 @@ def test_client_fidelity_measures_one_tiny_point() -> None:
     fidelity = load_benchmark("client_fidelity")
     paced = load_benchmark("paced_server")
     point = fidelity.Point(2000.0, 4, 2)
+    clients = [*fidelity.CLIENTS, f"{fidelity.FORCED}2"]  # collect's path over 2 processes too
     with paced.PacedServer() as server:
-        for client in fidelity.CLIENTS:
+        for client in clients:
             result = fidelity.measure(server.url, point, client, 0, 2, 32)
             assert result.failed == 0 and len(result.true) == 2
             assert all(m > 0 for m in result.measured)
             assert len(result.lags_ms) == 2 * 32 // 4
+            assert result.cpu is not None
+    assert result.cpu.workers > 0  # the two worker processes' CPU, counted once joined
     row = fidelity.summarise(point, [result])
-    assert "| 2000 | 4 | 2 |" in fidelity.table([row])
+    assert "| 2000 | 4 | 2 |" in fidelity.table([row], [clients[-1]])
+    many = fidelity.grid(False, many_rates=[10.0], many=[1024])
+    assert [p.key for p in many[-2:]] == ["r10-t1-c1024", "r10-t4-c1024"]
+    assert many[-1].goal() == (1.0, 2.0)
 
 
 def test_time_to_verdict_runs_a_few_simulations(capsys: pytest.CaptureFixture[str]) -> None:

@@ -1,7 +1,7 @@
 """Streams in one event loop, or spread over worker processes with records back to one writer.
 
 One Python process carries a few hundred streams before its event loop, not the server, sets
-the pace (benchmarks/README.md, section 1c); past `defaults.STREAMS_PER_PROCESS` streams the
+the pace (benchmarks/README.md, "Many streams"); past `defaults.STREAMS_PER_PROCESS` streams the
 jobs are dealt round-robin to spawned worker processes, one event loop and one StreamClient
 each, every worker keeping its share of the streams in flight.
 
