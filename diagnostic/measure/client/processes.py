@@ -13,9 +13,10 @@ readings, so every record's t_send is on the run's one clock whichever process s
 
 The records: a worker sends each record, as JSON, through a multiprocessing queue; the parent
 hands them one at a time to `on_record` (which appends and fsyncs), so the bundle has one
-writer and a record is either on disk or not made. A worker leaves as soon as its parent is
-gone (kill -9 included), so a killed collect leaves no load running behind it and `--resume`
-finds no half-written requests but the torn last line it already drops.
+writer and a record is on disk once or not at all (a record still in the queue when collect
+is killed is lost, and `--resume` makes that request again). A worker leaves as soon as its
+parent is gone (kill -9 included), so a killed collect leaves no load running behind it, and
+`--resume` finds nothing half-written but the torn last line it already drops.
 """
 
 from __future__ import annotations
