@@ -22,7 +22,8 @@ from diagnostic.measure.schedule import (
     estimate,
 )
 from diagnostic.measure.sweep.runner import OVERALL, OutcomeStatus, RunOutcome, StartRunner
-from diagnostic.schema.bundle import Design, Engagement, Manifest
+from diagnostic.measure.sweep.timekeeper import TimeKeeper
+from diagnostic.schema.bundle import Design, Engagement, Manifest, TimePlan
 
 __all__ = ["SweepResult", "adaptive_looks", "run_settings", "sweep"]
 
@@ -50,9 +51,10 @@ class SweepResult(BaseModel):
         None, description="--adaptive: blocks after which the analysis may stop the sweep"
     )
     stopped_at_look: int | None = Field(
-        None, description="--adaptive: blocks run when every comparison was decided"
+        None, description="--adaptive: blocks run when every arm's comparisons were decided"
     )
     warnings: list[str] = Field(default_factory=list, description="Doubts about the plan")
+    time_plan: TimePlan | None = Field(None, description="What the sweep planned, and took")
 
     def count(self, status: OutcomeStatus) -> int:
         """Starts that ended with `status`."""
@@ -110,9 +112,23 @@ def sweep(
         plan, settings, Path(out), resume=resume, force=force, engagement=engagement, design=design
     )
     runner = StartRunner(bundle, plan, settings, reporter, grace_s)
+    keeper = TimeKeeper(
+        plan,
+        bundle,
+        schedule,
+        settings,
+        looks=summary.looks,
+        assumptions=assumptions,
+        reporter=reporter,
+    )
     reporter.start(OVERALL, len(schedule) * runner.steps_per_start)
     for index, start in enumerate(schedule):
-        outcome = runner.run(start)
+        if keeper.skip(start):
+            outcome = RunOutcome(start=start, status="decided", failure=keeper.closed[start.arm])
+            reporter.advance(OVERALL, runner.steps_per_start, status=keeper.headline())
+        else:
+            runner.settings, runner.headline = keeper.settings, keeper.headline()
+            outcome = runner.run(start)
         summary.outcomes.append(outcome)
         if outcome.status == "failed":
             reporter.note(f"{start.arm} r{start.restart} failed: {outcome.failure}")
@@ -120,9 +136,10 @@ def sweep(
                 summary.stopped_early = True
                 break
         block_done = index + 1 == len(schedule) or schedule[index + 1].block != start.block
-        if summary.looks and block_done and _decided(bundle, start, summary.looks, reporter):
+        if block_done and keeper.after_block(index, start):
             summary.stopped_at_look = (start.block or 0) + 1
             break
+    summary.time_plan = keeper.finish()
     return summary
 
 
@@ -137,25 +154,6 @@ def adaptive_looks(plan: Plan) -> list[int]:
     from diagnostic.analyse import stats  # imported here: scipy loads slowly
 
     return stats.planned_looks(o.restarts)
-
-
-def _decided(bundle: Bundle, start: Start, looks: list[int], reporter: Reporter) -> bool:
-    """At a planned look, whether the analysis can stop every comparison now."""
-    blocks = (start.block or 0) + 1
-    if blocks not in looks or blocks == looks[-1]:
-        return False
-    from diagnostic.analyse.core import analyse  # imported here: scipy loads slowly
-
-    try:
-        verdict = analyse(Bundle.open(bundle.path)).adaptive
-    except (DiagnosticError, ValueError) as exc:
-        reporter.note(f"look after block {blocks}: no analysis ({exc}); going on")
-        return False
-    if verdict is None or not verdict.all_decided:
-        reporter.note(f"look after block {blocks}: not every comparison is decided; going on")
-        return False
-    reporter.note(f"look after block {blocks}: every comparison decided; the sweep stops here")
-    return True
 
 
 def _estimate(plan: Plan, starts: int, assumptions: EstimateAssumptions | None) -> Estimate:

@@ -1,0 +1,193 @@
+"""Time on site: the sweep's own costs and noise, measured from the runs it has recorded, and
+the plan they give — requests per restart m* (Kalibera & Jones), the expected wall-clock of a
+schedule, the likely end time (STATISTICS.md "Planning and stopping")."""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from collections.abc import Sequence
+
+import pandas as pd
+from pydantic import BaseModel, ConfigDict, Field
+
+from diagnostic import defaults
+from diagnostic.analyse import stats
+from diagnostic.measure.schedule import EstimateAssumptions, Start
+from diagnostic.schema.bundle import RunInfo
+
+__all__ = [
+    "Costs",
+    "RequestsPlan",
+    "assumed_costs",
+    "likely_end",
+    "measured_costs",
+    "noise_components",
+    "plan_requests",
+    "remaining_s",
+    "wall_clock",
+]
+
+
+class Costs(BaseModel):
+    """What one server start costs in seconds: start-up, stop, and per workload the warm-up
+    and the measured requests (at concurrency 1: one after another)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    startup_s: float = Field(ge=0, description="Launch to healthy, mean over starts")
+    stop_s: float = Field(ge=0, description="Stop and free the port")
+    warmup_s: dict[str, float] = Field(description="Seconds of one warm-up request, per workload")
+    request_s: dict[str, float] = Field(description="Seconds of one measured request, per workload")
+    source: str = Field(description="Where the figures come from: measured, a pilot, assumed")
+
+    def per_start(self, requests: int, warmup: int, levels: int = 1) -> float:
+        """Seconds of one start that serves `warmup` + `requests` requests per workload."""
+        serve = sum(
+            warmup * self.warmup_s[w] + requests * self.request_s[w] for w in self.request_s
+        )
+        return self.startup_s + self.stop_s + levels * serve
+
+    @property
+    def restart_s(self) -> float:
+        """c_restart of Kalibera & Jones: what a start costs before its first measured request."""
+        return self.startup_s + self.stop_s + sum(self.warmup_s.values())
+
+    @property
+    def mean_request_s(self) -> float:
+        """c_request: one measured request, averaged over the workloads."""
+        return sum(self.request_s.values()) / len(self.request_s)
+
+
+def assumed_costs(
+    assumptions: EstimateAssumptions, workloads: Sequence[str], max_tokens: int
+) -> Costs:
+    """Costs from the stated assumptions (no measurement yet): every request the same."""
+    per_request = assumptions.request_overhead_s + max_tokens / assumptions.decode_tps
+    each = dict.fromkeys(workloads, per_request)
+    return Costs(
+        startup_s=assumptions.startup_s,
+        stop_s=assumptions.stop_s,
+        warmup_s=each,
+        request_s=dict(each),
+        source=(
+            f"assumed ({assumptions.startup_s:g} s start-up, {assumptions.decode_tps:g} tok/s)"
+        ),
+    )
+
+
+def measured_costs(
+    frame: pd.DataFrame, runs: Sequence[RunInfo], *, stop_s: float, source: str
+) -> Costs | None:
+    """Costs from recorded runs: start-up from run.json (launch to healthy), warm-up and request
+    seconds from requests.jsonl (send to end of stream, e2e_s), mean per workload over the
+    requests without error. None before a start with a measured start-up and requests."""
+    startups = [r.launch.startup_s for r in runs if r.launch and r.launch.startup_s is not None]
+    ok = frame[frame["error"].isna() & frame["e2e_s"].notna()]
+    if not startups or ok.empty or not (~ok["warmup"].astype(bool)).any():
+        return None
+    seconds = ok.groupby(["workload", ok["warmup"].astype(bool)])["e2e_s"].mean()
+    measured = {w: float(s) for (w, warm), s in seconds.items() if not warm}
+    warm = {w: float(s) for (w, is_warm), s in seconds.items() if is_warm}
+    return Costs(
+        startup_s=sum(startups) / len(startups),
+        stop_s=stop_s,
+        warmup_s={w: warm.get(w, s) for w, s in measured.items()},
+        request_s=measured,
+        source=source,
+    )
+
+
+def noise_components(frame: pd.DataFrame) -> pd.DataFrame:
+    """Kalibera & Jones variance components per arm and workload, from the measured requests
+    (rows with no exclusion): S1² (within restart), S2² (of restart means), T2² = S2² − S1²/m,
+    m, and the restarts behind them. Only (arm, workload) pairs with ≥ 2 restarts of ≥ 2
+    requests; on the log scale of decode tok/s (the scale the verdicts use)."""
+    measured = frame[(frame["excluded"] == "") & frame["decode_tps"].notna()].copy()
+    measured["log_tps"] = measured["decode_tps"].astype(float).map(math.log)
+    rows = []
+    for (arm, workload), part in measured.groupby(["arm", "workload"], sort=True):
+        groups = [g["log_tps"].tolist() for _, g in part.groupby("restart")]
+        groups = [g for g in groups if len(g) >= 2]
+        if len(groups) < 2:
+            continue
+        vc = stats.variance_components(groups)
+        rows.append(
+            {
+                "arm": arm,
+                "workload": workload,
+                "restarts": len(groups),
+                "m": vc.m,
+                "s1_sq": vc.s1_sq,
+                "s2_sq": vc.s2_sq,
+                "t2_sq": vc.t2_sq,
+            }
+        )
+    columns = ["arm", "workload", "restarts", "m", "s1_sq", "s2_sq", "t2_sq"]
+    return pd.DataFrame(rows, columns=columns)
+
+
+class RequestsPlan(BaseModel):
+    """Measured requests per restart and why."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    requests: int = Field(ge=1, description="Measured requests per restart and workload")
+    why: str = Field(description="How it was chosen, in words")
+
+
+def plan_requests(
+    costs: Costs,
+    noise: pd.DataFrame,
+    *,
+    floor: int = defaults.PLAN_MIN_REQUESTS,
+    cap: int = defaults.PLAN_MAX_REQUESTS,
+) -> RequestsPlan:
+    """m* = ceil(sqrt(c_restart/c_request · S1²/T2²)) for each arm and workload (Kalibera &
+    Jones), the largest of them kept (one m serves every workload of a start), within
+    [floor, cap]. A pair with T2² ≤ 0 showed no restart noise beyond its requests' noise:
+    requests are then the cheap way to narrow it, so it asks for the cap."""
+    ratio = costs.restart_s / costs.mean_request_s
+    if noise.empty:
+        return RequestsPlan(requests=cap, why="no variance components yet (needs 2 restarts)")
+    wanted: list[tuple[int, str]] = []
+    for row in noise.itertuples():
+        m = stats.requests_per_restart(costs.restart_s, costs.mean_request_s, row.s1_sq, row.t2_sq)
+        wanted.append((cap if m is None else m, f"{row.arm}/{row.workload}"))
+    m_star, where = max(wanted)
+    chosen = min(max(m_star, floor), cap)
+    bound = " (floor)" if chosen > m_star else " (cap)" if chosen < m_star else ""
+    return RequestsPlan(
+        requests=chosen,
+        why=(
+            f"m* = {m_star} from {where}: restart cost {costs.restart_s:.1f} s vs "
+            f"{costs.mean_request_s:.2f} s per request ({ratio:.0f}×), kept in "
+            f"[{floor}, {cap}]{bound}; costs {costs.source}"
+        ),
+    )
+
+
+def wall_clock(costs: Costs, starts: int, *, requests: int, warmup: int, levels: int = 1) -> float:
+    """Seconds of `starts` server starts, one after another."""
+    return starts * costs.per_start(requests, warmup, levels)
+
+
+def remaining_s(
+    costs: Costs,
+    schedule: Sequence[Start],
+    after: int,
+    closed: set[str],
+    *,
+    requests: int,
+    warmup: int,
+    levels: int = 1,
+) -> float:
+    """Seconds left: the starts after index `after` of arms still open."""
+    left = sum(1 for s in schedule[after + 1 :] if s.arm not in closed)
+    return wall_clock(costs, left, requests=requests, warmup=warmup, levels=levels)
+
+
+def likely_end(seconds: float, now: dt.datetime | None = None) -> str:
+    """The local clock time `seconds` from now, as HH:MM."""
+    now = now or dt.datetime.now().astimezone()
+    return (now + dt.timedelta(seconds=seconds)).strftime("%H:%M")
