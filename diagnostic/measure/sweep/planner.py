@@ -143,26 +143,25 @@ def plan_requests(
     floor: int = defaults.PLAN_MIN_REQUESTS,
     cap: int = defaults.PLAN_MAX_REQUESTS,
 ) -> RequestsPlan:
-    """m* = ceil(sqrt(c_restart/c_request · S1²/T2²)) for each arm and workload (Kalibera &
-    Jones), the largest of them kept (one m serves every workload of a start), within
-    [floor, cap]. A pair with T2² ≤ 0 showed no restart noise beyond its requests' noise:
-    requests are then the cheap way to narrow it, so it asks for the cap."""
-    ratio = costs.restart_s / costs.mean_request_s
+    """m* = ceil(sqrt(c_restart/c_request · S1²/T2²)) (Kalibera & Jones), within [floor, cap],
+    with S1² and T2² pooled (averaged) over arms and workloads: one m serves every workload
+    of every start, and one pair's T2² from a few restarts is too noisy to size it alone.
+    T2² ≤ 0 (no restart noise beyond the requests' own) makes requests the cheap way to
+    narrow the interval: the cap."""
     if noise.empty:
         return RequestsPlan(requests=cap, why="no variance components yet (needs 2 restarts)")
-    wanted: list[tuple[int, str]] = []
-    for row in noise.itertuples():
-        m = stats.requests_per_restart(costs.restart_s, costs.mean_request_s, row.s1_sq, row.t2_sq)
-        wanted.append((cap if m is None else m, f"{row.arm}/{row.workload}"))
-    m_star, where = max(wanted)
-    chosen = min(max(m_star, floor), cap)
-    bound = " (floor)" if chosen > m_star else " (cap)" if chosen < m_star else ""
+    s1_sq, t2_sq = float(noise["s1_sq"].mean()), float(noise["t2_sq"].mean())
+    m_star = stats.requests_per_restart(costs.restart_s, costs.mean_request_s, s1_sq, t2_sq)
+    chosen = cap if m_star is None else min(max(m_star, floor), cap)
+    said = "T2² ≤ 0, no restart noise seen" if m_star is None else f"m* = {m_star}"
+    bound = {cap: " (cap)", floor: " (floor)"}.get(chosen, "") if chosen != m_star else ""
     return RequestsPlan(
         requests=chosen,
         why=(
-            f"m* = {m_star} from {where}: restart cost {costs.restart_s:.1f} s vs "
-            f"{costs.mean_request_s:.2f} s per request ({ratio:.0f}×), kept in "
-            f"[{floor}, {cap}]{bound}; costs {costs.source}"
+            f"{said} from S1² = {s1_sq:.2g}, T2² = {t2_sq:.2g} (log scale, mean of "
+            f"{len(noise)} arm-workload pairs) and a start costing {costs.restart_s:.1f} s "
+            f"against {costs.mean_request_s:.2f} s per request; kept in [{floor}, {cap}]"
+            f"{bound}; costs {costs.source}"
         ),
     )
 
