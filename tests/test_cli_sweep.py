@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -77,6 +78,23 @@ def test_dry_run_prints_schedule_and_estimate() -> None:
     assert code == 0, out
     assert "selfdraft-k4" in out and "ngram-k8" in out
     assert "27 starts, 864 requests" in out and "2 s start-up" in out
+    # 2 s start-up + 5 s stop, 0.5 + 64/35 = 2.33 s per request, 2 workloads × 16: 81.5 s per
+    # start, 27 starts: 36.7 min; the adaptive plan: m* requests from block 2
+    out = " ".join(out.split())
+    assert "fixed plan: 15 requests per restart, every start: about 37 min" in out
+    assert re.search(r"adaptive plan \(--adaptive\): \d+ requests per restart from block 2", out)
+
+
+def test_dry_run_with_a_pilot_takes_its_costs_and_noise(tmp_path: Path) -> None:
+    """--pilot: the recorded CPU bundle's own start-up and request seconds; a folder that is
+    not a bundle is an error naming it."""
+    pilot = ROOT / "samples" / "llamacpp-cpu-gemma3"
+    code, out = _invoke(str(SAMPLE), "--dry-run", "--pilot", str(pilot))
+    assert code == 0, out
+    assert f"Costs measured in the pilot {pilot}" in " ".join(out.split())
+    assert "arm-workload pairs" in out
+    code, out = _invoke(str(SAMPLE), "--dry-run", "--pilot", str(tmp_path))
+    assert code != 0 and str(tmp_path) in out and "Traceback" not in out
 
 
 def test_a_missing_plan_is_an_error_without_traceback(tmp_path: Path) -> None:

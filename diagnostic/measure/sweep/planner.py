@@ -7,19 +7,24 @@ from __future__ import annotations
 import datetime as dt
 import math
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
 from diagnostic import defaults
-from diagnostic.analyse import stats
 from diagnostic.measure.schedule import EstimateAssumptions, Start
 from diagnostic.schema.bundle import RunInfo
 
+if TYPE_CHECKING:  # pandas and scipy load slowly: imported where used, not for `--help`
+    import pandas as pd
+
 __all__ = [
     "Costs",
+    "DayEstimate",
     "RequestsPlan",
     "assumed_costs",
+    "assumed_noise",
+    "day_estimate",
     "likely_end",
     "measured_costs",
     "noise_components",
@@ -103,6 +108,10 @@ def noise_components(frame: pd.DataFrame) -> pd.DataFrame:
     (rows with no exclusion): S1² (within restart), S2² (of restart means), T2² = S2² − S1²/m,
     m, and the restarts behind them. Only (arm, workload) pairs with ≥ 2 restarts of ≥ 2
     requests; on the log scale of decode tok/s (the scale the verdicts use)."""
+    import pandas as pd
+
+    from diagnostic.analyse import stats
+
     measured = frame[(frame["excluded"] == "") & frame["decode_tps"].notna()].copy()
     measured["log_tps"] = measured["decode_tps"].astype(float).map(math.log)
     rows = []
@@ -148,6 +157,8 @@ def plan_requests(
     of every start, and one pair's T2² from a few restarts is too noisy to size it alone.
     T2² ≤ 0 (no restart noise beyond the requests' own) makes requests the cheap way to
     narrow the interval: the cap."""
+    from diagnostic.analyse import stats
+
     if noise.empty:
         return RequestsPlan(requests=cap, why="no variance components yet (needs 2 restarts)")
     s1_sq, t2_sq = float(noise["s1_sq"].mean()), float(noise["t2_sq"].mean())
@@ -163,6 +174,63 @@ def plan_requests(
             f"against {costs.mean_request_s:.2f} s per request; kept in [{floor}, {cap}]"
             f"{bound}; costs {costs.source}"
         ),
+    )
+
+
+def assumed_noise(assumptions: EstimateAssumptions) -> pd.DataFrame:
+    """Variance components from the stated CVs (no pilot): S1² and T2² on the log scale of a
+    lognormal with the request CV and the restart CV."""
+    import pandas as pd
+
+    s1_sq = math.log1p(assumptions.request_cv**2)
+    t2_sq = math.log1p(assumptions.restart_cv**2)
+    return pd.DataFrame([{"arm": "assumed", "workload": "all", "s1_sq": s1_sq, "t2_sq": t2_sq}])
+
+
+class DayEstimate(BaseModel):
+    """Expected wall-clock of the fixed and the adaptive plan, before a sweep."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    costs: Costs = Field(description="What a start and a request cost")
+    fixed_requests: int = Field(description="The plan's requests per restart")
+    fixed_s: float = Field(description="Fixed plan: every start of the schedule")
+    adaptive: RequestsPlan = Field(description="Adaptive plan: m* requests per restart")
+    looks: list[int] = Field(description="Adaptive: planned looks (blocks)")
+    adaptive_by_look_s: list[float] = Field(
+        description="Adaptive: seconds if every arm is decided at each look (the last: all)"
+    )
+
+
+def day_estimate(
+    costs: Costs,
+    noise: pd.DataFrame,
+    *,
+    arms: int,
+    restarts: int,
+    looks: Sequence[int],
+    requests: int,
+    warmup: int,
+    levels: int = 1,
+) -> DayEstimate:
+    """Both plans' wall-clock from the same costs. The adaptive plan measures block 1 with the
+    plan's requests, then m*; it ends at the first look that decides every arm."""
+    chosen = plan_requests(costs, noise)
+    first = arms * costs.per_start(requests, warmup, levels)
+
+    def adaptive(blocks: int) -> float:
+        later = arms * (blocks - 1)
+        return first + wall_clock(
+            costs, later, requests=chosen.requests, warmup=warmup, levels=levels
+        )
+
+    return DayEstimate(
+        costs=costs,
+        fixed_requests=requests,
+        fixed_s=wall_clock(costs, arms * restarts, requests=requests, warmup=warmup, levels=levels),
+        adaptive=chosen,
+        looks=list(looks),
+        adaptive_by_look_s=[adaptive(n) for n in looks],
     )
 
 
