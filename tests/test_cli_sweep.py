@@ -79,10 +79,10 @@ def test_dry_run_prints_schedule_and_estimate() -> None:
     assert "selfdraft-k4" in out and "ngram-k8" in out
     assert "27 starts, 864 requests" in out and "2 s start-up" in out
     # 2 s start-up + 5 s stop, 0.5 + 64/35 = 2.33 s per request, 2 workloads × 16: 81.5 s per
-    # start, 27 starts: 36.7 min; the adaptive plan: m* requests from block 2
+    # start, 27 starts: 36.7 min; the adaptive plan: m* requests from block 3
     out = " ".join(out.split())
     assert "fixed plan: 15 requests per restart, every start: about 37 min" in out
-    assert re.search(r"adaptive plan \(--adaptive\): \d+ requests per restart from block 2", out)
+    assert re.search(r"adaptive plan \(--adaptive\): \d+ requests per restart from block 3", out)
 
 
 def test_dry_run_with_a_pilot_takes_its_costs_and_noise(tmp_path: Path) -> None:

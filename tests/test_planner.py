@@ -144,3 +144,17 @@ def test_the_recorded_cpu_sample_gives_its_own_costs_and_components() -> None:
     assert row.s2_sq == pytest.approx(logs.mean().var(ddof=1))
     chosen = planner.plan_requests(costs, noise)
     assert 5 <= chosen.requests <= 60
+
+
+def test_the_day_estimate_of_both_plans_by_hand() -> None:
+    """2 arms, 8 blocks, looks 4 and 8, 1 warm-up + 15 requests, 90 s start-up, 2 s requests:
+    a start is 90 + 16 · 2 = 122 s, with m* = 5 (S1²/T2² = 2/7: the floor) 102 s. Fixed:
+    16 · 122 = 1952 s. Adaptive: blocks 1-2 at 15 requests (4 · 122 = 488 s), then m*:
+    decided at block 4, 488 + 4 · 102 = 896 s; at block 8, 488 + 12 · 102 = 1712 s."""
+    noise = pd.DataFrame([{"arm": "a", "workload": "code", "s1_sq": 2.0, "t2_sq": 7.0}])
+    day = planner.day_estimate(
+        _costs(), noise, arms=2, restarts=8, looks=[4, 8], requests=15, warmup=1
+    )
+    assert day.fixed_s == pytest.approx(1952.0)
+    assert day.adaptive.requests == 5
+    assert day.adaptive_by_look_s == pytest.approx([896.0, 1712.0])

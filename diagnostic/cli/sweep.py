@@ -338,7 +338,7 @@ def _print_day(summary: SweepResult, *, adaptive: bool) -> None:
         for n, t in zip(d.looks, d.adaptive_by_look_s, strict=True)
     )
     console.print(
-        f"adaptive plan (--adaptive): {d.adaptive.requests} requests per restart from block 2; "
+        f"adaptive plan (--adaptive): {d.adaptive.requests} requests per restart from block 3; "
         f"{looks}{' (no interim look)' if len(d.looks) < 2 else ''}{mark[adaptive]}",
         highlight=False,
         markup=False,

@@ -213,14 +213,18 @@ def day_estimate(
     warmup: int,
     levels: int = 1,
 ) -> DayEstimate:
-    """Both plans' wall-clock from the same costs. The adaptive plan measures block 1 with the
-    plan's requests, then m*; it ends at the first look that decides every arm."""
+    """Both plans' wall-clock from the same costs. The adaptive plan measures blocks 1-2 with
+    the plan's requests (T2² needs two restarts), then m*; it ends at the first look that
+    decides every arm."""
     chosen = plan_requests(costs, noise)
-    first = arms * costs.per_start(requests, warmup, levels)
+    first = min(2, restarts)
 
     def adaptive(blocks: int) -> float:
-        later = arms * (blocks - 1)
-        return first + wall_clock(
+        early = wall_clock(
+            costs, arms * min(first, blocks), requests=requests, warmup=warmup, levels=levels
+        )
+        later = arms * max(blocks - first, 0)
+        return early + wall_clock(
             costs, later, requests=chosen.requests, warmup=warmup, levels=levels
         )
 

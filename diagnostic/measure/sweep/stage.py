@@ -91,7 +91,7 @@ def sweep(
     KeyboardInterrupt. `resume` skips runs already ok, continues interrupted ones and retries
     failed ones (the failed attempt's files are kept as *.attempt<N>.*). `adaptive` analyses
     the bundle at planned looks (block counts): an arm whose comparisons are all decided gets
-    no more restarts, and the sweep stops once every arm is; from block 2 on it measures
+    no more restarts, and the sweep stops once every arm is; from block 3 on it measures
     m* requests per restart from its own costs and noise. `pilot`: a bundle whose costs and
     noise the time estimate (SweepResult.day) uses instead of the assumptions.
     """
