@@ -17,6 +17,7 @@ import pytest
 from analyse_bundles import REAL_RUNS, synthetic_record
 from conftest import ROOT, free_port
 
+from diagnostic.analyse.core import analyse
 from diagnostic.bundle.store import Bundle
 from diagnostic.common.progress import NullReporter
 from diagnostic.errors import BundleError, DiagnosticError
@@ -24,6 +25,7 @@ from diagnostic.measure.launch import port_in_use, start_server
 from diagnostic.measure.plan.spec import Plan, load_plan, parse_plan
 from diagnostic.measure.schedule import build_schedule
 from diagnostic.measure.sweep import OVERALL, SweepResult, adaptive_looks, capture_facts, sweep
+from diagnostic.report.design import design_rows
 from diagnostic.schema.bundle import RunInfo
 
 SERVER = (
@@ -508,6 +510,12 @@ def test_adaptive_stops_each_arm_once_its_comparisons_are_decided(tmp_path: Path
     assert time_plan is not None and time_plan.design == "adaptive"
     assert time_plan.stopped["fast"].startswith("decided at look 1 (WIN)")
     assert time_plan.restarts == {"baseline": 4, "baseline-aa": 4, "fast": 4, "same": 4}
+    # The report's methodology says which design ran, what each arm got and why.
+    final = Bundle.open(out)
+    rows = {r.key: r.value for r in design_rows(final.manifest, analyse(final))}
+    assert rows["Design"].startswith("adaptive (group-sequential): looks after blocks 4, 8")
+    assert "fast 4 (decided at look 1 (WIN))" in rows["Restarts per arm (run)"]
+    assert rows["Wall-clock: planned against taken"].startswith("planned ")
 
 
 def test_a_fixed_sweep_cannot_be_resumed_as_an_adaptive_one(tmp_path: Path) -> None:

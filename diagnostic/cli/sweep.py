@@ -28,6 +28,7 @@ from diagnostic.cli._common import (
     number_option,
     print_labelled,
 )
+from diagnostic.common.progress import duration
 from diagnostic.errors import DiagnosticError
 from diagnostic.measure.plan.presets import ENGINES, plan_from_preset
 from diagnostic.measure.plan.serialise import to_toml
@@ -293,13 +294,6 @@ def _preset(engine: str, *, force: bool, **options: Any) -> Plan:
     return expand_plan(file, source=str(save) if save is not None else "preset")
 
 
-def _duration(seconds: float) -> str:
-    minutes = round(seconds / 60)
-    if minutes < 1:
-        return f"{seconds:.0f} s"
-    return f"{minutes // 60} h {minutes % 60:02d} min" if minutes >= 60 else f"{minutes} min"
-
-
 def _print_schedule(summary: SweepResult) -> None:
     table = Table(title=Text(f"Schedule of {summary.plan_source}"), box=box.SIMPLE_HEAD)
     for name in ("#", "block", "arm", "restart"):
@@ -330,11 +324,11 @@ def _print_day(summary: SweepResult, *, adaptive: bool) -> None:
     mark = {True: " ← this run", False: ""}
     console.print(
         f"fixed plan: {d.fixed_requests} requests per restart, every start: about "
-        f"{_duration(d.fixed_s)}{mark[not adaptive]}",
+        f"{duration(d.fixed_s)}{mark[not adaptive]}",
         highlight=False,
     )
     looks = ", ".join(
-        f"{_duration(t)} if decided at block {n}"
+        f"{duration(t)} if decided at block {n}"
         for n, t in zip(d.looks, d.adaptive_by_look_s, strict=True)
     )
     console.print(
@@ -346,6 +340,9 @@ def _print_day(summary: SweepResult, *, adaptive: bool) -> None:
     console.print(f"  why {d.adaptive.requests}: {d.adaptive.why}", highlight=False, markup=False)
 
 
+_STYLES = {"ok": "green", "failed": "red", "interrupted": "yellow", "decided": "cyan"}
+
+
 def _print_outcomes(summary: SweepResult) -> None:
     table = Table(title=Text(f"Sweep into {summary.bundle}"), box=box.SIMPLE_HEAD)
     for name in ("block", "arm", "restart", "status", "start-up s", "why"):
@@ -354,8 +351,7 @@ def _print_outcomes(summary: SweepResult) -> None:
         why = (o.failure or "").splitlines()[0][:90] if o.failure else ""
         startup = "-" if o.startup_s is None else f"{o.startup_s:.1f}"
         block = "-" if o.start.block is None else str(o.start.block + 1)
-        style = {"ok": "green", "failed": "red", "interrupted": "yellow", "decided": "cyan"}
-        style = style.get(o.status, "")
+        style = _STYLES.get(o.status, "")
         status = Text(o.status, style=style)
         table.add_row(block, Text(o.start.arm), str(o.start.restart), status, startup, Text(why))
     console.print(table)
@@ -372,7 +368,7 @@ def _print_outcomes(summary: SweepResult) -> None:
     t = summary.time_plan
     if t is not None and t.took_s is not None:
         console.print(
-            f"Took {_duration(t.took_s)} (planned {_duration(t.estimated_s)}); "
+            f"Took {duration(t.took_s)} (planned {duration(t.estimated_s)}); "
             f"{t.requests} requests per restart at the end ({t.requests_why}).",
             highlight=False,
             markup=False,

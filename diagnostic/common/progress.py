@@ -5,6 +5,14 @@ from __future__ import annotations
 from typing import Protocol
 
 
+def duration(seconds: float) -> str:
+    """A wall-clock span as people say it: '45 s', '12 min', '2 h 05 min'."""
+    minutes = round(seconds / 60)
+    if minutes < 1:
+        return f"{seconds:.0f} s"
+    return f"{minutes // 60} h {minutes % 60:02d} min" if minutes >= 60 else f"{minutes} min"
+
+
 class Reporter(Protocol):
     """Receives progress from a stage; the CLI draws it, tests ignore it."""
 

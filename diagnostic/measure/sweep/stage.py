@@ -129,7 +129,7 @@ def sweep(
         schedule,
         settings,
         looks=summary.looks,
-        assumptions=assumptions,
+        day=summary.day,
         reporter=reporter,
     )
     reporter.start(OVERALL, len(schedule) * runner.steps_per_start)

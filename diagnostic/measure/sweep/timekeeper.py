@@ -13,7 +13,7 @@ from diagnostic.common.progress import Reporter
 from diagnostic.errors import DiagnosticError
 from diagnostic.measure.collect import RunSettings
 from diagnostic.measure.plan.spec import Plan
-from diagnostic.measure.schedule import EstimateAssumptions, Start
+from diagnostic.measure.schedule import Start
 from diagnostic.measure.sweep import planner
 from diagnostic.schema.analysis import Comparison
 from diagnostic.schema.bundle import TimePlan
@@ -55,18 +55,16 @@ class TimeKeeper:
         settings: RunSettings,
         *,
         looks: Sequence[int] | None,
-        assumptions: EstimateAssumptions | None,
+        day: planner.DayEstimate,
         reporter: Reporter,
     ) -> None:
-        o = plan.options
         self.bundle, self.schedule, self.reporter = bundle, list(schedule), reporter
         self.settings = settings
         self.looks = list(looks or [])
-        self.levels = len(o.concurrency)
+        self.levels = len(plan.options.concurrency)
         self.arms = [a.name for a in plan.arms]
-        a = assumptions or EstimateAssumptions()
-        self.stop_s = a.stop_s
-        self.costs = planner.assumed_costs(a, [w.name for w in settings.workloads], o.max_tokens)
+        self.costs = day.costs  # assumed, or a pilot's, until the first block is measured
+        self.stop_s = day.costs.stop_s
         self.closed: dict[str, str] = {}
         self.decided: tuple[int, int] | None = None  # (decided, all) at the last look
         self.began = time.monotonic()
@@ -79,7 +77,7 @@ class TimeKeeper:
             request_s=self.costs.mean_request_s,
             requests=settings.requests,
             requests_why="the plan's requests (nothing measured yet)",
-            estimated_s=self._remaining(-1),
+            estimated_s=day.adaptive_by_look_s[-1] if self.looks else day.fixed_s,
         )
         if prior is not None:  # --resume: go on from where the sweep was
             self.closed = dict(prior.stopped)
