@@ -176,7 +176,7 @@ def planned_m(case: Case, d: Draw, costs: planner.Costs) -> np.ndarray:
             {"s1_sq": s1_sq[s], "t2_sq": s2_sq[s] - s1_sq[s] / FIRST_REQUESTS},
             index=range(case.arms),
         )
-        out[s] = planner.plan_requests(costs, noise).requests
+        out[s] = planner.plan_requests(costs, noise, current=FIRST_REQUESTS).requests
     return out
 
 

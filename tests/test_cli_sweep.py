@@ -19,6 +19,7 @@ from diagnostic.cli import main
 from diagnostic.measure.plan.spec import load_plan
 
 SAMPLE = ROOT / "samples" / "plans" / "llamacpp-cpu.toml"
+DIAGNOSE = str(ROOT / ".venv" / "bin" / "diagnose")
 
 
 def _invoke(*args: str) -> tuple[int, str]:
@@ -115,15 +116,7 @@ def test_failed_starts_give_exit_code_1_and_a_table(tmp_path: Path) -> None:
 
 @pytest.mark.engine
 def test_a_real_one_start_sweep_from_the_command_line(tmp_path: Path) -> None:
-    done = subprocess.run(
-        [str(ROOT / "scripts" / "real-server"), "path"],
-        capture_output=True,
-        text=True,
-        timeout=3600,
-    )
-    if done.returncode != 0:
-        pytest.fail(f"llama-server is not installed: {done.stderr[-1000:]}", pytrace=False)
-    env = dict(line.split("=", 1) for line in done.stdout.splitlines() if "=" in line)
+    env = _real_server_env()
     plan = _plan_file(
         tmp_path, "$LLAMA_SERVER -m $MODEL --host 127.0.0.1 --port {port} -t 2 -c 1024 --metrics"
     )
@@ -144,6 +137,68 @@ def test_a_real_one_start_sweep_from_the_command_line(tmp_path: Path) -> None:
     assert "1 ok. Bundle:" in result.stdout
     run = Bundle.open(tmp_path / "b").runs()[0]
     assert run.status == "ok" and run.capture is not None and "resolved" in run.capture
+    # The planned duration before the start; the manifest records the plan and what it took.
+    out = result.stdout
+    assert out.index("fixed plan:") < out.index("1 ok. Bundle:") < out.index("Took ")
+    t = Bundle.open(tmp_path / "b").manifest.time_plan
+    assert t is not None and t.design == "fixed" and t.costs_source == "measured in block 1"
+    assert run.launch is not None and t.startup_s == pytest.approx(run.launch.startup_s)
+    assert t.took_s is not None and t.took_s > t.startup_s and t.restarts == {"baseline": 1}
+
+
+def _real_server_env() -> dict[str, str]:
+    done = subprocess.run(
+        [str(ROOT / "scripts" / "real-server"), "path"],
+        capture_output=True,
+        text=True,
+        timeout=3600,
+    )
+    if done.returncode != 0:
+        pytest.fail(f"llama-server is not installed: {done.stderr[-1000:]}", pytrace=False)
+    return dict(line.split("=", 1) for line in done.stdout.splitlines() if "=" in line)
+
+
+@pytest.mark.engine
+def test_a_real_adaptive_sweep_plans_its_requests_from_its_own_first_blocks(
+    tmp_path: Path,
+) -> None:
+    """Two arms × 3 blocks on the real CPU engine: blocks 1-2 with the plan's 2 requests,
+    then m* (Kalibera & Jones from the costs and noise those blocks measured, in [5, 60], or
+    the plan's 2 while no restart component shows); the third block's runs have exactly that
+    many measured requests, and the manifest says why."""
+    server = "$LLAMA_SERVER -m $MODEL --host 127.0.0.1 --port {port} -t 2 -c 1024 --metrics"
+    ngram = " --spec-type ngram-simple --spec-ngram-simple-size-n 2 --spec-ngram-simple-size-m 3"
+    plan = tmp_path / "plan.toml"
+    plan.write_text(
+        '[plan]\nrestarts = 3\nrequests = 2\nwarmup = 1\nmax_tokens = 8\nworkloads = ["code"]\n'
+        f'port = {free_port()}\n[[arms]]\nname = "baseline"\nlaunch = "{server}"\n'
+        f'[[arms]]\nname = "ngram"\nspeculative = true\nlaunch = "{server}{ngram}"\n'
+    )
+    argv = [DIAGNOSE, "sweep", str(plan), "--adaptive", "--out", str(tmp_path / "b")]
+    env = {**os.environ, **_real_server_env()}
+    with subprocess.Popen(
+        argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+    ) as p:
+        try:
+            stdout, stderr = p.communicate(timeout=600)
+        except subprocess.TimeoutExpired:  # SIGTERM: the sweep stops its server, as on Ctrl-C
+            p.send_signal(signal.SIGTERM)
+            stdout, stderr = p.communicate(timeout=120)
+            pytest.fail(f"the sweep took over 10 minutes: {stdout[-2000:]}{stderr[-2000:]}")
+    result = subprocess.CompletedProcess(argv, p.returncode, stdout, stderr)
+    assert result.returncode == 0, result.stdout + result.stderr
+    bundle = Bundle.open(tmp_path / "b")
+    t = bundle.manifest.time_plan
+    assert t is not None and t.design == "adaptive"
+    assert t.costs_source == "measured in blocks 1-3" and t.restarts == {"baseline": 3, "ngram": 3}
+    if t.requests_why.startswith("m* ="):
+        assert 5 <= t.requests <= 60, t.requests_why
+    else:  # two restarts per arm showed no restart component: the plan's 2 are kept
+        assert t.requests_why.startswith("restart noise not resolved yet") and t.requests == 2
+    for arm in ("baseline", "ngram"):
+        measured = [r for r in bundle.read_requests(arm, 2).records if not r.warmup]
+        first = [r for r in bundle.read_requests(arm, 0).records if not r.warmup]
+        assert len(first) == 2 and len(measured) == t.requests, (arm, t.requests_why)
 
 
 def _static_server(tmp_path: Path) -> str:

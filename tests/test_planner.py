@@ -69,14 +69,14 @@ def test_variance_components_per_arm_and_workload_by_hand() -> None:
         (2.0, 7.0, 5, "(floor)"),  # sqrt(46 · 2/7) = 3.63 → 4, raised to the floor 5
         (2.0, 0.1, 31, ""),  # sqrt(46 · 20) = 30.3 → 31
         (2.0, 0.001, 60, "(cap)"),  # sqrt(46 · 2000) = 303 → the cap 60
-        (2.0, -0.5, 60, "(cap)"),  # no restart noise seen: requests are the cheap way
+        (2.0, -0.5, 15, "not resolved yet"),  # no restart noise seen yet: keep 15
     ],
 )
 def test_requests_per_restart_by_hand(
     s1_sq: float, t2_sq: float, expected: int, bound: str
 ) -> None:
     noise = pd.DataFrame([{"arm": "a", "workload": "code", "s1_sq": s1_sq, "t2_sq": t2_sq}])
-    chosen = planner.plan_requests(_costs(), noise, floor=5, cap=60)
+    chosen = planner.plan_requests(_costs(), noise, current=15, floor=5, cap=60)
     assert chosen.requests == expected
     assert bound in chosen.why and "92.0 s against 2.00 s" in chosen.why
 
@@ -89,7 +89,7 @@ def test_requests_pool_the_components_over_arms_and_workloads() -> None:
             {"arm": "b", "workload": "code", "s1_sq": 3.0, "t2_sq": 0.15},
         ]
     )
-    assert planner.plan_requests(_costs(), noise, floor=5, cap=60).requests == 31
+    assert planner.plan_requests(_costs(), noise, current=15, floor=5, cap=60).requests == 31
 
 
 def test_costs_from_run_records_by_hand() -> None:
@@ -142,7 +142,7 @@ def test_the_recorded_cpu_sample_gives_its_own_costs_and_components() -> None:
     row = noise[(noise.arm == "baseline") & (noise.workload == "code")].iloc[0]
     assert row.s1_sq == pytest.approx(s1_sq)
     assert row.s2_sq == pytest.approx(logs.mean().var(ddof=1))
-    chosen = planner.plan_requests(costs, noise)
+    chosen = planner.plan_requests(costs, noise, current=15)
     assert 5 <= chosen.requests <= 60
 
 

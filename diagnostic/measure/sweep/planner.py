@@ -149,31 +149,36 @@ def plan_requests(
     costs: Costs,
     noise: pd.DataFrame,
     *,
+    current: int,
     floor: int = defaults.PLAN_MIN_REQUESTS,
     cap: int = defaults.PLAN_MAX_REQUESTS,
 ) -> RequestsPlan:
     """m* = ceil(sqrt(c_restart/c_request · S1²/T2²)) (Kalibera & Jones), within [floor, cap],
     with S1² and T2² pooled (averaged) over arms and workloads: one m serves every workload
     of every start, and one pair's T2² from a few restarts is too noisy to size it alone.
-    T2² ≤ 0 (no restart noise beyond the requests' own) makes requests the cheap way to
-    narrow the interval: the cap."""
+    With T2² ≤ 0 the restart component is not resolved yet (two restarts often show none):
+    the `current` requests per restart are kept rather than sized on noise."""
     from diagnostic.analyse import stats
 
     if noise.empty:
-        return RequestsPlan(requests=cap, why="no variance components yet (needs 2 restarts)")
+        return RequestsPlan(requests=current, why="no variance components yet (needs 2 restarts)")
     s1_sq, t2_sq = float(noise["s1_sq"].mean()), float(noise["t2_sq"].mean())
+    pooled = (
+        f"S1² = {s1_sq:.2g}, T2² = {t2_sq:.2g} (log scale, mean of {len(noise)} arm-workload "
+        f"pairs); a start costs {costs.restart_s:.1f} s against {costs.mean_request_s:.2f} s "
+        f"per request, costs {costs.source}"
+    )
     m_star = stats.requests_per_restart(costs.restart_s, costs.mean_request_s, s1_sq, t2_sq)
-    chosen = cap if m_star is None else min(max(m_star, floor), cap)
-    said = "T2² ≤ 0, no restart noise seen" if m_star is None else f"m* = {m_star}"
+    if m_star is None:
+        return RequestsPlan(
+            requests=current,
+            why=f"restart noise not resolved yet (T2² ≤ 0): {current} kept; {pooled}",
+        )
+    chosen = min(max(m_star, floor), cap)
     bound = {cap: " (cap)", floor: " (floor)"}.get(chosen, "") if chosen != m_star else ""
     return RequestsPlan(
         requests=chosen,
-        why=(
-            f"{said} from S1² = {s1_sq:.2g}, T2² = {t2_sq:.2g} (log scale, mean of "
-            f"{len(noise)} arm-workload pairs) and a start costing {costs.restart_s:.1f} s "
-            f"against {costs.mean_request_s:.2f} s per request; kept in [{floor}, {cap}]"
-            f"{bound}; costs {costs.source}"
-        ),
+        why=f"m* = {m_star} from {pooled}; kept in [{floor}, {cap}]{bound}",
     )
 
 
@@ -216,7 +221,7 @@ def day_estimate(
     """Both plans' wall-clock from the same costs. The adaptive plan measures blocks 1-2 with
     the plan's requests (T2² needs two restarts), then m*; it ends at the first look that
     decides every arm."""
-    chosen = plan_requests(costs, noise)
+    chosen = plan_requests(costs, noise, current=requests)
     first = min(2, restarts)
 
     def adaptive(blocks: int) -> float:

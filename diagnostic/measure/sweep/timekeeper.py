@@ -112,7 +112,7 @@ class TimeKeeper:
         if self.looks:  # the adaptive design plans its requests per restart
             noise = planner.noise_components(loaded.frame)
             if not noise.empty:
-                chosen = planner.plan_requests(self.costs, noise)
+                chosen = planner.plan_requests(self.costs, noise, current=self.requests)
                 self.settings = self.settings.model_copy(update={"requests": chosen.requests})
                 why = chosen.why
             if blocks in self.looks and blocks != self.looks[-1]:
