@@ -118,8 +118,8 @@ _OUT = click.Path(path_type=Path)
         "every arm is; from block 3 on, m* requests per restart from the costs and noise of "
         "blocks 1-2 (Kalibera & Jones, 5 to 60). Restarts (--restarts, [plan] restarts) is "
         "then the MAXIMUM: to keep the power of a fixed plan of n restarts, make it about "
-        "1.2-1.3 × n. Sized for 90% power, a real 10-20% speedup is settled in 12-70% less "
-        "wall-clock; no change in speed runs to the maximum, 3-22% longer than the fixed plan "
+        "1.2-1.3 × n. Sized for 90% power, a real 10-20% speedup is settled in 13-70% less "
+        "wall-clock; no change in speed runs to the maximum, up to 21% longer than the fixed plan "
         "(benchmarks/README.md, time on site)."
     ),
 )
