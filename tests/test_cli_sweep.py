@@ -11,12 +11,14 @@ import time
 from pathlib import Path
 
 import pytest
+from analyse_bundles import synthetic_record
 from click.testing import CliRunner
 from conftest import ROOT, free_port
 
 from diagnostic.bundle.store import Bundle
 from diagnostic.cli import main
 from diagnostic.measure.plan.spec import load_plan
+from diagnostic.schema.bundle import Manifest, RunInfo
 
 SAMPLE = ROOT / "samples" / "plans" / "llamacpp-cpu.toml"
 DIAGNOSE = str(ROOT / ".venv" / "bin" / "diagnose")
@@ -96,6 +98,14 @@ def test_dry_run_with_a_pilot_takes_its_costs_and_noise(tmp_path: Path) -> None:
     assert "arm-workload pairs" in out
     code, out = _invoke(str(SAMPLE), "--dry-run", "--pilot", str(tmp_path))
     assert code != 0 and str(tmp_path) in out and "Traceback" not in out
+    # A collect bundle has requests but no start-up time: the error says what to give.
+    collected = tmp_path / "collected"
+    bundle = Bundle.create(collected, Manifest(tool_version="test"))
+    bundle.write_run(RunInfo(arm="baseline", restart=0, status="ok"))
+    bundle.append_request(synthetic_record("baseline", 0, 0, 100.0))
+    code, out = _invoke(str(SAMPLE), "--dry-run", "--pilot", str(collected))
+    out = " ".join(out.split())
+    assert code != 0 and f"--pilot {collected}: no run with a measured start-up" in out
 
 
 def test_a_missing_plan_is_an_error_without_traceback(tmp_path: Path) -> None:
