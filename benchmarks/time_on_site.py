@@ -4,7 +4,7 @@ Usage::
 
     python benchmarks/time_on_site.py [--sims 400] [--seed 0] [--check 20]
         [--restart-cv 0.05 0.10] [--request-cv 0.03 0.10] [--effect 0 0.05 0.10 0.20]
-        [--arms 8] [--startup 90] [--request 2] [--max-blocks 40]
+        [--arms 8] [--startup 90] [--request 2] [--max-blocks 80] [--futility 1.10]
 
 One bundle per simulation: a baseline and `arms − 1` speculative arms, all with the case's
 true effect, one workload, restarts in blocks (each block starts every arm once). Each restart
@@ -36,7 +36,9 @@ The plans:
   false-decision rate of both is printed beside.
 
 A second table sizes both plans for 90% power at +10% instead (the fixed plan's blocks and
-the adaptive maximum searched the same way), which a 5-block plan does not reach.
+the adaptive maximum searched the same way), which a 5-block plan does not reach. With
+`--futility R` a third table adds a what-if the tool does not do: an arm whose interval's
+upper end falls below R at a look stops as well (INCONCLUSIVE, "not R× faster").
 
 Monte-Carlo error: a rate p from n simulations has SE sqrt(p(1−p)/n); a mean time its
 standard error, printed per case.
@@ -121,6 +123,13 @@ def verdicts(x: np.ndarray, alpha: float, delta: float) -> np.ndarray:
     )
 
 
+def upper_end(x: np.ndarray, alpha: float) -> np.ndarray:
+    """Upper end of the paired interval at level 1 − alpha (the futility what-if)."""
+    n = x.shape[-1]
+    half = float(sps.t.isf(alpha / 2, n - 1)) * x.std(axis=-1, ddof=1) / math.sqrt(n)
+    return np.exp(x.mean(axis=-1) + half)
+
+
 def check(logs: np.ndarray, codes: np.ndarray, n: int, alpha: float, delta: float) -> int:
     """Decide again with stats.paired_ratio_ci + stats.verdict; stop on a difference."""
     for s in range(codes.shape[0]):
@@ -181,9 +190,16 @@ def planned_m(case: Case, d: Draw, costs: planner.Costs) -> np.ndarray:
 
 
 def on_site(
-    case: Case, d: Draw, max_blocks: int, costs: planner.Costs, m_star: np.ndarray, n_check: int
+    case: Case,
+    d: Draw,
+    max_blocks: int,
+    costs: planner.Costs,
+    m_star: np.ndarray,
+    n_check: int,
+    futility: float | None = None,
 ) -> Outcome:
-    """The time-on-site plan: m* from block 3, looks, per-arm stopping."""
+    """The time-on-site plan: m* from block 3, looks, per-arm stopping. `futility` (a what-if,
+    not in the tool): an arm also stops, INCONCLUSIVE, once its upper end is below it."""
     sims = d.level.shape[0]
     looks = tuple(stats.planned_looks(max_blocks))
     alpha = stats.sequential_alpha(looks, ALPHA / (case.arms - 1))
@@ -199,6 +215,8 @@ def on_site(
         if n_check and i == 0:
             check(logs[:n_check], v[:n_check], n, alpha, defaults.MARGIN)
         stop = open_ & ((v != INCONCLUSIVE) | (i == len(looks) - 1))
+        if futility is not None:
+            stop |= open_ & (upper_end(x[:, :, :n], alpha) < futility)
         codes[stop], blocks[stop] = v[stop], n
         open_ &= ~stop
     base = blocks.max(axis=1)
@@ -243,12 +261,18 @@ def smallest(reaches: Callable[[int], bool], low: int, high: int, what: str) -> 
 
 
 def size_adaptive(
-    case10: Case, d10: Draw, target: float, costs: planner.Costs, m_star: np.ndarray, cap: int
+    case10: Case,
+    d10: Draw,
+    target: float,
+    costs: planner.Costs,
+    m_star: np.ndarray,
+    cap: int,
+    futility: float | None = None,
 ) -> int:
     """The smallest maximum from 5 up whose WIN rate at +10% reaches `target`."""
 
     def reaches(r: int) -> bool:
-        return power(on_site(case10, d10, r, costs, m_star, 0)) >= target
+        return power(on_site(case10, d10, r, costs, m_star, 0, futility)) >= target
 
     return smallest(reaches, 5, cap, "adaptive plan")
 
@@ -262,7 +286,7 @@ def size_fixed(case10: Case, d10: Draw, target: float, costs: planner.Costs, cap
     return smallest(reaches, 5, cap, "fixed plan")
 
 
-def run(args: argparse.Namespace) -> tuple[list[Row], list[Row]]:
+def run(args: argparse.Namespace) -> tuple[list[Row], list[Row], list[Row]]:
     costs = planner.Costs(
         startup_s=args.startup,
         stop_s=0.0,
@@ -270,7 +294,7 @@ def run(args: argparse.Namespace) -> tuple[list[Row], list[Row]]:
         request_s={"w": args.request},
         source="benchmark",
     )
-    at_fixed, at_90 = [], []
+    at_fixed, at_90, with_futility = [], [], []
     for rcv in args.restart_cv:
         for qcv in args.request_cv:
             draws = {}
@@ -286,6 +310,8 @@ def run(args: argparse.Namespace) -> tuple[list[Row], list[Row]]:
             r_eq = size_adaptive(c10, d10, p_fixed, costs, m10, args.max_blocks)
             f90 = size_fixed(c10, d10, args.power, costs, args.max_blocks)
             r90 = size_adaptive(c10, d10, args.power, costs, m10, args.max_blocks)
+            fut = args.futility
+            rf = size_adaptive(c10, d10, args.power, costs, m10, args.max_blocks, fut) if fut else 0
             for e, d in draws.items():
                 case = Case(rcv, qcv, e, args.arms)
                 m_star = m10 if e == 0.10 else planned_m(case, d, costs)
@@ -295,7 +321,10 @@ def run(args: argparse.Namespace) -> tuple[list[Row], list[Row]]:
                 )
                 fp = fixed(case, d, f90, costs, 0)
                 at_90.append(Row(case, fp, on_site(case, d, r90, costs, m_star, 0), r90))
-    return at_fixed, at_90
+                if fut:
+                    site = on_site(case, d, rf, costs, m_star, 0, fut)
+                    with_futility.append(Row(case, fp, site, rf))
+    return at_fixed, at_90, with_futility
 
 
 def _mc(x: np.ndarray) -> float:
@@ -355,13 +384,19 @@ def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--fixed-blocks", type=int, default=5)
     p.add_argument("--power", type=float, default=0.90, help="second table: power at +10%")
     p.add_argument("--max-blocks", type=int, default=80, help="largest plan searched")
+    p.add_argument(
+        "--futility",
+        type=float,
+        default=None,
+        help="what-if: also stop an arm whose upper end is below this ratio (e.g. 1.10)",
+    )
     return p.parse_args(argv)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse(argv)
     began, load = time.perf_counter(), os.getloadavg()[0]
-    at_fixed, at_90 = run(args)
+    at_fixed, at_90, with_futility = run(args)
     print(
         f"Seed {args.seed}, {args.sims} simulations per case, {args.arms} arms (family of "
         f"{args.arms - 1}), start-up {args.startup:g} s, request {args.request:g} s, "
@@ -374,6 +409,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(table(at_fixed))
     print(f"\nBoth sized for {args.power:.0%} power at +10%:\n")
     print(table(at_90))
+    if with_futility:
+        print(
+            f"\nWhat-if, not in the tool: the same, with a futility stop (an arm whose "
+            f"interval's upper end is below {args.futility:g} stops, INCONCLUSIVE):\n"
+        )
+        print(table(with_futility))
     return 0
 
 

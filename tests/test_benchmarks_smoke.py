@@ -156,7 +156,9 @@ def test_time_on_site_runs_a_few_simulations(capsys: pytest.CaptureFixture[str])
     vectorised verdicts were re-checked against stats (it exits otherwise)."""
     tos = load_benchmark("time_on_site")
     argv = ["--sims", "30", "--restart-cv", "0.05", "--request-cv", "0.03"]
-    tos.main([*argv, "--effect", "0.1", "0.2", "--max-blocks", "40", "--check", "2"])
+    argv += ["--effect", "0.1", "0.2", "--max-blocks", "40", "--check", "2", "--futility", "1.1"]
+    tos.main(argv)
     out = capsys.readouterr().out
     assert "| 5% | 3% | +10% | 5 × 15, 81.3 |" in out and "| 5% | 3% | +20% |" in out
     assert "Mean saving over the 2 cases" in out and "Both sized for 90% power" in out
+    assert "What-if, not in the tool" in out
