@@ -27,7 +27,12 @@ The designs:
 - adaptive: plan.design = {"kind": "adaptive", "looks": looks, "alpha": 0.05} and
   plan.restarts = the last look. The bundle grows block by block; at each planned look it is
   analysed, and the experiment stops at the first look where every speculative comparison
-  is decided (verdict not INCONCLUSIVE), else at the last look, as `sweep --adaptive` does.
+  is decided (verdict not INCONCLUSIVE), else at the last look (the sweep before issue 22);
+- per-arm: the same design, stopping per comparison as `sweep --adaptive` does since issue
+  22: at each look, a spec arm whose comparison is decided (WIN, LOSS or EQUIVALENT, the
+  last a futility stop) gets no more blocks; the baseline and the open arms go on until
+  every arm is decided or the last look. The verdict of a stopped arm is the one of its
+  look (paired on the blocks both sides have, its interval no longer changes).
 
 What is read from each Comparison (the rewrite of issue 18 renames the fields; both work):
 - after the rewrite (Comparison has `ci_level`): verdict, [ci_low, ci_high] at ci_level,
@@ -139,10 +144,10 @@ class SimulatedBundle:
         self.drift = 0.0
         self.ratio = {"base": 1.0} | dict(zip(truth.arms, truth.ratios, strict=True))
 
-    def add_block(self) -> None:
+    def add_block(self, stopped: frozenset[str] = frozenset()) -> None:
         t, rng, b = self.truth, self.rng, self.blocks
         self.drift += rng.gauss(0.0, _sigma(t.drift_cv)) if b else 0.0
-        order = ["base", *t.arms]
+        order = ["base", *(a for a in t.arms if a not in stopped)]
         rng.shuffle(order)
         for arm in order:
             level = BASE_TPS * self.ratio[arm] * math.exp(self.drift)
@@ -164,9 +169,9 @@ class SimulatedBundle:
                 )
         self.blocks += 1
 
-    def grow_to(self, blocks: int) -> None:
+    def grow_to(self, blocks: int, stopped: frozenset[str] = frozenset()) -> None:
         while self.blocks < blocks:
-            self.add_block()
+            self.add_block(stopped)
 
 
 # -- reading a comparison -------------------------------------------------------------------
@@ -221,7 +226,7 @@ def spec_comparisons(path: Path, looks: Sequence[int] | None, truth: Truth) -> l
 class Case:
     """One row of the table: a design, a truth, a number of simulations."""
 
-    design: str  # "fixed" or "adaptive"
+    design: str  # "fixed", "adaptive" (stop when all are decided) or "per-arm"
     truth: Truth
     sims: int
     restarts: int  # fixed design: blocks per arm
@@ -240,28 +245,38 @@ class Outcome:
     decided: tuple[Decision, ...]
     shown: tuple[Decision, ...]
     blocks: int
+    arm_blocks: float = 0.0  # restarts per spec arm, mean over the arms
 
 
 def simulate(case: Case, index: int, seed: int, tmp: Path) -> Outcome:
     """Write one bundle, decide it with analyse (at each look when adaptive), delete it."""
     rng = random.Random(f"{seed}/{case.key}/{index}")
-    adaptive = case.design == "adaptive"
+    adaptive = case.design in ("adaptive", "per-arm")
     looks = case.looks if adaptive else (case.restarts,)
     plan = plan_spec(
         case.truth, blocks=looks[-1], looks=case.looks if adaptive else None, margin=case.margin
     )
     path = Path(tempfile.mkdtemp(prefix="b", dir=tmp))
+    arms = case.truth.arms
+    ran = dict.fromkeys(arms, 0)
+    stopped: frozenset[str] = frozenset()
     try:
         sim = SimulatedBundle(path / "bundle", case.truth, plan, rng)
         for n in looks:
-            sim.grow_to(n)
+            for a in arms:
+                ran[a] += 0 if a in stopped else n - sim.blocks
+            sim.grow_to(n, stopped)
             comparisons = spec_comparisons(
                 sim.bundle.path, case.looks if adaptive else None, case.truth
             )
             decided = tuple(deciding(c, adaptive) for c in comparisons)
-            if all(d.verdict != "INCONCLUSIVE" for d in decided):
+            done = {a for a, d in zip(arms, decided, strict=True) if d.verdict != "INCONCLUSIVE"}
+            if case.design == "per-arm":
+                stopped = stopped | done
+            if len(done) == len(arms):
                 break
-        return Outcome(decided, tuple(printed(c) for c in comparisons), sim.blocks)
+        shown = tuple(printed(c) for c in comparisons)
+        return Outcome(decided, shown, sim.blocks, sum(ran.values()) / len(arms))
     finally:
         shutil.rmtree(path, ignore_errors=True)
 
@@ -291,12 +306,13 @@ class Summary:
     per_arm: list[dict[str, int]]  # verdict counts of each spec arm
     covered: int  # every deciding interval covers its true ratio
     any_wrong: int  # some verdict the truth contradicts
-    blocks: float  # mean restarts per arm used
+    blocks: float  # mean restarts per arm used (the baseline's)
     level: float | None  # mean level of the deciding interval
     shown_counts: list[dict[str, int]] = field(default_factory=list)
     shown_covered: int = 0
     shown_wrong: int = 0
     seconds: float = 0.0  # wall time of the run the case was part of
+    arm_blocks: float = 0.0  # mean restarts per spec arm (per-arm stopping gives fewer)
 
     @classmethod
     def of(cls, case: Case, outcomes: Sequence[Outcome], seconds: float) -> Summary:
@@ -323,6 +339,7 @@ class Summary:
             covered=covered,
             any_wrong=bad,
             blocks=sum(o.blocks for o in outcomes) / len(outcomes),
+            arm_blocks=sum(o.arm_blocks for o in outcomes) / len(outcomes),
             level=sum(levels) / len(levels) if levels else None,
             shown_counts=shown_counts,
             shown_covered=shown_covered,
@@ -402,7 +419,7 @@ def _design(s: Summary) -> str:
     c = s.case
     if c.design == "fixed":
         return f"fixed, {c.restarts} blocks"
-    return "adaptive, looks " + "/".join(map(str, c.looks))
+    return f"{c.design}, looks " + "/".join(map(str, c.looks))
 
 
 def _effects(s: Summary) -> str:
@@ -436,7 +453,8 @@ def family_table(summaries: Sequence[Summary]) -> str:
     head = (
         "| design | restart CV | true effects | sims | family-wise coverage ± SE "
         "| any wrong verdict ± SE | WIN per arm | interval level (mean) "
-        "| restarts per arm (mean) |\n|---|---:|---|---:|---:|---:|---:|---:|---:|"
+        "| restarts per arm (mean) | restarts per spec arm (mean) |\n"
+        "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|"
     )
     rows = []
     for s in summaries:
@@ -446,7 +464,7 @@ def family_table(summaries: Sequence[Summary]) -> str:
         rows.append(
             f"| {_design(s)} | {_pct(s.case.truth.restart_cv)} | {_effects(s)} | {s.n} | "
             f"{_pct(cov)} ± {_pct(se)} | {_pct(bad)} ± {_pct(bse)} | {wins} | "
-            f"{_level(s)} | {s.blocks:.2f} |"
+            f"{_level(s)} | {s.blocks:.2f} | {s.arm_blocks:.2f} |"
         )
     return "\n".join([head, *rows])
 
@@ -479,8 +497,8 @@ def cases(args: argparse.Namespace) -> tuple[list[Case], list[Case]]:
     def truth(ratios: Sequence[float], cv: float) -> Truth:
         return Truth(tuple(ratios), cv, args.request_cv, args.drift_cv, args.requests)
 
-    designs = [d for d in ("fixed", "adaptive") if d in args.designs]
-    sims = {"fixed": args.sims, "adaptive": args.adaptive_sims}
+    designs = [d for d in ("fixed", "adaptive", "per-arm") if d in args.designs]
+    sims = {"fixed": args.sims, "adaptive": args.adaptive_sims, "per-arm": args.adaptive_sims}
     looks = tuple(args.looks)
 
     def case(design: str, ratios: Sequence[float], cv: float) -> Case:
@@ -516,7 +534,7 @@ def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
         default=[1.0, 1.05, 1.10],
         help="true ratios of the spec arms of the family bundle",
     )
-    p.add_argument("--designs", nargs="+", default=["fixed", "adaptive"])
+    p.add_argument("--designs", nargs="+", default=["fixed", "adaptive", "per-arm"])
     p.add_argument("--request-cv", type=float, default=0.05)
     p.add_argument("--requests", type=int, default=15)
     p.add_argument("--drift-cv", type=float, default=0.01)

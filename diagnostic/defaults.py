@@ -11,6 +11,11 @@ REQUESTS = MIN_REQUESTS
 WARMUP = 1  # discarded requests per restart and workload, before the measured ones
 MAX_TOKENS = 256  # output length forced on every request (ignore_eos + min_tokens)
 RESTARTS = 5  # server starts per arm in a sweep
+# Requests per restart the time-on-site planner (sweep --adaptive) may choose from measured
+# costs and noise (Kalibera & Jones m*): never below the floor (drift checks need 5), never
+# above the cap (a restart that shows no noise of its own would otherwise ask for hundreds).
+PLAN_MIN_REQUESTS = 5
+PLAN_MAX_REQUESTS = 60
 MIN_RESTARTS = 3  # below this an arm's interval cannot show the restart noise (checklist)
 WORKLOADS = ("code", "prose")
 CONCURRENCY = 1

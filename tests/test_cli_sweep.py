@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -10,14 +11,17 @@ import time
 from pathlib import Path
 
 import pytest
+from analyse_bundles import synthetic_record
 from click.testing import CliRunner
 from conftest import ROOT, free_port
 
 from diagnostic.bundle.store import Bundle
 from diagnostic.cli import main
 from diagnostic.measure.plan.spec import load_plan
+from diagnostic.schema.bundle import Manifest, RunInfo
 
 SAMPLE = ROOT / "samples" / "plans" / "llamacpp-cpu.toml"
+DIAGNOSE = str(ROOT / ".venv" / "bin" / "diagnose")
 
 
 def _invoke(*args: str) -> tuple[int, str]:
@@ -77,6 +81,31 @@ def test_dry_run_prints_schedule_and_estimate() -> None:
     assert code == 0, out
     assert "selfdraft-k4" in out and "ngram-k8" in out
     assert "27 starts, 864 requests" in out and "2 s start-up" in out
+    # 2 s start-up + 5 s stop, 0.5 + 64/35 = 2.33 s per request, 2 workloads × 16: 81.5 s per
+    # start, 27 starts: 36.7 min; the adaptive plan: m* requests from block 3
+    out = " ".join(out.split())
+    assert "fixed plan: 15 requests per restart, every start: about 37 min" in out
+    assert re.search(r"adaptive plan \(--adaptive\): \d+ requests per restart from block 3", out)
+
+
+def test_dry_run_with_a_pilot_takes_its_costs_and_noise(tmp_path: Path) -> None:
+    """--pilot: the recorded CPU bundle's own start-up and request seconds; a folder that is
+    not a bundle is an error naming it."""
+    pilot = ROOT / "samples" / "llamacpp-cpu-gemma3"
+    code, out = _invoke(str(SAMPLE), "--dry-run", "--pilot", str(pilot))
+    assert code == 0, out
+    assert f"Costs measured in the pilot {pilot}" in " ".join(out.split())
+    assert "arm-workload pairs" in out
+    code, out = _invoke(str(SAMPLE), "--dry-run", "--pilot", str(tmp_path))
+    assert code != 0 and str(tmp_path) in out and "Traceback" not in out
+    # A collect bundle has requests but no start-up time: the error says what to give.
+    collected = tmp_path / "collected"
+    bundle = Bundle.create(collected, Manifest(tool_version="test"))
+    bundle.write_run(RunInfo(arm="baseline", restart=0, status="ok"))
+    bundle.append_request(synthetic_record("baseline", 0, 0, 100.0))
+    code, out = _invoke(str(SAMPLE), "--dry-run", "--pilot", str(collected))
+    out = " ".join(out.split())
+    assert code != 0 and f"--pilot {collected}: no run with a measured start-up" in out
 
 
 def test_a_missing_plan_is_an_error_without_traceback(tmp_path: Path) -> None:
@@ -97,15 +126,7 @@ def test_failed_starts_give_exit_code_1_and_a_table(tmp_path: Path) -> None:
 
 @pytest.mark.engine
 def test_a_real_one_start_sweep_from_the_command_line(tmp_path: Path) -> None:
-    done = subprocess.run(
-        [str(ROOT / "scripts" / "real-server"), "path"],
-        capture_output=True,
-        text=True,
-        timeout=3600,
-    )
-    if done.returncode != 0:
-        pytest.fail(f"llama-server is not installed: {done.stderr[-1000:]}", pytrace=False)
-    env = dict(line.split("=", 1) for line in done.stdout.splitlines() if "=" in line)
+    env = _real_server_env()
     plan = _plan_file(
         tmp_path, "$LLAMA_SERVER -m $MODEL --host 127.0.0.1 --port {port} -t 2 -c 1024 --metrics"
     )
@@ -126,6 +147,68 @@ def test_a_real_one_start_sweep_from_the_command_line(tmp_path: Path) -> None:
     assert "1 ok. Bundle:" in result.stdout
     run = Bundle.open(tmp_path / "b").runs()[0]
     assert run.status == "ok" and run.capture is not None and "resolved" in run.capture
+    # The planned duration before the start; the manifest records the plan and what it took.
+    out = result.stdout
+    assert out.index("fixed plan:") < out.index("1 ok. Bundle:") < out.index("Took ")
+    t = Bundle.open(tmp_path / "b").manifest.time_plan
+    assert t is not None and t.design == "fixed" and t.costs_source == "measured in block 1"
+    assert run.launch is not None and t.startup_s == pytest.approx(run.launch.startup_s)
+    assert t.took_s is not None and t.took_s > t.startup_s and t.restarts == {"baseline": 1}
+
+
+def _real_server_env() -> dict[str, str]:
+    done = subprocess.run(
+        [str(ROOT / "scripts" / "real-server"), "path"],
+        capture_output=True,
+        text=True,
+        timeout=3600,
+    )
+    if done.returncode != 0:
+        pytest.fail(f"llama-server is not installed: {done.stderr[-1000:]}", pytrace=False)
+    return dict(line.split("=", 1) for line in done.stdout.splitlines() if "=" in line)
+
+
+@pytest.mark.engine
+def test_a_real_adaptive_sweep_plans_its_requests_from_its_own_first_blocks(
+    tmp_path: Path,
+) -> None:
+    """Two arms × 3 blocks on the real CPU engine: blocks 1-2 with the plan's 2 requests,
+    then m* (Kalibera & Jones from the costs and noise those blocks measured, in [5, 60], or
+    the plan's 2 while no restart component shows); the third block's runs have exactly that
+    many measured requests, and the manifest says why."""
+    server = "$LLAMA_SERVER -m $MODEL --host 127.0.0.1 --port {port} -t 2 -c 1024 --metrics"
+    ngram = " --spec-type ngram-simple --spec-ngram-simple-size-n 2 --spec-ngram-simple-size-m 3"
+    plan = tmp_path / "plan.toml"
+    plan.write_text(
+        '[plan]\nrestarts = 3\nrequests = 2\nwarmup = 1\nmax_tokens = 8\nworkloads = ["code"]\n'
+        f'port = {free_port()}\n[[arms]]\nname = "baseline"\nlaunch = "{server}"\n'
+        f'[[arms]]\nname = "ngram"\nspeculative = true\nlaunch = "{server}{ngram}"\n'
+    )
+    argv = [DIAGNOSE, "sweep", str(plan), "--adaptive", "--out", str(tmp_path / "b")]
+    env = {**os.environ, **_real_server_env()}
+    with subprocess.Popen(
+        argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+    ) as p:
+        try:
+            stdout, stderr = p.communicate(timeout=600)
+        except subprocess.TimeoutExpired:  # SIGTERM: the sweep stops its server, as on Ctrl-C
+            p.send_signal(signal.SIGTERM)
+            stdout, stderr = p.communicate(timeout=120)
+            pytest.fail(f"the sweep took over 10 minutes: {stdout[-2000:]}{stderr[-2000:]}")
+    result = subprocess.CompletedProcess(argv, p.returncode, stdout, stderr)
+    assert result.returncode == 0, result.stdout + result.stderr
+    bundle = Bundle.open(tmp_path / "b")
+    t = bundle.manifest.time_plan
+    assert t is not None and t.design == "adaptive"
+    assert t.costs_source == "measured in blocks 1-3" and t.restarts == {"baseline": 3, "ngram": 3}
+    if t.requests_why.startswith("m* ="):
+        assert 5 <= t.requests <= 60, t.requests_why
+    else:  # two restarts per arm showed no restart component: the plan's 2 are kept
+        assert t.requests_why.startswith("restart noise not resolved yet") and t.requests == 2
+    for arm in ("baseline", "ngram"):
+        measured = [r for r in bundle.read_requests(arm, 2).records if not r.warmup]
+        first = [r for r in bundle.read_requests(arm, 0).records if not r.warmup]
+        assert len(first) == 2 and len(measured) == t.requests, (arm, t.requests_why)
 
 
 def _static_server(tmp_path: Path) -> str:

@@ -17,6 +17,7 @@ import pytest
 from analyse_bundles import REAL_RUNS, synthetic_record
 from conftest import ROOT, free_port
 
+from diagnostic.analyse.core import analyse
 from diagnostic.bundle.store import Bundle
 from diagnostic.common.progress import NullReporter
 from diagnostic.errors import BundleError, DiagnosticError
@@ -24,6 +25,7 @@ from diagnostic.measure.launch import port_in_use, start_server
 from diagnostic.measure.plan.spec import Plan, load_plan, parse_plan
 from diagnostic.measure.schedule import build_schedule
 from diagnostic.measure.sweep import OVERALL, SweepResult, adaptive_looks, capture_facts, sweep
+from diagnostic.report.design import design_rows
 from diagnostic.schema.bundle import RunInfo
 
 SERVER = (
@@ -467,7 +469,53 @@ def test_adaptive_stops_at_the_first_look_where_everything_is_decided(
         assert any("every comparison decided" in n for n in recorder.notes)
     else:  # it goes on to the next blocks (whose starts fail here: `exit 1`)
         assert summary.stopped_at_look is None and len(summary.outcomes) == 24
-        assert any("not every comparison is decided" in n for n in recorder.notes)
+        assert any("no arm decided yet" in n for n in recorder.notes)
+
+
+def test_adaptive_stops_each_arm_once_its_comparisons_are_decided(tmp_path: Path) -> None:
+    """Per-comparison stopping: after look 1 (4 blocks), the arm that is 1.5x faster with
+    tight noise is decided (WIN) and gets no more restarts; the undecided arm, the baseline
+    and the A/A arm go on (their starts fail here: `exit 1`). The manifest records it."""
+    arms = (
+        _arm("baseline", "exit 1 # {port}")
+        + '[[arms]]\nname = "baseline-aa"\naa_of = "baseline"\n\n'
+        + _arm("fast", "exit 1 # {port} --spec-type ngram-simple", "speculative = true")
+        + _arm("same", "exit 1 # {port} --spec-type ngram-mod", "speculative = true")
+    )
+    plan = _plan(tmp_path, arms, restarts=8, requests=15, max_tokens=256)
+    out = tmp_path / "b"
+    sweep(plan, out=out, stop_on_failure=True, adaptive=True)
+    bundle = Bundle.open(out)
+    level = {"fast": 1.5, "same": 1.0, "baseline": 1.0, "baseline-aa": 1.0}
+    spread = {"fast": 0.005, "same": 0.3, "baseline": 0.005, "baseline-aa": 0.005}
+    for start in build_schedule([a.name for a in plan.arms], restarts=8, seed=3)[:16]:
+        tps = 100.0 * level[start.arm] * (1 + spread[start.arm] * (-1) ** start.restart)
+        bundle.write_run(
+            RunInfo(arm=start.arm, restart=start.restart, block=start.block, status="ok")
+        )
+        for seq in range(16):
+            bundle.append_request(
+                synthetic_record(start.arm, start.restart, seq, tps, warmup=seq == 0)
+            )
+    recorder = Recorder()
+    summary = sweep(plan, out=out, resume=True, adaptive=True, reporter=recorder)
+    later = summary.outcomes[16:]
+    assert [o.status for o in summary.outcomes[:16]] == ["skipped"] * 16
+    assert {o.status for o in later if o.start.arm == "fast"} == {"decided"}
+    assert {o.status for o in later if o.start.arm != "fast"} == {"failed"}
+    assert len(later) == 16 and summary.stopped_at_look is None
+    assert any("fast decided, no more restarts" in n for n in recorder.notes)
+    assert any("verdicts decided 1/2" in s for s in recorder.statuses)
+    time_plan = Bundle.open(out).manifest.time_plan
+    assert time_plan is not None and time_plan.design == "adaptive"
+    assert time_plan.stopped["fast"].startswith("decided at look 1 (WIN)")
+    assert time_plan.restarts == {"baseline": 4, "baseline-aa": 4, "fast": 4, "same": 4}
+    # The report's methodology says which design ran, what each arm got and why.
+    final = Bundle.open(out)
+    rows = {r.key: r.value for r in design_rows(final.manifest, analyse(final))}
+    assert rows["Design"].startswith("adaptive (group-sequential): looks after blocks 4, 8")
+    assert "fast 4 (decided at look 1 (WIN))" in rows["Restarts per arm (run)"]
+    assert rows["Wall-clock: planned against taken"].startswith("planned ")
 
 
 def test_a_fixed_sweep_cannot_be_resumed_as_an_adaptive_one(tmp_path: Path) -> None:

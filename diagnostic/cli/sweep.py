@@ -28,6 +28,7 @@ from diagnostic.cli._common import (
     number_option,
     print_labelled,
 )
+from diagnostic.common.progress import duration
 from diagnostic.errors import DiagnosticError
 from diagnostic.measure.plan.presets import ENGINES, plan_from_preset
 from diagnostic.measure.plan.serialise import to_toml
@@ -112,12 +113,14 @@ _OUT = click.Path(path_type=Path)
     is_flag=True,
     help=(
         "Analyse at up to 4 equally spaced looks (first after ≥ 4 blocks, e.g. 5, 9, 14, 18 "
-        "for restarts = 18; none before the end below 8) and stop once every comparison is "
-        "decided. Restarts (--restarts, [plan] restarts) is then the MAXIMUM: to keep the "
-        "power of a fixed plan of n restarts, make it about 1.2-1.3 × n (a first report's "
-        "'restarts per arm would settle it' gives n). On average a real 10% speedup is "
-        "settled with 18-27% fewer restarts than n (at 5-10% restart noise); no change in "
-        "speed runs to the maximum (benchmarks/README.md, time to verdict)."
+        "for restarts = 18; none before the end below 8); an arm whose comparisons are all "
+        "decided (WIN, LOSS or EQUIVALENT) gets no more restarts, and the sweep stops once "
+        "every arm is; from block 3 on, m* requests per restart from the costs and noise of "
+        "blocks 1-2 (Kalibera & Jones, 5 to 60). Restarts (--restarts, [plan] restarts) is "
+        "then the MAXIMUM: to keep the power of a fixed plan of n restarts, make it about "
+        "1.2-1.3 × n. Sized for 90% power, a real 10-20% speedup is settled in 13-70% less "
+        "wall-clock; no change in speed runs to the maximum, up to 21% longer than the fixed plan "
+        "(benchmarks/README.md, time on site)."
     ),
 )
 @click.option("--engine", type=click.Choice(ENGINES), help="Preset: generate the plan.")
@@ -149,6 +152,11 @@ _OUT = click.Path(path_type=Path)
     type=click.FloatRange(min=1),
     help=f"Seconds one request may take (default {defaults.REQUEST_TIMEOUT_S:g}).",
 )
+@click.option(
+    "--pilot",
+    type=click.Path(path_type=Path, exists=True, file_okay=False),
+    help="Estimate: take start-up, request seconds and noise from this sweep bundle.",
+)
 @number_option("--assume-startup", 60.0, 0, "Estimate: seconds a server takes to start.")
 @number_option("--assume-tps", 50.0, 0.1, "Estimate: decode tokens per second.")
 @click.pass_context
@@ -164,6 +172,7 @@ def command(
     engine: str | None,
     api_key_env: str | None,
     timeout_s: float | None,
+    pilot: Path | None,
     assume_startup: float,
     assume_tps: float,
     **preset: Any,
@@ -205,6 +214,7 @@ def command(
         api_key=api_key_from_env(api_key_env),
         request_timeout_s=timeout_s,
         assumptions=EstimateAssumptions(startup_s=assume_startup, decode_tps=assume_tps),
+        pilot=pilot,
     )
     if dry_run:
         planned = sweep(plan, dry_run=True, **options.kwargs())
@@ -212,6 +222,7 @@ def command(
             print_labelled(console_err, "Warning:", "yellow", warning)
         _print_schedule(planned)
         return
+    _print_day(sweep(plan, dry_run=True, **options.kwargs()), adaptive=adaptive)
     with _terminate_as_interrupt(), RichReporter() as reporter:
         summary = sweep(plan, reporter=_TwoBars(reporter), **options.kwargs())
     _print_outcomes(summary)
@@ -232,6 +243,7 @@ class SweepOptions(BaseModel):
     api_key: str | None = Field(None, repr=False, description="Bearer token, never stored")
     request_timeout_s: float | None = Field(None, description="Seconds one request may take")
     assumptions: EstimateAssumptions = Field(description="What the time estimate assumes")
+    pilot: Path | None = Field(None, description="Bundle the time estimate measures from")
 
     def kwargs(self) -> dict[str, Any]:
         """Keyword arguments of `sweep`."""
@@ -284,13 +296,6 @@ def _preset(engine: str, *, force: bool, **options: Any) -> Plan:
     return expand_plan(file, source=str(save) if save is not None else "preset")
 
 
-def _duration(seconds: float) -> str:
-    minutes = round(seconds / 60)
-    if minutes < 1:
-        return f"{seconds:.0f} s"
-    return f"{minutes // 60} h {minutes % 60:02d} min" if minutes >= 60 else f"{minutes} min"
-
-
 def _print_schedule(summary: SweepResult) -> None:
     table = Table(title=Text(f"Schedule of {summary.plan_source}"), box=box.SIMPLE_HEAD)
     for name in ("#", "block", "arm", "restart"):
@@ -299,17 +304,45 @@ def _print_schedule(summary: SweepResult) -> None:
         block = "-" if s.block is None else str(s.block + 1)
         table.add_row(str(s.index + 1), block, Text(s.arm), str(s.restart))
     console.print(table)
-    e, a = summary.estimate, summary.estimate.assumptions
+    _print_day(summary, adaptive=summary.looks is not None)
+
+
+def _print_day(summary: SweepResult, *, adaptive: bool) -> None:
+    """The planned duration of both designs, before anything starts."""
+    d = summary.day
+    c = d.costs
     console.print(
-        f"{e.starts} starts, {e.requests} requests: about {_duration(e.total_s)} "
-        f"({_duration(e.per_start_s)} per start, assuming {a.startup_s:g} s start-up, "
-        f"{a.stop_s:g} s stop, {a.decode_tps:g} tok/s decode, {a.request_overhead_s:g} s per "
-        "request; tune with --assume-startup / --assume-tps)",
+        f"{summary.estimate.starts} starts, {summary.estimate.requests} requests. Costs "
+        f"{c.source}: {c.startup_s:.3g} s start-up, {c.stop_s:.3g} s stop, "
+        f"{c.mean_request_s:.3g} s per request"
+        + (
+            ""
+            if d.costs.source.startswith("measured")
+            else " (tune with --assume-startup / --assume-tps, or measure them: --pilot BUNDLE)"
+        ),
+        highlight=False,
+        markup=False,
+    )
+    mark = {True: " ← this run", False: ""}
+    console.print(
+        f"fixed plan: {d.fixed_requests} requests per restart, every start: about "
+        f"{duration(d.fixed_s)}{mark[not adaptive]}",
         highlight=False,
     )
-    if summary.looks:
-        looks = ", ".join(str(n) for n in summary.looks)
-        console.print(f"--adaptive: the analysis looks after blocks {looks}", highlight=False)
+    looks = ", ".join(
+        f"{duration(t)} if decided at block {n}"
+        for n, t in zip(d.looks, d.adaptive_by_look_s, strict=True)
+    )
+    console.print(
+        f"adaptive plan (--adaptive): {d.adaptive.requests} requests per restart from block 3; "
+        f"{looks}{' (no interim look)' if len(d.looks) < 2 else ''}{mark[adaptive]}",
+        highlight=False,
+        markup=False,
+    )
+    console.print(f"  why {d.adaptive.requests}: {d.adaptive.why}", highlight=False, markup=False)
+
+
+_STYLES = {"ok": "green", "failed": "red", "interrupted": "yellow", "decided": "cyan"}
 
 
 def _print_outcomes(summary: SweepResult) -> None:
@@ -320,17 +353,27 @@ def _print_outcomes(summary: SweepResult) -> None:
         why = (o.failure or "").splitlines()[0][:90] if o.failure else ""
         startup = "-" if o.startup_s is None else f"{o.startup_s:.1f}"
         block = "-" if o.start.block is None else str(o.start.block + 1)
-        style = {"ok": "green", "failed": "red", "interrupted": "yellow"}.get(o.status, "")
+        style = _STYLES.get(o.status, "")
         status = Text(o.status, style=style)
         table.add_row(block, Text(o.start.arm), str(o.start.restart), status, startup, Text(why))
     console.print(table)
     counts = ", ".join(
-        f"{summary.count(s)} {s}" for s in ("ok", "skipped", "failed") if summary.count(s)
+        f"{summary.count(s)} {s}"
+        for s in ("ok", "skipped", "failed", "decided")
+        if summary.count(s)
     )
     console.print(f"{counts}. Bundle: {summary.bundle}", markup=False, highlight=False)
     if summary.stopped_at_look:
         console.print(
             f"--adaptive: every comparison decided after {summary.stopped_at_look} blocks."
+        )
+    t = summary.time_plan
+    if t is not None and t.took_s is not None:
+        console.print(
+            f"Took {duration(t.took_s)} (planned {duration(t.estimated_s)}); "
+            f"{t.requests} requests per restart at the end ({t.requests_why}).",
+            highlight=False,
+            markup=False,
         )
     if summary.stopped_early:
         console.print("Stopped at the first failure (--stop-on-failure); continue with --resume.")

@@ -60,6 +60,10 @@ class EstimateAssumptions(BaseModel):
     stop_s: float = Field(5.0, ge=0, description="Seconds to stop a server and free its port")
     decode_tps: float = Field(50.0, gt=0, description="Decode tokens per second per request")
     request_overhead_s: float = Field(0.5, ge=0, description="Prefill and HTTP per request")
+    restart_cv: float = Field(
+        0.05, ge=0, description="Restart-to-restart CV of a restart's mean (planning m*)"
+    )
+    request_cv: float = Field(0.05, ge=0, description="Request-to-request CV within a restart")
 
 
 class Estimate(BaseModel):

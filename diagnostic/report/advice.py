@@ -11,6 +11,7 @@ from diagnostic.bundle.store import Bundle
 from diagnostic.checklist.lists import STATE_FILE, checklist_summary
 from diagnostic.report import fmt as f
 from diagnostic.report import select as sel
+from diagnostic.report.design import design_rows
 from diagnostic.report.view import (
     ChecklistRow,
     FindingView,
@@ -260,7 +261,7 @@ def _plan(manifest: Manifest, a: Analysis) -> list[KeyValue]:
         ("API", p.api),
         ("Seed", str(p.seed)),
     ]
-    return [KeyValue(key=k, value=f.text(v)) for k, v in rows]
+    return [KeyValue(key=k, value=f.text(v)) for k, v in rows] + design_rows(manifest, a)
 
 
 def _limitations(a: Analysis, manifest: Manifest) -> list[str]:

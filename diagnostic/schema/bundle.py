@@ -145,6 +145,25 @@ class PlanSpec(Stored):
     design: Design = Field(default_factory=Design, description="Fixed or adaptive stopping")
 
 
+class TimePlan(Stored):
+    """What the sweep planned for the day and what it took: the report's methodology states
+    it (written by `sweep`, updated after each block)."""
+
+    design: Literal["fixed", "adaptive"] = Field(description="The design that ran")
+    costs_source: str = Field(description="Where the cost figures come from")
+    startup_s: float = Field(ge=0, description="Seconds of one start-up (launch to healthy)")
+    request_s: float = Field(ge=0, description="Seconds of one measured request, mean")
+    requests: int = Field(ge=1, description="Measured requests per restart planned now")
+    requests_why: str = Field(description="Why that many requests per restart")
+    estimated_s: float = Field(ge=0, description="Wall-clock the sweep expected at its start")
+    likely_s: float | None = Field(None, ge=0, description="Latest expectation, from measurements")
+    took_s: float | None = Field(None, ge=0, description="Wall-clock taken so far / in all")
+    restarts: dict[str, int] = Field(default_factory=dict, description="Restarts run, per arm")
+    stopped: dict[str, str] = Field(
+        default_factory=dict, description="Arms that stopped early, and why"
+    )
+
+
 class Manifest(Stored):
     """manifest.json: the bundle's identity and plan."""
 
@@ -155,6 +174,7 @@ class Manifest(Stored):
     target: Target = Field(default_factory=Target, description="Server measured")
     plan: PlanSpec = Field(default_factory=PlanSpec, description="What was planned")
     notes: str | None = Field(None, description="Free text, e.g. how a sample was recorded")
+    time_plan: TimePlan | None = Field(None, description="Sweep: the plan's estimates, and took")
 
 
 class EngineInfo(Stored):

@@ -12,16 +12,19 @@ from diagnostic import __version__, defaults
 from diagnostic.analyse.engine_timing import engine_timing
 from diagnostic.bundle.store import METRICS_AFTER, METRICS_BEFORE, SERVER_LOG, Bundle, run_id
 from diagnostic.common.files import readable_path
-from diagnostic.common.progress import Reporter
+from diagnostic.common.progress import Reporter, WithOverall
 from diagnostic.errors import BundleError, DiagnosticError
 from diagnostic.measure.client import auth_headers, server_url
 from diagnostic.measure.collect.recap import CollectRecap, recap
 from diagnostic.measure.collect.run import collect_run
 from diagnostic.measure.collect.settings import RunSettings
+from diagnostic.measure.schedule import EstimateAssumptions
 from diagnostic.measure.workloads import Workload, select_workloads
 from diagnostic.schema.bundle import ArmSpec, Manifest, PlanSpec, RunInfo, Target
 
-__all__ = ["CollectConfig", "collect"]
+__all__ = ["OVERALL", "CollectConfig", "collect"]
+
+OVERALL = "whole run"  # the reporter label of the bar over every workload (steps = requests)
 
 
 class CollectConfig(BaseModel):
@@ -75,10 +78,16 @@ def collect(config: CollectConfig, *, reporter: Reporter) -> CollectRecap:
         timeout_s=config.timeout_s,
     )
     resumed = sum(not r.error for r in bundle.read_requests(run.arm, run.restart).records)
+    total = len(workloads) * (config.warmup + config.requests)
+    reporter.note(_planned(total, resumed, config.max_tokens))
+    reporter.start(OVERALL, total)
+    progress = WithOverall(reporter, OVERALL)
     try:
-        run = collect_run(bundle, run, settings, reporter=reporter)
+        run = collect_run(bundle, run, settings, reporter=progress)
     finally:
         _copy_logs(bundle, config)
+    if progress.done < total:  # warm-ups a resume did not repeat, or a run that stopped
+        reporter.advance(OVERALL, total - progress.done, status=run.status)
     records = bundle.read_requests(run.arm, run.restart).records
     after, before = (
         bundle.run_file(run.arm, run.restart, n) for n in (METRICS_AFTER, METRICS_BEFORE)
@@ -94,6 +103,19 @@ def collect(config: CollectConfig, *, reporter: Reporter) -> CollectRecap:
         resumed=resumed,
         workloads=recap(records),
         engine_timing=engine_timing(records, _text(after), _text(before)),
+    )
+
+
+def _planned(total: int, resumed: int, max_tokens: int) -> str:
+    """The planned duration, said before the first request: from assumed speeds (the bar's
+    ETA then follows the measured ones)."""
+    a = EstimateAssumptions()
+    seconds = max(total - resumed, 0) * (a.request_overhead_s + max_tokens / a.decode_tps)
+    minutes = f"{seconds / 60:.0f} min" if seconds >= 60 else f"{seconds:.0f} s"
+    return (
+        f"Planned: {total} requests ({resumed} already recorded), about {minutes} at an assumed "
+        f"{a.decode_tps:g} tok/s and {a.request_overhead_s:g} s per request; the "
+        f"'{OVERALL}' bar's eta follows the measured speed from the first requests on."
     )
 
 

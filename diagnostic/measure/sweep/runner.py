@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from diagnostic.bundle.redact import redact_mapping, redact_text
 from diagnostic.bundle.store import SERVER_LOG, Bundle, metrics_files
-from diagnostic.common.progress import Reporter
+from diagnostic.common.progress import Reporter, WithOverall
 from diagnostic.engines import parse_log
 from diagnostic.errors import DiagnosticError
 from diagnostic.measure.client import server_url
@@ -35,7 +35,7 @@ __all__ = ["OVERALL", "OutcomeStatus", "RunOutcome", "StartRunner", "capture_fac
 
 OVERALL = "sweep"  # the reporter label of the overall bar (steps = requests)
 REQUESTS = "requests.jsonl"
-OutcomeStatus = Literal["ok", "failed", "interrupted", "skipped", "planned"]
+OutcomeStatus = Literal["ok", "failed", "interrupted", "skipped", "planned", "decided"]
 
 
 class RunOutcome(BaseModel):
@@ -44,7 +44,10 @@ class RunOutcome(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     start: Start = Field(description="The scheduled start")
-    status: OutcomeStatus = Field(description="ok, failed, interrupted, skipped (done) or planned")
+    status: OutcomeStatus = Field(
+        description="ok, failed, interrupted, skipped (done), planned, or decided (the arm's "
+        "comparisons were decided at a look: not started)"
+    )
     failure: str | None = Field(None, description="Why it failed")
     startup_s: float | None = Field(None, description="Seconds from launch to healthy")
 
@@ -63,10 +66,11 @@ class StartRunner:
         self.host, self.port = host_port(server_url(plan.base_url))
         per_level = settings.warmup + settings.requests
         self.steps_per_start = len(settings.workloads) * len(settings.concurrency) * per_level
+        self.headline = ""  # what the overall bar says after each start's own status
 
     def run(self, start: Start) -> RunOutcome:
         """Launch, wait, collect, stop one start; record the run whatever happens."""
-        progress = _StartProgress(self.reporter, start)
+        progress = _StartProgress(self.reporter, start, self.headline)
         try:
             info = self._run(start, progress)
         finally:
@@ -227,39 +231,21 @@ class StartRunner:
         return current
 
 
-class _StartProgress:
+class _StartProgress(WithOverall):
     """The reporter collect_run sees: forwards, and feeds the overall bar with the same steps."""
 
-    def __init__(self, outer: Reporter, start: Start) -> None:
-        self.outer = outer
-        self.start_ = start
-        self.done = 0
-        self.skipped = False
+    def __init__(self, outer: Reporter, start: Start, headline: str) -> None:
         block = f"block {start.block + 1} · " if start.block is not None else ""
-        self.where = f"{block}{start.arm} r{start.restart}"
-
-    def start(self, label: str, total: int | None) -> None:
-        """A workload of the run begins."""
-        self.outer.start(label, total)
-
-    def advance(self, label: str, steps: int = 1, status: str | None = None) -> None:
-        """Requests done: the workload's bar and the overall one move together."""
-        self.outer.advance(label, steps, status)
-        self.done += steps
-        workload = label.split(" ", 1)[-1]
-        line = f"{self.where} · {workload}" + (f" · {status}" if status else "")
-        self.outer.advance(OVERALL, steps, status=line)
-
-    def note(self, message: str) -> None:
-        """Pass notes through."""
-        self.outer.note(message)
+        super().__init__(outer, OVERALL, f"{block}{start.arm} r{start.restart}")
+        self.headline = headline
+        self.skipped = False
 
     def settle(self, total: int) -> None:
         """Move the overall bar by the steps of this start that were not reported."""
         rest = max(total - self.done, 0)
         if rest:
             state = "already done" if self.skipped else "ended"
-            self.outer.advance(OVERALL, rest, status=f"{self.where} · {state}")
+            self.outer.advance(OVERALL, rest, status=self.line(state))
         self.done = max(self.done, total)
 
 

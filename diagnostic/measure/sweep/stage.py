@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -21,10 +22,15 @@ from diagnostic.measure.schedule import (
     build_schedule,
     estimate,
 )
+from diagnostic.measure.sweep import planner
 from diagnostic.measure.sweep.runner import OVERALL, OutcomeStatus, RunOutcome, StartRunner
-from diagnostic.schema.bundle import Design, Engagement, Manifest
+from diagnostic.measure.sweep.timekeeper import TimeKeeper
+from diagnostic.schema.bundle import Design, Engagement, Manifest, TimePlan
 
-__all__ = ["SweepResult", "adaptive_looks", "run_settings", "sweep"]
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = ["SweepResult", "adaptive_looks", "day_estimate", "run_settings", "sweep"]
 
 _NO_INTERIM = (
     "--adaptive: restarts = {restarts} leaves no interim look (one needs 4 blocks before it "
@@ -50,9 +56,11 @@ class SweepResult(BaseModel):
         None, description="--adaptive: blocks after which the analysis may stop the sweep"
     )
     stopped_at_look: int | None = Field(
-        None, description="--adaptive: blocks run when every comparison was decided"
+        None, description="--adaptive: blocks run when every arm's comparisons were decided"
     )
     warnings: list[str] = Field(default_factory=list, description="Doubts about the plan")
+    time_plan: TimePlan | None = Field(None, description="What the sweep planned, and took")
+    day: planner.DayEstimate = Field(description="Expected wall-clock, fixed and adaptive plan")
 
     def count(self, status: OutcomeStatus) -> int:
         """Starts that ended with `status`."""
@@ -74,6 +82,7 @@ def sweep(
     engagement: Engagement | None = None,
     grace_s: float = 30.0,
     assumptions: EstimateAssumptions | None = None,
+    pilot: Path | None = None,
 ) -> SweepResult:
     """Run `plan` into the bundle `out`: every scheduled start launched, measured and stopped.
 
@@ -81,7 +90,10 @@ def sweep(
     (unless stop_on_failure). Ctrl-C stops the server, marks the run interrupted and re-raises
     KeyboardInterrupt. `resume` skips runs already ok, continues interrupted ones and retries
     failed ones (the failed attempt's files are kept as *.attempt<N>.*). `adaptive` analyses
-    the bundle at planned looks (block counts) and stops once every comparison is decided.
+    the bundle at planned looks (block counts): an arm whose comparisons are all decided gets
+    no more restarts, and the sweep stops once every arm is; from block 3 on it measures
+    m* requests per restart from its own costs and noise. `pilot`: a bundle whose costs and
+    noise the time estimate (SweepResult.day) uses instead of the assumptions.
     """
     reporter = reporter or NullReporter()
     o = plan.options
@@ -94,6 +106,7 @@ def sweep(
         estimate=_estimate(plan, len(schedule), assumptions),
         warnings=list(plan.warnings),
         looks=adaptive_looks(plan) if adaptive else None,
+        day=day_estimate(plan, assumptions, pilot),
     )
     if summary.looks is not None and len(summary.looks) < 2:
         summary.warnings.append(_NO_INTERIM.format(restarts=o.restarts))
@@ -110,9 +123,23 @@ def sweep(
         plan, settings, Path(out), resume=resume, force=force, engagement=engagement, design=design
     )
     runner = StartRunner(bundle, plan, settings, reporter, grace_s)
+    keeper = TimeKeeper(
+        plan,
+        bundle,
+        schedule,
+        settings,
+        looks=summary.looks,
+        day=summary.day,
+        reporter=reporter,
+    )
     reporter.start(OVERALL, len(schedule) * runner.steps_per_start)
     for index, start in enumerate(schedule):
-        outcome = runner.run(start)
+        if keeper.skip(start):
+            outcome = RunOutcome(start=start, status="decided", failure=keeper.closed[start.arm])
+            reporter.advance(OVERALL, runner.steps_per_start, status=keeper.headline())
+        else:
+            runner.settings, runner.headline = keeper.settings, keeper.headline()
+            outcome = runner.run(start)
         summary.outcomes.append(outcome)
         if outcome.status == "failed":
             reporter.note(f"{start.arm} r{start.restart} failed: {outcome.failure}")
@@ -120,9 +147,10 @@ def sweep(
                 summary.stopped_early = True
                 break
         block_done = index + 1 == len(schedule) or schedule[index + 1].block != start.block
-        if summary.looks and block_done and _decided(bundle, start, summary.looks, reporter):
+        if block_done and keeper.after_block(index, start):
             summary.stopped_at_look = (start.block or 0) + 1
             break
+    summary.time_plan = keeper.finish()
     return summary
 
 
@@ -139,23 +167,58 @@ def adaptive_looks(plan: Plan) -> list[int]:
     return stats.planned_looks(o.restarts)
 
 
-def _decided(bundle: Bundle, start: Start, looks: list[int], reporter: Reporter) -> bool:
-    """At a planned look, whether the analysis can stop every comparison now."""
-    blocks = (start.block or 0) + 1
-    if blocks not in looks or blocks == looks[-1]:
-        return False
-    from diagnostic.analyse.core import analyse  # imported here: scipy loads slowly
+def day_estimate(
+    plan: Plan, assumptions: EstimateAssumptions | None, pilot: Path | None
+) -> planner.DayEstimate:
+    """The fixed and the adaptive plan's expected wall-clock, from the assumptions or from the
+    costs and variance components a pilot bundle measured."""
+    from diagnostic.analyse import stats  # imported here: scipy loads slowly
+
+    o = plan.options
+    a = assumptions or EstimateAssumptions()
+    costs = planner.assumed_costs(a, o.workloads, o.max_tokens)
+    noise = planner.assumed_noise(a)
+    if pilot is not None:
+        costs, noise = _pilot(pilot, o.workloads, a)
+    return planner.day_estimate(
+        costs,
+        noise,
+        arms=len(plan.arms),
+        restarts=o.restarts,
+        looks=stats.planned_looks(o.restarts),
+        requests=o.requests,
+        warmup=o.warmup,
+        levels=len(o.concurrency),
+    )
+
+
+def _pilot(
+    path: Path, workloads: list[str], a: EstimateAssumptions
+) -> tuple[planner.Costs, pd.DataFrame]:
+    from diagnostic.analyse.requests import load_samples  # imported here: pandas, scipy
 
     try:
-        verdict = analyse(Bundle.open(bundle.path)).adaptive
-    except (DiagnosticError, ValueError) as exc:
-        reporter.note(f"look after block {blocks}: no analysis ({exc}); going on")
-        return False
-    if verdict is None or not verdict.all_decided:
-        reporter.note(f"look after block {blocks}: not every comparison is decided; going on")
-        return False
-    reporter.note(f"look after block {blocks}: every comparison decided; the sweep stops here")
-    return True
+        loaded = load_samples(Bundle.open(path))
+    except DiagnosticError as exc:
+        raise DiagnosticError(f"--pilot {path}: {exc}") from exc
+    measured = planner.measured_costs(
+        loaded.frame, loaded.runs, stop_s=a.stop_s, source=f"measured in the pilot {path}"
+    )
+    if measured is None:
+        raise DiagnosticError(
+            f"--pilot {path}: no run with a measured start-up and requests (a `sweep` bundle "
+            "records start-up times; `collect` bundles do not): give a sweep's bundle"
+        )
+    mean = measured.mean_request_s
+    warm = sum(measured.warmup_s.values()) / len(measured.warmup_s)
+    costs = measured.model_copy(
+        update={
+            "request_s": {w: measured.request_s.get(w, mean) for w in workloads},
+            "warmup_s": {w: measured.warmup_s.get(w, warm) for w in workloads},
+        }
+    )
+    noise = planner.noise_components(loaded.frame)
+    return costs, noise if not noise.empty else planner.assumed_noise(a)
 
 
 def _estimate(plan: Plan, starts: int, assumptions: EstimateAssumptions | None) -> Estimate:
