@@ -19,6 +19,7 @@ from diagnostic.report.advice import bundle_hash
 from diagnostic.report.context import Inputs, build_context
 from diagnostic.report.view import ReportContext
 from diagnostic.schema.analysis import WITHIN_PROCESS_LABEL, Analysis
+from diagnostic.schema.bundle import Engagement
 
 # Fields that may legitimately be empty: intervals not computed, optional notes.
 MAY_BE_EMPTY = {"decode_ci", "ratio_ci", "note", "footnote", "reason", "title", "where", "line"}
@@ -80,12 +81,15 @@ def test_before_after_numbers_are_the_analysis_numbers(h200: tuple[Bundle, Analy
 
 def test_real_bundle_cover_and_missing_facts(h200: tuple[Bundle, Analysis]) -> None:
     bundle, analysis = h200
-    ctx = build_context(Inputs(analysis=analysis, bundle=bundle, client="ACME"))
+    ctx = build_context(
+        Inputs(analysis=analysis, bundle=bundle, engagement=Engagement(client="ACME"))
+    )
     assert ctx.cover.client == "ACME"
     assert ctx.cover.engine == "vllm 0.26.0"
     assert ctx.cover.model == "/root/model"  # from the real /v1/models answer
-    assert ctx.cover.hardware == "not measured"  # the converted runs carry no environment
-    assert ctx.cover.consultant == "not recorded"
+    # Unknown facts are left off the cover, never printed as "not recorded"/"not measured".
+    assert ctx.cover.hardware is None  # the converted runs carry no environment
+    assert ctx.cover.consultant is None and ctx.cover.site is None
     assert ctx.capture_note.startswith("No server log was checked")
 
 

@@ -25,6 +25,8 @@ from diagnostic.cli._common import (
     api_key_option,
     console,
     console_err,
+    engagement_from,
+    engagement_options,
     number_option,
     print_labelled,
 )
@@ -34,6 +36,7 @@ from diagnostic.measure.plan.serialise import to_toml
 from diagnostic.measure.plan.spec import Plan, expand_plan, load_plan
 from diagnostic.measure.schedule import EstimateAssumptions
 from diagnostic.measure.sweep import OVERALL, SweepResult, sweep
+from diagnostic.schema.bundle import Engagement
 
 CURRENT = "  this run"
 _PRESET_OPTIONS = (
@@ -151,6 +154,7 @@ _OUT = click.Path(path_type=Path)
 )
 @number_option("--assume-startup", 60.0, 0, "Estimate: seconds a server takes to start.")
 @number_option("--assume-tps", 50.0, 0.1, "Estimate: decode tokens per second.")
+@engagement_options("overrides the plan's [engagement]")
 @click.pass_context
 def command(
     ctx: click.Context,
@@ -183,6 +187,7 @@ def command(
       diagnose sweep --engine vllm --model M --drafter D --method eagle3 --k 1,2,3,5,7 \\
           --restarts 5 --out bundle --save-plan plan.toml
     """
+    engagement = engagement_from(preset)
     if plan_file is not None:
         _no_preset_options(ctx, engine)
         plan = load_plan(plan_file)
@@ -205,6 +210,7 @@ def command(
         api_key=api_key_from_env(api_key_env),
         request_timeout_s=timeout_s,
         assumptions=EstimateAssumptions(startup_s=assume_startup, decode_tps=assume_tps),
+        engagement=engagement,
     )
     if dry_run:
         planned = sweep(plan, dry_run=True, **options.kwargs())
@@ -232,6 +238,7 @@ class SweepOptions(BaseModel):
     api_key: str | None = Field(None, repr=False, description="Bearer token, never stored")
     request_timeout_s: float | None = Field(None, description="Seconds one request may take")
     assumptions: EstimateAssumptions = Field(description="What the time estimate assumes")
+    engagement: Engagement = Field(description="Client, site, consultant given on the command line")
 
     def kwargs(self) -> dict[str, Any]:
         """Keyword arguments of `sweep`."""

@@ -10,6 +10,7 @@ from typing import Any
 from diagnostic.bundle.store import Bundle
 from diagnostic.checklist.lists import STATE_FILE, checklist_summary
 from diagnostic.report import fmt as f
+from diagnostic.report import launch
 from diagnostic.report import select as sel
 from diagnostic.report.view import (
     ChecklistRow,
@@ -338,7 +339,8 @@ def environment(a: Analysis, bundle: Bundle, runs: list[RunInfo]) -> list[KeyVal
 
 
 def engine_args(manifest: Manifest, runs: list[RunInfo]) -> list[KeyValue]:
-    """How each arm's server was started: the launch command, else the server's own args."""
+    """How each arm's server was started: the launch command (its shell variables expanded
+    where the bundle recorded their values), else the server's own args."""
     out = []
     arms = [a.name for a in manifest.plan.arms] or list(dict.fromkeys(r.arm for r in runs))
     for name in arms:
@@ -347,6 +349,8 @@ def engine_args(manifest: Manifest, runs: list[RunInfo]) -> list[KeyValue]:
         value = spec.launch if spec and spec.launch else None
         if value is None and run is not None and run.launch is not None:
             value = run.launch.command
+        if value is not None:
+            value = launch.expand(value, launch.launch_values(run))
         if value is None and run is not None and run.server_args:
             value = json.dumps(run.server_args, sort_keys=True, default=str)
         out.append(KeyValue(key=name, value=f.text(value, f.NOT_RECORDED)))

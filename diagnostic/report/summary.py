@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 
 from diagnostic import defaults
-from diagnostic.report import advice, charts
+from diagnostic.report import advice, charts, launch
 from diagnostic.report import capture as cap
 from diagnostic.report import fmt as f
 from diagnostic.report import select as sel
@@ -21,7 +21,6 @@ from diagnostic.report.view import (
     VerdictLine,
 )
 from diagnostic.schema.analysis import WITHIN_PROCESS_LABEL, Analysis, ArmResult, Comparison
-from diagnostic.schema.bundle import RunInfo
 
 __all__ = ["DEFAULT_TITLE", "cover", "headline", "summary", "verdict_phrase"]
 
@@ -31,34 +30,28 @@ Describe = Callable[[ArmResult], str]
 
 # -- cover ------------------------------------------------------------------------------
 def cover(inputs: Inputs) -> Cover:
-    """Cover facts; identity fields read 'not recorded', measured ones 'not measured'."""
-    m, a = inputs.bundle.manifest, inputs.analysis
+    """Cover facts; what the bundle did not record is None (left off the page)."""
+    m, a, people = inputs.bundle.manifest, inputs.analysis, inputs.people
+    hardware = advice.hardware(inputs.runs)
     return Cover(
         title=inputs.title or a.title or DEFAULT_TITLE,
-        client=f.text(inputs.client or a.client or m.engagement.client, f.NOT_RECORDED),
-        site=f.text(m.engagement.site, f.NOT_RECORDED),
+        client=people.client or a.client,
+        site=people.site,
         date=f.date(m.created_at),
-        consultant=f.text(m.engagement.consultant, f.NOT_RECORDED),
-        engine=_engines(inputs),
-        model=f.text(a.model or m.target.model or _first(_served_model(r) for r in inputs.runs)),
-        drafter=_drafters(inputs),
-        hardware=advice.hardware(inputs.runs),
+        consultant=people.consultant,
+        engine=_engines(inputs) or None,
+        model=_model(inputs),
+        drafter=_drafters(inputs) or None,
+        hardware=None if hardware == f.MISSING else hardware,
     )
 
 
-def _first(values: Iterable[str | None]) -> str | None:
-    return next((v for v in values if v), None)
-
-
-def _served_model(run: RunInfo) -> str | None:
-    """The model a run served: run.json, else the first id of the /v1/models answer."""
-    if run.model:
-        return run.model
-    for key, answer in run.endpoints.items():
-        data = answer.get("data") if "models" in key and isinstance(answer, dict) else None
-        if isinstance(data, list) and data and isinstance(data[0], dict) and data[0].get("id"):
-            return str(data[0]["id"])
-    return None
+def _model(inputs: Inputs) -> str | None:
+    """The model path the engine reported, else the id the server answered with (an alias
+    such as llama.cpp's -a), else the plan's; None when nothing was recorded."""
+    runs = inputs.runs
+    values = [*(launch.recorded_model(r) for r in runs), *(r.model for r in runs)]
+    return next((v for v in [*values, inputs.bundle.manifest.target.model] if v), None)
 
 
 def _engines(inputs: Inputs) -> str:
@@ -67,7 +60,7 @@ def _engines(inputs: Inputs) -> str:
         for r in inputs.runs
         if r.engine.name != "unknown"
     )
-    return ", ".join(seen) or f.text(", ".join(inputs.analysis.engines))
+    return ", ".join(seen) or ", ".join(inputs.analysis.engines)
 
 
 def _drafters(inputs: Inputs) -> str:
@@ -77,11 +70,13 @@ def _drafters(inputs: Inputs) -> str:
         if facts.spec.enabled:
             name = f.method_name(facts.spec.method)
             drafter = facts.spec.drafter
+            if drafter:
+                drafter = launch.expand(drafter, launch.launch_values(inputs.run_of(facts)))
             found[f"{name} (drafter {drafter})" if drafter else name] = None
     for arm in inputs.analysis.arms:
         if arm.speculative and not found and arm.params.get("method"):
             found[f.method_name(str(arm.params["method"]))] = None
-    return ", ".join(found) or f.MISSING
+    return ", ".join(found)
 
 
 # -- summary ----------------------------------------------------------------------------

@@ -65,17 +65,17 @@ class Chart(_View):
 
 
 class Cover(_View):
-    """First-page facts."""
+    """First-page facts; a fact the bundle did not record is None and left off the page."""
 
     title: str = Field(description="Report title")
-    client: str = Field(description="Client organisation")
-    site: str = Field(description="Site or cluster")
+    client: str | None = Field(None, description="Client organisation")
+    site: str | None = Field(None, description="Site or cluster")
     date: str = Field(description="Engagement date (bundle creation)")
-    consultant: str = Field(description="Consultant")
-    engine: str = Field(description="Engine and version")
-    model: str = Field(description="Model served")
-    drafter: str = Field(description="Speculation method and drafter")
-    hardware: str = Field(description="GPU or CPU of the server")
+    consultant: str | None = Field(None, description="Consultant")
+    engine: str | None = Field(None, description="Engine and version")
+    model: str | None = Field(None, description="Model served, as the bundle recorded it")
+    drafter: str | None = Field(None, description="Speculation method and drafter")
+    hardware: str | None = Field(None, description="GPU or CPU of the server")
 
 
 class VerdictLine(_View):
