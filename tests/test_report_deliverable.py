@@ -2,15 +2,22 @@
 
 from __future__ import annotations
 
+import json
+import re
+import shutil
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
+from diagnostic.analyse.core import analyse
 from diagnostic.bundle.store import Bundle
+from diagnostic.cli import main
 from diagnostic.measure.collect.stage import CollectConfig, _add_arm, _manifest
 from diagnostic.measure.plan.serialise import to_toml
 from diagnostic.measure.plan.spec import parse_plan
 from diagnostic.measure.sweep.runner import _values
+from diagnostic.report import select as sel
 from diagnostic.report.build import report_context
 from diagnostic.report.launch import expand, launch_values
 from diagnostic.report.view import ReportContext
@@ -92,3 +99,79 @@ def test_collect_stores_and_adds_engagement(tmp_path: Path) -> None:
     assert manifest.engagement == Engagement(client="ACME")
     later = first.model_copy(update={"arm": "ngram", "engagement": Engagement(site="dc-2")})
     assert _add_arm(manifest, later).engagement == Engagement(client="ACME", site="dc-2")
+
+
+# -- item 2: page 1 says what matters for this bundle --------------------------------------
+def test_serve_with_and_best_k_never_disagree(contexts: dict[str, ReportContext]) -> None:
+    for name, ctx in contexts.items():
+        assert ctx.sweep is not None, name
+        best_k = {t.title.removeprefix("Workload: "): t.best_k for t in ctx.sweep.tables}
+        bundle = Bundle.open(SAMPLES / name, strict=False)
+        a = analyse(bundle)
+        for profile in ctx.summary.profiles:
+            text, rec = best_k[profile.workload], sel.best_comparison(a, profile.workload)
+            if rec is None:  # page 1: no speculation; chapter 3 names no winning k
+                assert profile.profile == "no speculation", name
+                assert re.match(rf"Best k on {profile.workload}: \d", text) is None, (name, text)
+            else:  # page 1's arm is chapter 3's best k, or chapter 3 names it and says why
+                assert profile.profile != "no speculation", name
+                assert text.startswith(f"Best k on {profile.workload}: {rec.k} ") or (
+                    f"Page 1 serves {profile.workload} with {rec.arm} (k={rec.k})" in text
+                ), (name, text)
+
+
+def test_root_cause_box_names_what_explains_the_headline(
+    contexts: dict[str, ReportContext],
+) -> None:
+    mla = contexts["vllm-h200-mla"].summary
+    # triton-ngram-k3 lost (0.56×) and alone had its capture downgraded: that explains it;
+    # the runner fallback is on the winner too, so it explains nothing but bears on it.
+    assert mla.root_cause_label == "Root cause found in the server logs"
+    assert mla.root_causes[0].text.startswith("CUDA-graph capture downgraded")
+    assert "why triton-ngram-k3 is 0.56× of triton-base" in mla.root_causes[0].text
+    assert mla.root_causes[0].quote is not None
+    assert "On the recommended arm (fa-ngram-k3) too: vLLM fell back" in mla.root_causes[1].text
+    # The CPU sample's one problem (ngram-k1 never drafted) is on no arm that lost.
+    cpu = contexts["llamacpp-cpu-gemma3"].summary
+    assert cpu.root_causes == [] and "does not explain the headline" in cpu.root_cause_note
+
+
+def test_degenerate_acceptance_is_said_on_page_one(contexts: dict[str, ReportContext]) -> None:
+    for name in ("vllm-h200-mla", "vllm-h200-validation"):  # --load-format dummy, α̂ ≈ 0.98
+        text = contexts[name].summary.degenerate
+        assert "--load-format dummy" in text and "α̂ = 0.9" in text, name
+    assert contexts["llamacpp-cpu-gemma3"].summary.degenerate == ""  # real weights, α̂ ≈ 0.35
+
+
+# -- item 6: one arm, or no speculative arm -------------------------------------------------
+def _subset(tmp_path: Path, arms: set[str]) -> Path:
+    """The CPU sample with only `arms` (its runs and manifest entries), findings dropped."""
+    out = tmp_path / "subset"
+    shutil.copytree(SAMPLES / NAMES[0], out)
+    (out / "findings.json").unlink()
+    for run in (out / "runs").iterdir():
+        if run.name.rsplit("-r", 1)[0] not in arms:
+            shutil.rmtree(run)
+    manifest = json.loads((out / "manifest.json").read_text())
+    manifest["plan"]["arms"] = [a for a in manifest["plan"]["arms"] if a["name"] in arms]
+    (out / "manifest.json").write_text(json.dumps(manifest))
+    return out
+
+
+@pytest.mark.parametrize(
+    ("arms", "said"),
+    [
+        ({"baseline"}, "holds one arm (baseline)"),
+        ({"baseline", "baseline-aa"}, "No arm of this bundle runs speculation"),
+    ],
+)
+def test_bundle_without_a_speculative_arm_warns(tmp_path: Path, arms: set[str], said: str) -> None:
+    bundle = _subset(tmp_path, arms)
+    out = tmp_path / "report.html"
+    result = CliRunner().invoke(main, ["report", str(bundle), "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    assert said in result.stderr and "Warning:" in result.stderr
+    page = out.read_text(encoding="utf-8")
+    assert "What this bundle cannot answer" in page and said in page
+    # The full sample says nothing of the kind.
+    assert report_context(Bundle.open(SAMPLES / NAMES[0], strict=False)).summary.missing == ""

@@ -19,7 +19,7 @@ from diagnostic.schema.analysis import Analysis
 from diagnostic.schema.bundle import Engagement
 from diagnostic.schema.logfacts import CheckReport
 
-__all__ = ["ReportFormat", "build_report", "load_check", "report_context"]
+__all__ = ["ReportFormat", "build_report", "load_check", "report_context", "warnings"]
 
 ReportFormat = Literal["pdf", "html"]
 
@@ -60,6 +60,12 @@ def report_context(
     return build_context(inputs)
 
 
+def warnings(ctx: ReportContext) -> list[str]:
+    """What the report's reader must hear at once, also said on page 1: a bundle that cannot
+    say whether speculation pays (one arm, no speculative arm)."""
+    return [ctx.summary.missing] if ctx.summary.missing else []
+
+
 def build_report(
     bundle_path: Path,
     out: Path,
@@ -83,6 +89,8 @@ def build_report(
         bundle, analysis=analysis, engagement=engagement, title=title, reporter=reporter
     )
     reporter.advance("report", status="analysed")
+    for warning in warnings(ctx):
+        reporter.note(f"Warning: {warning}")
     html = render_html(ctx)
     reporter.advance("report", status="HTML rendered")
     if fmt == "html":

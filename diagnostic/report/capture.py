@@ -176,7 +176,8 @@ def findings(inputs: Inputs) -> list[FindingView]:
             evidence=evidence(first.evidence),
             advice=f.text(first.advice, "No advice given."),
             where=_finding_where(inputs, group),
-            arms=_finding_arms(inputs, group),
+            arms=", ".join(_finding_arms(inputs, group)),
+            arm_ids=_finding_arms(inputs, group),
         )
         for group in groups.values()
         for first in group[:1]
@@ -190,10 +191,10 @@ def _finding_where(inputs: Inputs, group: list[Finding]) -> str:
     return ", ".join(dict.fromkeys(by_path.get(p, p) for p in paths))
 
 
-def _finding_arms(inputs: Inputs, group: list[Finding]) -> str:
+def _finding_arms(inputs: Inputs, group: list[Finding]) -> list[str]:
     by_path = {x.path: inputs.arm_of(x) or inputs.run_label(x) for x in inputs.log_facts}
     paths = [p for x in group for p in ([x.run] if x.run else x.runs)]
-    return ", ".join(dict.fromkeys(by_path.get(p, p) for p in paths))
+    return list(dict.fromkeys(by_path.get(p, p) for p in paths))
 
 
 def problems(inputs: Inputs) -> list[FindingView]:

@@ -25,6 +25,7 @@ from diagnostic.schema.analysis import (
     Analysis,
     ArmResult,
     ArmWorkload,
+    Comparison,
     SweepWorkload,
 )
 
@@ -183,8 +184,20 @@ def _sweep_rows(sw: SweepWorkload) -> list[SweepRow]:
     ]
 
 
-def _best_k_text(sw: SweepWorkload) -> str:
+def _best_k_text(sw: SweepWorkload, rec: Comparison | None) -> str:
+    """The sweep's best k in words; when page 1 serves the workload with an arm the sweep
+    does not name as best (one against its own baseline, outside the sweep), it says so, so
+    the two pages never disagree."""
     where = f"on {sw.workload}"
+    swept = {p.arm for p in sw.points}
+    base = next((p.arm for p in sw.points if p.k == 0), None)
+    if rec is not None and rec.arm not in swept:
+        best = "no k wins" if not sw.best_k else f"k={sw.best_k} is best"
+        return (
+            f"Among the arms swept against {base}, {best} {where}. "
+            f"Page 1 serves {sw.workload} with {rec.arm} (k={rec.k}) instead: it wins against "
+            f"its own baseline {rec.baseline}, which this sweep does not include."
+        )
     if sw.best_k is None:
         return f"Best k {where}: not decided — {sw.best_k_reason}."
     if sw.best_k == 0:
@@ -298,11 +311,14 @@ def sweep(a: Analysis) -> SweepView | None:
         "tokens k per step (k = 0 is the baseline). More draft tokens raise the tokens "
         "accepted per step but also the cost of every step; the best k balances the two." + pooled
     )
+    level = sel.low_level(a)
     tables = [
         SweepTable(
             title=_title(sw.workload, sw.concurrency, a),
             rows=_sweep_rows(sw),
-            best_k=_best_k_text(sw),
+            best_k=_best_k_text(
+                sw, sel.best_comparison(a, sw.workload) if sw.concurrency == level else None
+            ),
             theory=_theory_text(sw),
         )
         for sw in _sweep_workloads(a)

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 from diagnostic import defaults
+from diagnostic.analyse.ksweep import DEGENERATE_ALPHA
 from diagnostic.report import advice, charts, launch
 from diagnostic.report import capture as cap
 from diagnostic.report import fmt as f
@@ -22,9 +24,18 @@ from diagnostic.report.view import (
 )
 from diagnostic.schema.analysis import WITHIN_PROCESS_LABEL, Analysis, ArmResult, Comparison
 
-__all__ = ["DEFAULT_TITLE", "cover", "headline", "summary", "verdict_phrase"]
+__all__ = [
+    "DEFAULT_TITLE",
+    "cover",
+    "degenerate",
+    "headline",
+    "missing",
+    "summary",
+    "verdict_phrase",
+]
 
 DEFAULT_TITLE = "Speculative decoding performance review"
+LOGS = "Server logs"  # the root-cause box's title when no finding explains the headline
 Describe = Callable[[ArmResult], str]
 
 
@@ -227,18 +238,72 @@ def summary(inputs: Inputs, actions: list[str], shown: int = 2) -> Summary:
     """Executive summary: headline, verdict per workload, root cause, profiles, caveats and
     the first `shown` recommendations (`actions`)."""
     a, describe = inputs.analysis, inputs.describe
-    problems = cap.problems(inputs)
+    causes, label, note = _root_box(inputs, cap.problems(inputs))
     return Summary(
         headline=headline(a, describe),
         verdicts=[_verdict_line(a, w, describe) for w in sel.workloads(a)],
         losses=_losses(a, describe),
-        root_causes=_root_causes(problems),
-        root_cause_note=_root_note(inputs, problems),
+        missing=missing(a),
+        root_causes=causes,
+        root_cause_label=label,
+        root_cause_note=note,
+        degenerate=degenerate(inputs),
         profiles=[_profile(a, w, describe) for w in sel.workloads(a)],
         chart=_summary_chart(a),
         caveats=_caveats(a),
         actions=actions[:shown],
         more_actions=max(0, len(actions) - shown),
+    )
+
+
+def missing(a: Analysis) -> str:
+    """What the bundle lacks to say whether speculation pays at all: '' when it has it."""
+    if len(a.arms) < 2:
+        only = a.arms[0].id if a.arms else "none"
+        return (
+            f"This bundle holds one arm ({only}) and nothing to compare it with, so it cannot "
+            "say whether speculation pays. Measure a speculative arm into the same bundle "
+            "(diagnose collect URL --out BUNDLE --arm ngram-k3 against the server restarted "
+            "with speculation on), or let diagnose sweep run both."
+        )
+    if not any(c.kind == "spec" for c in a.comparisons):
+        return (
+            f"No arm of this bundle runs speculation ({f.join([x.id for x in a.arms])}): it "
+            "compares server configurations but cannot say whether speculation pays. Add a "
+            "speculative arm (the baseline's launch with the speculation flags added)."
+        )
+    return ""
+
+
+_DUMMY_WEIGHTS = re.compile(r"--load[-_]format(?:=|\s+)['\"]?dummy\b")
+
+
+def degenerate(inputs: Inputs) -> str:
+    """A sentence when acceptance says nothing about the client's model: random weights
+    (`--load-format dummy`) or α̂ above DEGENERATE_ALPHA; '' otherwise."""
+    a, m = inputs.analysis, inputs.bundle.manifest
+    launches = [x.launch or "" for x in m.plan.arms]
+    launches += [r.launch.command for r in inputs.runs if r.launch is not None]
+    dummy = any(_DUMMY_WEIGHTS.search(text) for text in launches)
+    alphas = [
+        sw.theory.alpha_hat
+        for sw in (a.sweep.workloads if a.sweep else [])
+        if sw.theory is not None and sw.theory.alpha_hat is not None
+    ]
+    high = max(alphas, default=None)
+    high = high if high is not None and high > DEGENERATE_ALPHA else None
+    if not dummy and high is None:
+        return ""
+    why = []
+    if high is not None:
+        why.append(f"per-token acceptance is α̂ = {f.num(high, 3)} (above {DEGENERATE_ALPHA})")
+    if dummy:
+        why.append("the servers ran with --load-format dummy (random weights)")
+    return (
+        f"Acceptance is degenerate: {f.join(why)}. Nearly every draft is accepted, which "
+        "no real model and prompt mix does: the speedups here measure the engine's "
+        "machinery, not what speculation would gain on the client's model. Read them as an "
+        "upper bound, not a forecast."
     )
 
 
@@ -256,36 +321,82 @@ def _losses(a: Analysis, describe: Describe) -> list[str]:
     ]
 
 
-def _root_causes(problems: list[FindingView], limit: int = 4) -> list[Cause]:
-    """One short line per problem for the first page, errors quoting the log line that shows
-    them; the details sit in chapter 1."""
-    causes = [
-        Cause(
-            text=f"{p.title or p.message} ({p.arms})" if p.arms else (p.title or p.message),
-            quote=_telling_line(p.evidence) if p.severity == "error" else None,
+def _root_box(inputs: Inputs, problems: list[FindingView]) -> tuple[list[Cause], str, str]:
+    """The first page's root-cause box: (causes, title, sentence). A problem explains the
+    headline when it is on an arm that lost (LOSS, or slower beyond the margin) and not on
+    every arm that did better; one on the recommended arm bears on the headline; the rest
+    are counted and left to chapter 1."""
+    if inputs.check is None:
+        return (
+            [],
+            "Server logs",
+            "The server logs were not checked (no findings.json in the bundle).",
         )
-        for p in problems
+    if not problems:
+        return (
+            [],
+            "Server logs",
+            "diagnose check found no configuration problem in the server logs.",
+        )
+    a = inputs.analysis
+    lost, better = _lost_and_better(a)
+    best = {w: c for w in sel.workloads(a) if (c := sel.lead_comparison(a, w)) is not None}
+    lead = _headline_arm(a, best) if best else None
+    explains = [
+        p for p in problems if set(p.arm_ids) & lost.keys() and not better <= set(p.arm_ids)
     ]
-    if len(causes) > limit:
-        more = Cause(text=f"and {len(causes) - limit + 1} more problem(s)")
-        causes = [*causes[: limit - 1], more]
-    return causes
+    bears = [p for p in problems if p not in explains and lead in p.arm_ids]
+    others = len(problems) - len(explains) - len(bears)
+    causes = [_cause(p, lost) for p in explains] + [
+        Cause(text=f"On the recommended arm ({lead}) too: {p.title or p.message} ({p.arms}).")
+        for p in bears
+    ]
+    rest = (
+        f" {others} other problem(s), in chapter 1, do not bear on the headline." if others else ""
+    )
+    if explains:
+        return causes, "Root cause found in the server logs", "What explains the result:" + rest
+    found = (
+        "The problem diagnose check found in the server logs does not"
+        if len(problems) == 1
+        else f"None of the {len(problems)} problems diagnose check found in the server logs"
+    )
+    note = f"{found} explain the headline: no arm that lost has a problem the others lack."
+    if bears:
+        return causes, LOGS, note + rest + " Bearing on the recommended arm, though:"
+    return causes, LOGS, note + " See chapter 1."
+
+
+def _lost_and_better(a: Analysis) -> tuple[dict[str, Comparison], set[str]]:
+    """Arms that lost on some workload (their worst comparison), and the speculative arms
+    that did not lose anywhere."""
+    lost: dict[str, Comparison] = {}
+    spec: set[str] = set()
+    floor = 1 / (1 + a.noise_band.delta)
+    for w in sel.workloads(a):
+        for c in sel.spec_comparisons(a, w):
+            spec.add(c.arm)
+            slower = c.verdict == "LOSS" or (c.verdict != "WIN" and (c.ratio or 1.0) < floor)
+            if slower and (c.arm not in lost or (c.ratio or 1.0) < (lost[c.arm].ratio or 1.0)):
+                lost[c.arm] = c
+    return lost, spec - lost.keys()
+
+
+def _cause(p: FindingView, lost: dict[str, Comparison]) -> Cause:
+    losers = [
+        f"{arm} is {f.ratio(c.ratio)} of {c.baseline} on {c.workload}"
+        for arm in p.arm_ids
+        if (c := lost.get(arm))
+    ]
+    return Cause(
+        text=f"{p.title or p.message} ({p.arms}): why {f.join(losers)}.",
+        quote=_telling_line(p.evidence) if p.severity == "error" or losers else None,
+    )
 
 
 def _telling_line(evidence: list[Evidence]) -> Evidence | None:
     """The WARNING line of a finding when it has one (the engine saying what it changed)."""
     return next((e for e in evidence if "WARNING" in e.text), evidence[0] if evidence else None)
-
-
-def _root_note(inputs: Inputs, problems: list[FindingView]) -> str:
-    if inputs.check is None:
-        return "The server logs were not checked (no findings.json in the bundle)."
-    if problems:
-        return (
-            f"diagnose check found {len(problems)} problem(s) in the server logs; "
-            "see Capture and configuration evidence."
-        )
-    return "diagnose check found no configuration problem in the server logs."
 
 
 def _caveats(a: Analysis) -> list[str]:

@@ -107,8 +107,13 @@ class Summary(_View):
     headline: str = Field(description="One sentence for the engineering lead")
     verdicts: list[VerdictLine] = Field(description="One line per workload")
     losses: list[str] = Field(description="Speculative settings measured slower, per workload")
-    root_causes: list[Cause] = Field(description="Problems found by check; empty when none")
+    missing: str = Field("", description="What the bundle lacks to answer the question at all")
+    root_causes: list[Cause] = Field(
+        description="Problems of check that explain or bear on the headline; empty when none"
+    )
+    root_cause_label: str = Field("Root cause found in the server logs", description="Box title")
     root_cause_note: str = Field(description="Sentence shown above or instead of the causes")
+    degenerate: str = Field("", description="Why acceptance is not representative; '' if it is")
     profiles: list[Profile] = Field(description="Recommended serving profiles")
     chart: Chart | None = Field(None, description="Baseline vs recommended, per workload")
     caveats: list[str] = Field(description="Short caveats (one restart, uncalibrated δ)")
@@ -140,6 +145,7 @@ class FindingView(_View):
     message: str = Field(description="What was found")
     where: str = Field(description="Runs the finding is about; '' for none")
     arms: str = Field(description="Arms of those runs; '' for none")
+    arm_ids: list[str] = Field(default_factory=list, description="The same arms, one by one")
     evidence: list[Evidence] = Field(description="Quoted lines")
     advice: str = Field(description="What to do")
 
