@@ -158,8 +158,9 @@ def before_after_chart(a: Analysis) -> Chart | None:
     if not bars:
         return None
     return Chart(
-        title="Decode throughput of every arm per workload; whiskers: 95% CI across restarts.",
-        uri=charts.data_uri(charts.before_after_chart(bars)),
+        title="Decode throughput of every arm per workload, each bar named under the axis; "
+        "whiskers: 95% CI across restarts.",
+        uri=charts.data_uri(charts.before_after_chart(bars, label_bars=True)),
         alt="Grouped bar chart of decode tokens per second per arm and workload.",
     )
 
@@ -176,12 +177,17 @@ def _sweep_rows(sw: SweepWorkload) -> list[SweepRow]:
             ratio_ci="" if p.k == 0 else f.span(p.ci_low, p.ci_high, "ratio"),
             p_adjusted="—" if p.k == 0 else f.pvalue(p.p_adjusted),
             verdict="BASELINE" if p.k == 0 else (p.verdict or "—"),
-            acceptance="—" if p.k == 0 else f.num(p.acceptance_length, 2),
-            rho="1.00" if p.k == 0 else f.num(p.rho, 2),
-            predicted="1.00×" if p.k == 0 else f.ratio(p.predicted_speedup),
+            # A dash, not 'not measured': three narrow columns side by side (the note says so).
+            acceptance="—" if p.k == 0 else _dash(f.num(p.acceptance_length, 2)),
+            rho="1.00" if p.k == 0 else _dash(f.num(p.rho, 2)),
+            predicted="1.00×" if p.k == 0 else _dash(f.ratio(p.predicted_speedup)),
         )
         for p in sw.points
     ]
+
+
+def _dash(text: str) -> str:
+    return "—" if text == f.MISSING else text
 
 
 def _best_k_text(sw: SweepWorkload, rec: Comparison | None) -> str:
@@ -268,16 +274,20 @@ def _sweep_chart(a: Analysis) -> Chart | None:
         series.append(charts.Series(sw.workload, pts, theory))
     if not any(s.points for s in series):
         return None
+    dashed = (
+        "; dashed: predicted by the fitted theory model" if any(s.theory for s in series) else ""
+    )
     return Chart(
-        title="Decode tok/s against draft length k (95% CI across restarts); dashed: predicted "
-        "by the fitted theory model.",
+        title=f"Decode tok/s against draft length k (95% CI across restarts){dashed}.",
         uri=charts.data_uri(charts.sweep_chart(series)),
-        alt="Line chart of decode tokens per second against k, measured and predicted.",
+        alt="Line chart of decode tokens per second against k, measured"
+        + (" and predicted." if dashed else "."),
     )
 
 
 def _acceptance_chart(a: Analysis) -> Chart | None:
     series = []
+    ks = Counter(arm.k for arm in a.arms if arm.k is not None)
     for arm in sorted(a.arms, key=lambda x: (x.k or 0, x.id)):
         per_pos: dict[int, list[float]] = {}
         for run in arm.runs:
@@ -285,7 +295,8 @@ def _acceptance_chart(a: Analysis) -> Chart | None:
                 per_pos.setdefault(p.position, []).append(p.cumulative)
         if per_pos:
             pts = [charts.Point(pos + 1, statistics.fmean(v)) for pos, v in sorted(per_pos.items())]
-            label = f"k={arm.k}" if arm.k is not None else arm.id
+            # Two arms at one k (two backends, eager and not) get their names, not "k=3" twice.
+            label = f"k={arm.k}" if arm.k is not None and ks[arm.k] == 1 else arm.id
             series.append(charts.Series(label, pts))
     if not series:
         return None
@@ -309,7 +320,8 @@ def sweep(a: Analysis) -> SweepView | None:
     note = (
         "Each point runs the same speculation method with a different number of draft "
         "tokens k per step (k = 0 is the baseline). More draft tokens raise the tokens "
-        "accepted per step but also the cost of every step; the best k balances the two." + pooled
+        "accepted per step but also the cost of every step; the best k balances the two. A "
+        "dash in a table marks a value not measured." + pooled
     )
     level = sel.low_level(a)
     tables = [

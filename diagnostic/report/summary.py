@@ -194,19 +194,19 @@ def _verdict_line(a: Analysis, workload: str, describe: Describe) -> VerdictLine
 
 
 def _profile(a: Analysis, workload: str, describe: Describe) -> Profile:
+    """What to serve a workload with, and the measurement behind it in a few words (the
+    verdict lines above give the interval's level)."""
     c = sel.lead_comparison(a, workload)
     if c is None:
         return Profile(workload=workload, profile="no speculation", reason=f.MISSING)
     arm = sel.arm_by_id(a, c.arm)
     name = describe(arm) if arm else c.arm
-    measured = f"{f.decided_ratio(c)}, {'no verdict' if c.withheld else c.verdict}"
+    interval = f.span(c.ci_low, c.ci_high, "ratio")
+    measured = f"{f.ratio(c.ratio)}{f' ({interval})' if interval else ''}"
+    measured += f", {'no verdict' if c.withheld else c.verdict}"
     if c.verdict == "WIN":
         return Profile(workload=workload, profile=name, reason=measured)
-    return Profile(
-        workload=workload,
-        profile="no speculation",
-        reason=f"best speculative setting ({name}): {measured}",
-    )
+    return Profile(workload=workload, profile="no speculation", reason=f"{name}: {measured}")
 
 
 def _summary_chart(a: Analysis) -> Chart | None:
