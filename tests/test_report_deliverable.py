@@ -10,18 +10,22 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from diagnostic import defaults
 from diagnostic.analyse.core import analyse
 from diagnostic.bundle.store import Bundle
 from diagnostic.cli import main
+from diagnostic.logcheck.rules import apply_rules, load_rules
 from diagnostic.measure.collect.stage import CollectConfig, _add_arm, _manifest
 from diagnostic.measure.plan.serialise import to_toml
 from diagnostic.measure.plan.spec import parse_plan
 from diagnostic.measure.sweep.runner import _values
 from diagnostic.report import select as sel
+from diagnostic.report.budget import Day
 from diagnostic.report.build import report_context
 from diagnostic.report.launch import expand, launch_values
 from diagnostic.report.view import ReportContext
 from diagnostic.schema.bundle import Engagement
+from diagnostic.schema.logfacts import LogFacts
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
 NAMES = ("llamacpp-cpu-gemma3", "vllm-h200-mla", "vllm-h200-validation")
@@ -175,3 +179,46 @@ def test_bundle_without_a_speculative_arm_warns(tmp_path: Path, arms: set[str], 
     assert "What this bundle cannot answer" in page and said in page
     # The full sample says nothing of the kind.
     assert report_context(Bundle.open(SAMPLES / NAMES[0], strict=False)).summary.missing == ""
+
+
+# -- item 4: advice fits the engine and the day ---------------------------------------------
+def test_no_cuda_graph_advice_on_a_cpu_server() -> None:
+    rules = load_rules()
+    for spec in (False, True):  # an eager GPU run is flagged; the same facts on a CPU are not
+        facts = LogFacts(path="server.log", engine="llamacpp")
+        facts.spec.enabled = spec
+        facts.capture.resolved = "NONE"
+        gpu, _ = apply_rules(rules, [facts.model_copy(update={"backend": "cuda"})])
+        cpu, _ = apply_rules(rules, [facts.model_copy(update={"backend": "cpu"})])
+        assert any("CUDA graphs" in (x.title or "") for x in gpu), spec
+        assert not any("CUDA" in f"{x.title} {x.message} {x.advice}" for x in cpu), spec
+
+
+def test_planning_advice_is_bounded_by_a_day(contexts: dict[str, ReportContext]) -> None:
+    mla = contexts["vllm-h200-mla"]
+    plans = [r.advice for r in mla.variance.rows]
+    assert any("not resolvable in a day" in p for p in plans)  # 164+ restarts per arm
+    for p in plans:  # never fewer requests per restart than the minimum, never > a day's hours
+        if m := re.match(r"(\d+) requests × (\d+) restarts per arm: ≈ ([\d.]+) (h|min)", p):
+            assert int(m[1]) >= defaults.MIN_REQUESTS
+            hours = float(m[3]) / (1 if m[4] == "h" else 60)
+            assert hours <= defaults.DAY_ON_SITE_S / 3600
+    day = Day(restart_s=600.0)  # 10 min per restart: 18 per arm for two arms in 6 h
+    assert day.restarts() == 18
+    assert "(≈ 3.0 h for both arms)" in day.settle(9)
+    assert "too small an effect to resolve in a day" in day.settle(93)
+    cpu = [r.text for r in contexts["llamacpp-cpu-gemma3"].recommendations]
+    assert any("too small an effect to resolve in a day" in t for t in cpu)  # 91 restarts × 7 arms
+
+
+# -- item 3: no repetition -------------------------------------------------------------------
+def test_greedy_diffs_and_their_advice_are_said_once(contexts: dict[str, ReportContext]) -> None:
+    cpu = contexts["llamacpp-cpu-gemma3"]
+    shown = [(d.workload, d.prompt_id, d.baseline, d.arm) for d in cpu.equivalence.divergent]
+    assert len(shown) == len(set(shown)) and len(shown) <= 3
+    assert any("," in d.arms or " and " in d.arms for d in cpu.equivalence.divergent)
+    greedy = [r for r in cpu.recommendations if "greedy" in r.text]
+    assert len(greedy) == 1 and "ngram-k3" in greedy[0].text and "selfdraft-k4" in greedy[0].text
+    assert "numerics of batched verify" in cpu.equivalence.note  # median first difference: 72
+    for ctx in contexts.values():
+        assert len({r.text for r in ctx.recommendations}) == len(ctx.recommendations)

@@ -6,6 +6,7 @@ import re
 from dataclasses import dataclass, field
 
 from diagnostic.bundle.store import Bundle, run_id
+from diagnostic.report import budget
 from diagnostic.report import fmt as f
 from diagnostic.schema.analysis import Analysis, ArmResult
 from diagnostic.schema.bundle import Engagement, RunInfo
@@ -37,6 +38,13 @@ class Inputs:
     def __post_init__(self) -> None:
         if not self.runs:
             self.runs = self.bundle.runs()
+
+    @property
+    def day(self) -> budget.Day:
+        """What a day on site allows, at this bundle's cost of a restart."""
+        plan = self.bundle.manifest.plan
+        workloads = len(plan.workloads) or len(self.analysis.workloads)
+        return budget.day(self.runs, workloads=workloads, warmup=plan.warmup)
 
     @property
     def people(self) -> Engagement:

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from diagnostic.report import charts
 from diagnostic.report import fmt as f
 from diagnostic.report import select as sel
+from diagnostic.report.budget import Day
 from diagnostic.report.view import (
     ArmRow,
     Chart,
@@ -62,7 +63,9 @@ def _acceptance(arm: ArmResult, aw: ArmWorkload) -> str:
     return f.num(acc.estimate, 2)
 
 
-def _arm_row(a: Analysis, arm: ArmResult, aw: ArmWorkload, level: int, setting: Describe) -> ArmRow:
+def _arm_row(
+    a: Analysis, arm: ArmResult, aw: ArmWorkload, level: int, setting: Describe, day: Day
+) -> ArmRow:
     c = sel.comparison(a, arm.id, aw.workload, level)
     e = aw.decode_tps
     verdict: str = "BASELINE" if arm.is_baseline else (c.verdict if c else "—")
@@ -76,7 +79,7 @@ def _arm_row(a: Analysis, arm: ArmResult, aw: ArmWorkload, level: int, setting: 
     if c is not None and c.label:
         notes.append(c.label)
     elif c is not None and c.verdict == "INCONCLUSIVE" and c.more_restarts_needed:
-        notes.append(f"about {c.more_restarts_needed} restarts per arm would likely settle it")
+        notes.append(day.settle(c.more_restarts_needed))
     note = "; ".join(notes)
     return ArmRow(
         arm=arm.id,
@@ -106,13 +109,15 @@ def _footnoted(rows: list[ArmRow]) -> tuple[list[ArmRow], str]:
     return marked, f"† {common}"
 
 
-def before_after(a: Analysis, *, setting: Describe) -> list[WorkloadTable]:
+def before_after(a: Analysis, *, setting: Describe, day: Day) -> list[WorkloadTable]:
     """One table per workload and concurrency level, baseline first."""
     tables = []
     for level in sel.levels(a):
         for w in sel.workloads(a):
             pairs = [(arm, sel.arm_workload(arm, w, level)) for arm in sel.ordered_arms(a)]
-            rows = [_arm_row(a, arm, aw, level, setting) for arm, aw in pairs if aw is not None]
+            rows = [
+                _arm_row(a, arm, aw, level, setting, day) for arm, aw in pairs if aw is not None
+            ]
             if rows:
                 rows, footnote = _footnoted(rows)
                 tables.append(

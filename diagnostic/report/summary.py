@@ -11,6 +11,7 @@ from diagnostic.report import advice, charts, launch
 from diagnostic.report import capture as cap
 from diagnostic.report import fmt as f
 from diagnostic.report import select as sel
+from diagnostic.report.budget import Day
 from diagnostic.report.inputs import Inputs
 from diagnostic.report.view import (
     Cause,
@@ -153,7 +154,7 @@ def _name(a: Analysis, arm_id: str, describe: Describe) -> str:
     return describe(arm) if arm else arm_id
 
 
-def _verdict_line(a: Analysis, workload: str, describe: Describe) -> VerdictLine:
+def _verdict_line(a: Analysis, workload: str, describe: Describe, day: Day) -> VerdictLine:
     c = sel.lead_comparison(a, workload)
     if c is None:
         return VerdictLine(
@@ -186,7 +187,7 @@ def _verdict_line(a: Analysis, workload: str, describe: Describe) -> VerdictLine
     interval = f.decided_ci(c)
     tail = f"{'no verdict' if c.withheld else c.verdict}, {restarts}"
     if c.verdict == "INCONCLUSIVE" and c.more_restarts_needed:
-        tail += f"; about {c.more_restarts_needed} restarts per arm would settle it"
+        tail += f"; {day.settle(c.more_restarts_needed)}"
     if c.within_process_only:
         tail += f"; {c.label or WITHIN_PROCESS_LABEL}"
     sentence = f"{lead} {body} {interval} ({tail}).".replace("  ", " ")
@@ -241,7 +242,7 @@ def summary(inputs: Inputs, actions: list[str], shown: int = 2) -> Summary:
     causes, label, note = _root_box(inputs, cap.problems(inputs))
     return Summary(
         headline=headline(a, describe),
-        verdicts=[_verdict_line(a, w, describe) for w in sel.workloads(a)],
+        verdicts=[_verdict_line(a, w, describe, inputs.day) for w in sel.workloads(a)],
         losses=_losses(a, describe),
         missing=missing(a),
         root_causes=causes,

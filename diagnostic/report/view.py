@@ -260,8 +260,9 @@ class VarianceView(_View):
 
 
 class DivergentPrompt(_View):
-    """A prompt whose greedy output differs from the baseline's."""
+    """A prompt whose greedy output differs from the baseline's, alike in every arm named."""
 
+    arms: str = Field(description="Arms whose output differs from the baseline's this same way")
     workload: str = Field(description="Workload")
     prompt_id: str = Field(description="Prompt id")
     position: str = Field(description="First differing character")
@@ -275,7 +276,6 @@ class EquivalenceRow(_View):
     arm: str = Field(description="Arm")
     identical: str = Field(description="n identical of N prompts")
     rate: str = Field(description="Share identical")
-    divergent: list[DivergentPrompt] = Field(description="Up to a few divergent prompts")
 
 
 class Flag(_View):
@@ -302,6 +302,10 @@ class EquivalenceView(_View):
 
     note: str = Field(description="Text above the table")
     rows: list[EquivalenceRow] = Field(description="Per arm")
+    divergent: list[DivergentPrompt] = Field(
+        default_factory=list, description="The first differing prompts, identical diffs once"
+    )
+    more_divergent: int = Field(0, description="Differing prompts beyond those shown")
     flags: list[Flag] = Field(description="Drift and outlier flags")
     exclusions: list[KeyValue] = Field(description="Excluded requests by reason")
     timing_note: str = Field(description="Text above the engine-timing table")
