@@ -23,6 +23,7 @@ from diagnostic.schema.bundle import Engagement
 
 # Fields that may legitimately be empty: intervals not computed, optional notes.
 MAY_BE_EMPTY = {"decode_ci", "ratio_ci", "note", "footnote", "reason", "title", "where", "line"}
+MAY_BE_EMPTY |= {"missing", "degenerate"}  # page 1 sentences said only when they apply
 
 
 @pytest.fixture(scope="module")
@@ -115,11 +116,10 @@ def ctx_headline(ctx: ReportContext) -> str:
 
 
 def test_root_cause_and_recommendations_come_from_check(sweep_ctx: ReportContext) -> None:
-    # One short line per problem on the first page: the rule's title and the arms concerned,
-    # an error quoting the log line that shows it.
-    (cause,) = sweep_ctx.summary.root_causes
-    assert cause.text == "Speculation downgraded CUDA-graph capture (base, ngram-k8)"
-    assert cause.quote is not None and cause.quote.text
+    # The downgrade is on ngram-k8, which won on code and lost nowhere: it explains nothing
+    # on page 1 (samples' MLA test covers one that does), chapter 1 and the advice keep it.
+    assert sweep_ctx.summary.root_causes == []
+    assert "does not explain the headline" in sweep_ctx.summary.root_cause_note
     assert sweep_ctx.summary.actions[0].startswith("Patch or configure capture")
     first = sweep_ctx.recommendations[0]
     assert first.text.startswith("Patch or configure capture")
