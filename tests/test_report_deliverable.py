@@ -28,7 +28,7 @@ from diagnostic.schema.bundle import Engagement
 from diagnostic.schema.logfacts import LogFacts
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
-NAMES = ("llamacpp-cpu-gemma3", "vllm-h200-mla", "vllm-h200-validation")
+NAMES = ("llamacpp-cpu-gemma3", "vllm-h200-mla", "vllm-h200-validation", "vllm-h200-gemma3")
 
 
 @pytest.fixture(scope="module")

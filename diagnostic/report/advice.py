@@ -148,8 +148,9 @@ def _repeat_recs(a: Analysis, day: Day) -> list[Recommendation]:
     """Repeat the undecided comparisons a day can settle; name the ones it cannot."""
     pending = [
         c
-        for c in a.comparisons
-        if c.kind == "spec" and c.verdict == "INCONCLUSIVE" and c.more_restarts_needed
+        for w in sel.workloads(a)  # the workloads page 1 names, at its concurrency
+        for c in sel.spec_comparisons(a, w)
+        if c.verdict == "INCONCLUSIVE" and c.more_restarts_needed
     ]
     arms = list(dict.fromkeys(c.arm for c in pending))
     # Repeating them all restarts every arm named and the baseline, alike.
