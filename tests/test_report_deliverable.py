@@ -205,7 +205,7 @@ def test_planning_advice_is_bounded_by_a_day(contexts: dict[str, ReportContext])
             assert hours <= defaults.DAY_ON_SITE_S / 3600
     day = Day(restart_s=600.0)  # 10 min per restart: 18 per arm for two arms in 6 h
     assert day.restarts() == 18
-    assert "(≈ 3.0 h for both arms)" in day.settle(9)
+    assert day.settle(9) == "about 9 restarts per arm would settle it (3.0 h)"
     assert "too small an effect to resolve in a day" in day.settle(93)
     cpu = [r.text for r in contexts["llamacpp-cpu-gemma3"].recommendations]
     assert any("too small an effect to resolve in a day" in t for t in cpu)  # 91 restarts × 7 arms
@@ -222,3 +222,11 @@ def test_greedy_diffs_and_their_advice_are_said_once(contexts: dict[str, ReportC
     assert "numerics of batched verify" in cpu.equivalence.note  # median first difference: 72
     for ctx in contexts.values():
         assert len({r.text for r in ctx.recommendations}) == len(ctx.recommendations)
+
+
+def test_capture_evidence_shows_the_launch_as_recorded(contexts: dict[str, ReportContext]) -> None:
+    cpu = contexts["llamacpp-cpu-gemma3"]
+    quoted = [e.text for r in cpu.capture_runs for e in r.evidence if not e.line]
+    quoted += [e.text for x in cpu.findings for e in x.evidence if not e.line]
+    assert quoted and all("$MODEL" not in t for t in quoted)
+    assert all("$MODEL" not in r.spec for r in cpu.capture_runs)

@@ -41,19 +41,17 @@ class Day:
         return math.floor(self.budget_s / (arms * self.restart_s))
 
     def settle(self, need: int, arms: int = ARMS_COMPARED) -> str:
-        """'about 8 restarts per arm would settle it (≈ 1.2 h for both arms)', or that a day
-        holds too few for `arms` arms: the effect is too small to resolve in a day."""
+        """'about 8 restarts per arm would settle it (1.2 h)', or, when a day on site holds
+        fewer for `arms` arms, that the effect is too small to resolve in a day."""
         fit = self.restarts(arms)
-        both = "both arms" if arms == ARMS_COMPARED else f"{arms} arms"
         if fit is None:
             return f"about {need} restarts per arm would settle it"
         if need <= fit:
             cost = need * arms * (self.restart_s or 0.0)
-            return f"about {need} restarts per arm would settle it (≈ {_hours(cost)} for {both})"
+            return f"about {need} restarts per arm would settle it ({_hours(cost)})"
         return (
-            f"it would take about {need} restarts per arm, and a day on site holds about {fit} "
-            f"for {both} ({_hours(self.budget_s)} at {_hours(self.restart_s or 0.0)} per "
-            "restart): too small an effect to resolve in a day"
+            f"about {need} restarts per arm would settle it, but a day on site holds {fit} "
+            f"for {arms} arms: too small an effect to resolve in a day"
         )
 
     def plan(self, p: PlanningAdvice) -> str:
