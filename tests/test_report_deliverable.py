@@ -45,7 +45,9 @@ def test_cover_leaves_out_what_was_not_recorded(contexts: dict[str, ReportContex
         assert c.model and "$" not in c.model, name
         assert c.drafter is None or "$" not in c.drafter, name
     # llama.cpp answers with the alias (-a gemma); the file it loaded is what was recorded.
-    assert contexts["llamacpp-cpu-gemma3"].cover.model.endswith("gemma-3-270m-q4_k_m.gguf")
+    assert contexts["llamacpp-cpu-gemma3"].cover.model == "gemma-3-270m-q4_k_m.gguf"
+    env = {kv.key: kv.value for kv in contexts["llamacpp-cpu-gemma3"].environment}
+    assert env["Model"] == "/root/.cache/diagnose/models/gemma-3-270m-q4_k_m.gguf"  # all of it
 
 
 def test_report_options_override_the_bundle(tmp_path: Path) -> None:

@@ -347,6 +347,10 @@ def _distinct(runs: list[RunInfo], key: str) -> str:
     return ", ".join(values) or f.MISSING
 
 
+def _recorded_model(runs: list[RunInfo]) -> str | None:
+    return next((m for r in runs if (m := launch.recorded_model(r))), None)
+
+
 def bundle_hash(bundle: Bundle) -> str:
     """sha256 of the bundle's own files (Bundle.content_hash: links never followed)."""
     return bundle.content_hash()
@@ -366,7 +370,7 @@ def environment(a: Analysis, bundle: Bundle, runs: list[RunInfo]) -> list[KeyVal
         ("Python", _distinct(runs, "python")),
         ("Engine", ", ".join(engines) or f.MISSING),
         ("Server URL", f.text(bundle.manifest.target.base_url, f.NOT_RECORDED)),
-        ("Model", f.text(a.model or bundle.manifest.target.model)),
+        ("Model", f.text(_recorded_model(runs) or a.model or bundle.manifest.target.model)),
         ("Bundle", Path(bundle.path).name),
         ("Bundle created", f.text(bundle.manifest.created_at, f.NOT_RECORDED)),
         ("Recorded with", f"diagnose {bundle.manifest.tool_version}"),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from pathlib import PurePosixPath
 
 from diagnostic import defaults
 from diagnostic.analyse.ksweep import DEGENERATE_ALPHA
@@ -52,10 +53,15 @@ def cover(inputs: Inputs) -> Cover:
         date=f.date(m.created_at),
         consultant=people.consultant,
         engine=_engines(inputs) or None,
-        model=_model(inputs),
+        model=_short(_model(inputs)),
         drafter=_drafters(inputs) or None,
         hardware=None if hardware == f.MISSING else hardware,
     )
+
+
+def _short(path: str | None) -> str | None:
+    """A file or folder path by its name on the cover (the appendix gives the whole path)."""
+    return PurePosixPath(path).name or path if path and path.startswith("/") else path
 
 
 def _model(inputs: Inputs) -> str | None:
@@ -83,7 +89,7 @@ def _drafters(inputs: Inputs) -> str:
             name = f.method_name(facts.spec.method)
             drafter = facts.spec.drafter
             if drafter:
-                drafter = launch.expand(drafter, launch.launch_values(inputs.run_of(facts)))
+                drafter = _short(launch.expand(drafter, launch.launch_values(inputs.run_of(facts))))
             found[f"{name} (drafter {drafter})" if drafter else name] = None
     for arm in inputs.analysis.arms:
         if arm.speculative and not found and arm.params.get("method"):
