@@ -236,7 +236,7 @@ def _summary_chart(a: Analysis) -> Chart | None:
         title="Decode throughput per workload: baseline and the best speculative setting "
         "(95% CI across restarts).",
         # Shorter than chapter 2's: page 1 must hold the whole executive summary.
-        uri=charts.data_uri(charts.before_after_chart(bars, legend_on_top=True, height_in=1.8)),
+        uri=charts.data_uri(charts.before_after_chart(bars, legend_on_top=True, height_in=1.4)),
         alt="Bar chart of decode tokens per second, baseline against best speculative arm.",
     )
 
@@ -303,14 +303,13 @@ def degenerate(inputs: Inputs) -> str:
         return ""
     why = []
     if high is not None:
-        why.append(f"per-token acceptance is α̂ = {f.num(high, 3)} (above {DEGENERATE_ALPHA})")
+        why.append(f"α̂ = {f.num(high, 3)} > {DEGENERATE_ALPHA}")
     if dummy:
-        why.append("the servers ran with --load-format dummy (random weights)")
+        why.append("--load-format dummy: random weights")
     return (
-        f"Acceptance is degenerate: {f.join(why)}. Nearly every draft is accepted, which "
-        "no real model and prompt mix does: the speedups here measure the engine's "
-        "machinery, not what speculation would gain on the client's model. Read them as an "
-        "upper bound, not a forecast."
+        f"Acceptance is degenerate ({'; '.join(why)}): nearly every draft is accepted, so "
+        "these speedups measure the engine, not the client's model: an upper bound, not a "
+        "forecast."
     )
 
 
