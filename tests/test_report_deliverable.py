@@ -232,3 +232,15 @@ def test_capture_evidence_shows_the_launch_as_recorded(contexts: dict[str, Repor
     quoted += [e.text for x in cpu.findings for e in x.evidence if not e.line]
     assert quoted and all("$MODEL" not in t for t in quoted)
     assert all("$MODEL" not in r.spec for r in cpu.capture_runs)
+
+
+def test_every_stage_takes_the_engagement_options(tmp_path: Path) -> None:
+    for stage in ("collect", "sweep", "report"):
+        help_text = CliRunner().invoke(main, [stage, "--help"]).output
+        assert all(flag in help_text for flag in ("--client", "--site", "--consultant")), stage
+    out = tmp_path / "r.html"
+    args = ["report", str(SAMPLES / NAMES[1]), "-o", str(out), "--site", "dc-<1>"]
+    result = CliRunner().invoke(main, [*args, "--consultant", "J. Doe"])
+    assert result.exit_code == 0, result.output
+    page = out.read_text(encoding="utf-8")
+    assert "dc-&lt;1&gt;" in page and "J. Doe" in page and "Prepared for" not in page
