@@ -30,3 +30,10 @@ READ_TIMEOUT_S = 120.0  # longest silence within a stream
 CONNECT_TIMEOUT_S = 10.0
 MAX_OUTPUT_BYTES = 32 * 1024 * 1024  # stream bytes kept per request before giving up
 MARGIN = 0.02  # δ: EQUIVALENT inside [1/(1+δ), 1+δ] when no A/A arm calibrates the band
+# Greedy output that first differs from the baseline's within this many characters (a few
+# tokens) is suspect: a bug in drafting or acceptance shows there. Later differences are the
+# expected numerics of batched verify (near-ties flip when k+1 tokens share one forward pass).
+EARLY_DIVERGENCE_CHARS = 20
+# Measuring time in a day on site (after setup, before the debrief): planning advice that
+# needs more says the effect is too small to resolve in a day (report/budget.py).
+DAY_ON_SITE_S = 6 * 3600.0

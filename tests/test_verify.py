@@ -31,6 +31,7 @@ from diagnostic.cli import main
 from diagnostic.errors import DiagnosticError
 from diagnostic.report import build_report
 from diagnostic.schema.analysis import Analysis
+from diagnostic.schema.bundle import Engagement
 
 SAMPLE = Path(__file__).resolve().parent.parent / "samples" / "vllm-h200-mla"
 
@@ -49,7 +50,9 @@ def bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def pdf(bundle: Path) -> Path:
     """The client's PDF of the bundle, rendered once (about 5 s), with a client and a title."""
     out = bundle.parent / "report.pdf"
-    build_report(bundle, out, "pdf", client="ACME Corp", title="Speculation review")
+    build_report(
+        bundle, out, "pdf", engagement=Engagement(client="ACME Corp"), title="Speculation review"
+    )
     return out
 
 

@@ -21,6 +21,7 @@ from rich.progress import (
 from rich.text import Text
 
 from diagnostic.errors import DiagnosticError
+from diagnostic.schema.bundle import Engagement
 
 __all__ = [
     "RichReporter",
@@ -28,6 +29,8 @@ __all__ = [
     "api_key_option",
     "console",
     "console_err",
+    "engagement_from",
+    "engagement_options",
     "number_option",
     "print_labelled",
 ]
@@ -56,6 +59,36 @@ def api_key_from_env(var: str | None) -> str | None:
     if not key:
         raise DiagnosticError(f"--api-key-env {var}: the environment variable {var} is not set")
     return key
+
+
+def engagement_options(where: str) -> Callable[[Any], Any]:
+    """--client, --site and --consultant, gathered into one `engagement` argument (an
+    Engagement with the fields given; `where` says what they override)."""
+
+    def decorate(command: Any) -> Any:
+        for flag, what in reversed(_ENGAGEMENT):
+            command = click.option(flag, default=None, help=f"{what} on the report ({where}).")(
+                command
+            )
+        return command
+
+    return decorate
+
+
+_ENGAGEMENT = (
+    ("--client", "Client organisation"),
+    ("--site", "Site or cluster"),
+    ("--consultant", "Consultant"),
+)
+
+
+def engagement_from(options: dict[str, Any]) -> Engagement:
+    """The Engagement of --client/--site/--consultant, popped from a command's options."""
+    return Engagement(
+        client=options.pop("client", None),
+        site=options.pop("site", None),
+        consultant=options.pop("consultant", None),
+    )
 
 
 def number_option(

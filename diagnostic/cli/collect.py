@@ -16,6 +16,8 @@ from diagnostic.cli._common import (
     api_key_from_env,
     api_key_option,
     console,
+    engagement_from,
+    engagement_options,
     number_option,
     print_labelled,
 )
@@ -82,6 +84,7 @@ def _workload_names(value: str | None) -> list[str] | None:
 )
 @click.option("--resume", is_flag=True, help="Continue an interrupted collect of this run.")
 @click.option("--force", is_flag=True, help="Replace an existing bundle.")
+@engagement_options("stored in the bundle's manifest")
 def command(
     base_url: str,
     out: Path,
@@ -101,6 +104,7 @@ def command(
     timeout_s: float,
     resume: bool,
     force: bool,
+    **engagement: str | None,
 ) -> None:
     """Measure a running server's decode speed into a bundle.
 
@@ -134,6 +138,7 @@ def command(
         resume=resume,
         force=force,
         timeout_s=timeout_s,
+        engagement=engagement_from(engagement),
     )
     with RichReporter() as reporter:
         summary = collect(config, reporter=reporter)

@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from diagnostic.bundle.store import Bundle, atomic_write_text
-from diagnostic.cli._common import RichReporter, console
+from diagnostic.cli._common import RichReporter, console, engagement_from, engagement_options
 
 ANALYSIS_JSON = "analysis.json"
 FORMATS = ("pdf", "html", "json", "csv")
@@ -37,10 +37,10 @@ def _format(fmt: str | None, out: Path | None) -> str:
     default=None,
     help="pdf, html, json or csv (default: from the -o suffix, else pdf).",
 )
-@click.option("--client", default=None, help="Client name on the report (default: the bundle's).")
+@engagement_options("overrides the bundle's")
 @click.option("--title", default=None, help="Report title.")
 def command(
-    bundle: Path, out: Path | None, fmt: str | None, client: str | None, title: str | None
+    bundle: Path, out: Path | None, fmt: str | None, title: str | None, **given: str | None
 ) -> None:
     """Render a bundle into the client's report (PDF, HTML, JSON or CSV tables).
 
@@ -58,6 +58,7 @@ def command(
       diagnose report bundle -o report.pdf --client "ACME"
       diagnose report bundle --format csv -o tables/   # tables/requests.csv, …
     """
+    engagement = engagement_from(given)
     kind = _format(fmt, out)
     if kind in ("pdf", "html"):
         from diagnostic.report import build_report  # imported here: WeasyPrint loads slowly
@@ -67,7 +68,7 @@ def command(
                 bundle,
                 out or Path(f"report.{kind}"),
                 "pdf" if kind == "pdf" else "html",
-                client=client,
+                engagement=engagement,
                 title=title,
                 reporter=reporter,
             )
@@ -76,7 +77,7 @@ def command(
     from diagnostic.analyse.core import analyse  # imported here: scipy loads slowly
 
     opened = Bundle.open(bundle, strict=False)
-    analysis = analyse(opened, title=title, client=client)
+    analysis = analyse(opened, title=title, client=engagement.client)
     if kind == "csv":
         from diagnostic.report.export import write_csv  # imported here: pandas loads slowly
 

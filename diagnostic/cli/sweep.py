@@ -25,6 +25,8 @@ from diagnostic.cli._common import (
     api_key_option,
     console,
     console_err,
+    engagement_from,
+    engagement_options,
     number_option,
     print_labelled,
 )
@@ -35,6 +37,7 @@ from diagnostic.measure.plan.serialise import to_toml
 from diagnostic.measure.plan.spec import Plan, expand_plan, load_plan
 from diagnostic.measure.schedule import EstimateAssumptions
 from diagnostic.measure.sweep import OVERALL, SweepResult, sweep
+from diagnostic.schema.bundle import Engagement
 
 CURRENT = "  this run"
 _PRESET_OPTIONS = (
@@ -159,6 +162,7 @@ _OUT = click.Path(path_type=Path)
 )
 @number_option("--assume-startup", 60.0, 0, "Estimate: seconds a server takes to start.")
 @number_option("--assume-tps", 50.0, 0.1, "Estimate: decode tokens per second.")
+@engagement_options("overrides the plan's [engagement]")
 @click.pass_context
 def command(
     ctx: click.Context,
@@ -192,6 +196,7 @@ def command(
       diagnose sweep --engine vllm --model M --drafter D --method eagle3 --k 1,2,3,5,7 \\
           --restarts 5 --out bundle --save-plan plan.toml
     """
+    engagement = engagement_from(preset)
     if plan_file is not None:
         _no_preset_options(ctx, engine)
         plan = load_plan(plan_file)
@@ -215,6 +220,7 @@ def command(
         request_timeout_s=timeout_s,
         assumptions=EstimateAssumptions(startup_s=assume_startup, decode_tps=assume_tps),
         pilot=pilot,
+        engagement=engagement,
     )
     if dry_run:
         planned = sweep(plan, dry_run=True, **options.kwargs())
@@ -244,6 +250,7 @@ class SweepOptions(BaseModel):
     request_timeout_s: float | None = Field(None, description="Seconds one request may take")
     assumptions: EstimateAssumptions = Field(description="What the time estimate assumes")
     pilot: Path | None = Field(None, description="Bundle the time estimate measures from")
+    engagement: Engagement = Field(description="Client, site, consultant given on the command line")
 
     def kwargs(self) -> dict[str, Any]:
         """Keyword arguments of `sweep`."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import signal
 import socket
@@ -27,6 +28,7 @@ __all__ = [
     "ServerProcess",
     "host_port",
     "port_in_use",
+    "shell_variables",
     "start_server",
     "stop_leftover",
     "wait_healthy",
@@ -36,8 +38,15 @@ __all__ = [
 TAIL_LINES = 20
 # Set in every server's environment: a leftover server is recognised by it, never by pid alone.
 MARKER_VAR = "DIAGNOSE_SERVER_ID"
+# $NAME or ${NAME} in a launch command (not $$ or an escaped \$).
+_SHELL_VAR = re.compile(r"(?<![\\$])\$(?:\{([A-Za-z_]\w*)\}|([A-Za-z_]\w*))")
 # Answers meaning "this server has no such endpoint" rather than "not ready yet".
 _ABSENT = {404, 405, 501}
+
+
+def shell_variables(command: str) -> list[str]:
+    """The shell variables a launch command names ($MODEL, ${PORT}), in order, once each."""
+    return list(dict.fromkeys(braced or bare for braced, bare in _SHELL_VAR.findall(command)))
 
 
 class Health(BaseModel):

@@ -10,7 +10,9 @@ from typing import Any
 from diagnostic.bundle.store import Bundle
 from diagnostic.checklist.lists import STATE_FILE, checklist_summary
 from diagnostic.report import fmt as f
+from diagnostic.report import launch, quality
 from diagnostic.report import select as sel
+from diagnostic.report.budget import Day
 from diagnostic.report.design import design_rows
 from diagnostic.report.view import (
     ChecklistRow,
@@ -143,21 +145,46 @@ def _sweep_recs(a: Analysis) -> list[Recommendation]:
     return out
 
 
-def _measurement_recs(a: Analysis) -> list[Recommendation]:
-    out = []
+def _repeat_recs(a: Analysis, day: Day) -> list[Recommendation]:
+    """Repeat the undecided comparisons a day can settle; name the ones it cannot."""
     pending = [
         c
-        for c in a.comparisons
-        if c.kind == "spec" and c.verdict == "INCONCLUSIVE" and c.more_restarts_needed
+        for w in sel.workloads(a)  # the workloads page 1 names, at its concurrency
+        for c in sel.spec_comparisons(a, w)
+        if c.verdict == "INCONCLUSIVE" and c.more_restarts_needed
     ]
-    if pending:
-        need = max(c.more_restarts_needed or 0 for c in pending)
+    arms = list(dict.fromkeys(c.arm for c in pending))
+    # Repeating them all restarts every arm named and the baseline, alike.
+    fit = day.restarts(len(arms) + 1)
+    doable = [c for c in pending if fit is None or (c.more_restarts_needed or 0) <= fit]
+    beyond = [c for c in pending if c not in doable]
+    out = []
+    if doable:
+        need = max(c.more_restarts_needed or 0 for c in doable)
+        names = list(dict.fromkeys(c.arm for c in doable))
         out.append(
             Recommendation(
-                text=f"Repeat the undecided comparisons with about {need} restarts per arm.",
-                evidence="; ".join(_measured(c) for c in pending[:3]),
+                text=f"Repeat the undecided comparisons of {f.join(names)}: "
+                f"{day.settle(need, len(names) + 1)}.",
+                evidence="; ".join(_measured(c) for c in doable[:3]),
             )
         )
+    if beyond:
+        names = list(dict.fromkeys(f"{c.arm} on {c.workload}" for c in beyond))
+        need = min(c.more_restarts_needed or 0 for c in beyond)
+        out.append(
+            Recommendation(
+                text=f"Plan no more restarts for {f.join(names)} on this visit: "
+                f"{day.settle(need, len(arms) + 1)}.",
+                evidence="; ".join(_measured(c) for c in beyond[:3]),
+            )
+        )
+    return out
+
+
+def _measurement_recs(a: Analysis, day: Day) -> list[Recommendation]:
+    out = []
+    out += _repeat_recs(a, day)
     if any(c.within_process_only for c in a.comparisons):
         out.append(
             Recommendation(
@@ -183,25 +210,40 @@ def _measurement_recs(a: Analysis) -> list[Recommendation]:
                 "excludes 1",
             )
         )
-    for eq in a.equivalence:
-        if eq.n_prompts and eq.n_identical < eq.n_prompts:
-            out.append(
-                Recommendation(
-                    text=f"Find out why {eq.arm} changes greedy output: speculation must be "
-                    "lossless at temperature 0.",
-                    evidence=f"{eq.n_prompts - eq.n_identical} of {eq.n_prompts} prompts differ "
-                    f"from {eq.baseline}",
-                )
-            )
+    out += _equivalence_recs(a)
     return out
 
 
+def _equivalence_recs(a: Analysis) -> list[Recommendation]:
+    """One recommendation for every arm whose greedy output differs: find the bug when the
+    first difference is early, else know it for numerics (quality.divergence_cause)."""
+    d = quality.divergence(a)
+    arms = d.arms
+    if not arms:
+        return []
+    differ = [eq for eq in a.equivalence if eq.arm in arms]
+    shares = [f"{eq.arm} {eq.n_prompts - eq.n_identical} of {eq.n_prompts}" for eq in differ]
+    evidence = f"prompts whose output differs from the baseline's: {'; '.join(shares)}. "
+    evidence += quality.divergence_cause(a)
+    if d.suspect:
+        text = (
+            f"Find out why {f.join(arms)} change greedy output within the first few tokens: "
+            "speculation must be lossless at temperature 0."
+        )
+    else:
+        text = (
+            f"Read the greedy differences of {f.join(arms)} as numerics of batched verify, not "
+            "a bug; judge output quality on the client's own prompts if exact text matters."
+        )
+    return [Recommendation(text=text, evidence=evidence)]
+
+
 def recommendations(
-    a: Analysis, problems: list[FindingView], describe: Describe
+    a: Analysis, problems: list[FindingView], describe: Describe, day: Day
 ) -> list[Recommendation]:
     """Numbered recommendations: fix what check found, then serving profiles, then method."""
     recs = [Recommendation(text=p.advice, evidence=f"{p.message} ({p.rule})") for p in problems]
-    recs += _profile_recs(a, describe) + _sweep_recs(a) + _measurement_recs(a)
+    recs += _profile_recs(a, describe) + _sweep_recs(a) + _measurement_recs(a, day)
     unique = list({r.text: r for r in recs}.values())
     return unique or [
         Recommendation(
@@ -306,6 +348,10 @@ def _distinct(runs: list[RunInfo], key: str) -> str:
     return ", ".join(values) or f.MISSING
 
 
+def _recorded_model(runs: list[RunInfo]) -> str | None:
+    return next((m for r in runs if (m := launch.recorded_model(r))), None)
+
+
 def bundle_hash(bundle: Bundle) -> str:
     """sha256 of the bundle's own files (Bundle.content_hash: links never followed)."""
     return bundle.content_hash()
@@ -325,7 +371,7 @@ def environment(a: Analysis, bundle: Bundle, runs: list[RunInfo]) -> list[KeyVal
         ("Python", _distinct(runs, "python")),
         ("Engine", ", ".join(engines) or f.MISSING),
         ("Server URL", f.text(bundle.manifest.target.base_url, f.NOT_RECORDED)),
-        ("Model", f.text(a.model or bundle.manifest.target.model)),
+        ("Model", f.text(_recorded_model(runs) or a.model or bundle.manifest.target.model)),
         ("Bundle", Path(bundle.path).name),
         ("Bundle created", f.text(bundle.manifest.created_at, f.NOT_RECORDED)),
         ("Recorded with", f"diagnose {bundle.manifest.tool_version}"),
@@ -339,7 +385,8 @@ def environment(a: Analysis, bundle: Bundle, runs: list[RunInfo]) -> list[KeyVal
 
 
 def engine_args(manifest: Manifest, runs: list[RunInfo]) -> list[KeyValue]:
-    """How each arm's server was started: the launch command, else the server's own args."""
+    """How each arm's server was started: the launch command (its shell variables expanded
+    where the bundle recorded their values), else the server's own args."""
     out = []
     arms = [a.name for a in manifest.plan.arms] or list(dict.fromkeys(r.arm for r in runs))
     for name in arms:
@@ -348,6 +395,8 @@ def engine_args(manifest: Manifest, runs: list[RunInfo]) -> list[KeyValue]:
         value = spec.launch if spec and spec.launch else None
         if value is None and run is not None and run.launch is not None:
             value = run.launch.command
+        if value is not None:
+            value = launch.expand(value, launch.launch_values(run))
         if value is None and run is not None and run.server_args:
             value = json.dumps(run.server_args, sort_keys=True, default=str)
         out.append(KeyValue(key=name, value=f.text(value, f.NOT_RECORDED)))

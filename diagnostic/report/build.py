@@ -16,9 +16,10 @@ from diagnostic.report.inputs import Inputs
 from diagnostic.report.render import render_html, render_pdf
 from diagnostic.report.view import ReportContext
 from diagnostic.schema.analysis import Analysis
+from diagnostic.schema.bundle import Engagement
 from diagnostic.schema.logfacts import CheckReport
 
-__all__ = ["ReportFormat", "build_report", "load_check", "report_context"]
+__all__ = ["ReportFormat", "build_report", "load_check", "report_context", "warnings"]
 
 ReportFormat = Literal["pdf", "html"]
 
@@ -43,18 +44,26 @@ def report_context(
     *,
     analysis: Analysis | None = None,
     check: CheckReport | None = None,
-    client: str | None = None,
+    engagement: Engagement | None = None,
     title: str | None = None,
     reporter: Reporter | None = None,
 ) -> ReportContext:
     """Everything the report shows, formatted: analyses the bundle and reads (or makes)
     findings.json unless given them."""
     if analysis is None:
-        analysis = analyse(bundle, title=title, client=client)
+        analysis = analyse(bundle, title=title, client=engagement.client if engagement else None)
     if check is None:
         check = load_check(bundle, reporter)
-    inputs = Inputs(analysis=analysis, bundle=bundle, check=check, client=client, title=title)
+    inputs = Inputs(
+        analysis=analysis, bundle=bundle, check=check, engagement=engagement, title=title
+    )
     return build_context(inputs)
+
+
+def warnings(ctx: ReportContext) -> list[str]:
+    """What the report's reader must hear at once, also said on page 1: a bundle that cannot
+    say whether speculation pays (one arm, no speculative arm)."""
+    return [ctx.summary.missing] if ctx.summary.missing else []
 
 
 def build_report(
@@ -62,7 +71,7 @@ def build_report(
     out: Path,
     fmt: ReportFormat = "pdf",
     *,
-    client: str | None = None,
+    engagement: Engagement | None = None,
     title: str | None = None,
     reporter: Reporter | None = None,
 ) -> Path:
@@ -74,10 +83,14 @@ def build_report(
     reporter = reporter or NullReporter()
     reporter.start("report", 3)
     bundle = Bundle.open(Path(bundle_path), strict=False)
-    analysis = analyse(bundle, title=title, client=client)
+    analysis = analyse(bundle, title=title, client=engagement.client if engagement else None)
     analysis_json = analysis.model_dump_json(indent=2) + "\n"  # as analyse made it
-    ctx = report_context(bundle, analysis=analysis, client=client, title=title, reporter=reporter)
+    ctx = report_context(
+        bundle, analysis=analysis, engagement=engagement, title=title, reporter=reporter
+    )
     reporter.advance("report", status="analysed")
+    for warning in warnings(ctx):
+        reporter.note(f"Warning: {warning}")
     html = render_html(ctx)
     reporter.advance("report", status="HTML rendered")
     if fmt == "html":

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 from diagnostic.report import fmt as f
+from diagnostic.report import launch
 from diagnostic.report.inputs import Inputs
 from diagnostic.report.view import CaptureRun, ComparisonTable, Evidence, FindingView
 from diagnostic.schema.logfacts import Evidence as LogLine
@@ -18,12 +19,18 @@ _SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
 MAX_EVIDENCE = 8
 
 
-def evidence(lines: Iterable[LogLine], limit: int = MAX_EVIDENCE) -> list[Evidence]:
-    """Log lines in file order, each once, at most `limit`."""
+def evidence(
+    lines: Iterable[LogLine], limit: int = MAX_EVIDENCE, values: dict[str, str] | None = None
+) -> list[Evidence]:
+    """Log lines in file order, each once, at most `limit`. Line 0 is not a log line but the
+    launch command the bundle recorded: no number, its recorded shell variables expanded."""
     unique = {line.line: line for line in lines}
-    # Line 0 is not a log line (the launch command a bundle recorded): no number to show.
     return [
-        Evidence(line=f"{n}:" if n else "", text=unique[n].text) for n in sorted(unique)[:limit]
+        Evidence(
+            line=f"{n}:" if n else "",
+            text=unique[n].text if n else launch.expand(unique[n].text, values or {}),
+        )
+        for n in sorted(unique)[:limit]
     ]
 
 
@@ -71,18 +78,19 @@ def capture_runs(inputs: Inputs) -> list[CaptureRun]:
     for group in groups.values():
         first, cap = group[0], group[0].capture
         lines = [*cap.evidence, *first.spec_evidence, *first.fallbacks]
+        values = launch.launch_values(inputs.run_of(first))
         out.append(
             CaptureRun(
                 run=_group_label(inputs, group),
                 engine=_engine(first),
-                spec=spec_text(first),
+                spec=launch.expand(spec_text(first), values),
                 configured=f.text(cap.configured, "not stated in the log"),
                 resolved=cap.resolved,
                 resolved_class=_resolved_class(cap.resolved),
                 reason=cap.reason,
                 runner=f.text(first.model_runner, "—"),
                 attention=f.text(first.attention_backend, "—"),
-                evidence=evidence(lines),
+                evidence=evidence(lines, values=values),
             )
         )
     return out
@@ -173,15 +181,23 @@ def findings(inputs: Inputs) -> list[FindingView]:
             rule=first.rule,
             title=first.title,
             message=first.message,
-            evidence=evidence(first.evidence),
+            evidence=evidence(first.evidence, values=_values(inputs, first)),
             advice=f.text(first.advice, "No advice given."),
             where=_finding_where(inputs, group),
-            arms=_finding_arms(inputs, group),
+            arms=", ".join(_finding_arms(inputs, group)),
+            arm_ids=_finding_arms(inputs, group),
         )
         for group in groups.values()
         for first in group[:1]
     ]
     return sorted(views, key=lambda v: _SEVERITY_ORDER.get(v.severity, 9))
+
+
+def _values(inputs: Inputs, finding: Finding) -> dict[str, str]:
+    """The recorded launch variables of the run a finding quotes first."""
+    path = finding.run or next(iter(finding.runs), None)
+    facts = next((x for x in inputs.log_facts if x.path == path), None)
+    return launch.launch_values(inputs.run_of(facts)) if facts is not None else {}
 
 
 def _finding_where(inputs: Inputs, group: list[Finding]) -> str:
@@ -190,10 +206,10 @@ def _finding_where(inputs: Inputs, group: list[Finding]) -> str:
     return ", ".join(dict.fromkeys(by_path.get(p, p) for p in paths))
 
 
-def _finding_arms(inputs: Inputs, group: list[Finding]) -> str:
+def _finding_arms(inputs: Inputs, group: list[Finding]) -> list[str]:
     by_path = {x.path: inputs.arm_of(x) or inputs.run_label(x) for x in inputs.log_facts}
     paths = [p for x in group for p in ([x.run] if x.run else x.runs)]
-    return ", ".join(dict.fromkeys(by_path.get(p, p) for p in paths))
+    return list(dict.fromkeys(by_path.get(p, p) for p in paths))
 
 
 def problems(inputs: Inputs) -> list[FindingView]:

@@ -22,6 +22,7 @@ __all__ = [
     "acceptance_chart",
     "before_after_chart",
     "data_uri",
+    "palette",
     "sweep_chart",
     "variance_chart",
 ]
@@ -33,6 +34,28 @@ ORANGE = "#c8742b"
 GREEN = "#3f7f5f"
 INK = "#2b2f36"
 PALETTE = (BLUE, ORANGE, GREEN, "#7a4f9a", "#a23b3b", "#4f8a8b")
+
+
+# tab20's hues PALETTE lacks first (brown, pink, olive, cyan), then its light shades; its
+# greys (14, 15) never, as grey is the baseline's.
+_TAB20_ORDER = (10, 12, 16, 18, 1, 3, 5, 7, 9, 11, 13, 17, 19, 0, 2, 4, 6, 8)
+
+
+def palette(n: int) -> list[str]:
+    """`n` distinct colours, never the baseline's grey: the calm PALETTE first, then tab20's
+    other hues and light shades, and past those `n` evenly spaced on a continuous colormap."""
+    if n <= len(PALETTE):
+        return list(PALETTE[:n])
+    from matplotlib import colormaps
+    from matplotlib.colors import to_hex
+
+    tab20 = colormaps["tab20"]
+    colours = [*PALETTE, *(to_hex(tab20(i)) for i in _TAB20_ORDER)]
+    if n <= len(colours):
+        return colours[:n]
+    cmap = colormaps["turbo"]
+    return [to_hex(cmap(i / (n - 1))) for i in range(n)]
+
 
 _RC: Any = {
     # A fixed salt and no dates make the SVG byte-identical across runs (reproducible reports).
@@ -137,28 +160,52 @@ def before_after_chart(
     unit: str = "decode tok/s",
     legend_on_top: bool = False,
     height_in: float = 2.3,
+    label_bars: bool = False,
 ) -> str:
-    """Grouped bars (one group per workload) with 95% interval whiskers."""
+    """Grouped bars (one group per workload) with 95% interval whiskers, one colour per label
+    (as many colours as labels). `label_bars` names every bar under the axis (and drops the
+    legend that would repeat it); otherwise a legend names the colours."""
     with _style():
         groups = list(dict.fromkeys(b.group for b in bars))
         labels = list(dict.fromkeys(b.label for b in bars))
-        fig, ax = _figure(max(3.2, 1.1 + 0.55 * len(bars)), height_in)
+        own = [label for label in labels if not any(b.baseline for b in bars if b.label == label)]
+        colours = dict(zip(own, palette(len(own)), strict=True))
+        # Labelled bars stay at print width (fonts at their size); unlabelled ones grow.
+        wide = min(6.6, 1.1 + 0.3 * len(bars)) if label_bars else 1.1 + 0.55 * len(bars)
+        fig, ax = _figure(max(3.2, wide), height_in)
         width = 0.8 / max(1, len(labels))
+        ticks: list[tuple[float, str]] = []
         for i, label in enumerate(labels):
             mine = [b for b in bars if b.label == label]
             xs = [groups.index(b.group) + (i - (len(labels) - 1) / 2) * width for b in mine]
             values = [b.value for b in mine]
-            color = GREY if mine and mine[0].baseline else PALETTE[i % len(PALETTE)]
+            color = colours.get(label, GREY)
             ax.bar(xs, values, width * 0.92, color=color, label=label, zorder=2)
             err = _yerr(values, [b.low for b in mine], [b.high for b in mine])
             ax.errorbar(xs, values, yerr=err, fmt="none", ecolor=INK, capsize=2.5, lw=0.8)
-        ax.set_xticks(range(len(groups)), groups)
+            ticks += [(x, label) for x in xs]
         ax.set_ylabel(unit)
         ax.grid(axis="x", visible=False)
-        if legend_on_top:
-            ax.legend(loc="lower left", bbox_to_anchor=(0.0, 1.02), ncol=2)
+        if label_bars:
+            ax.set_xticks([x for x, _ in ticks], [t for _, t in ticks], rotation=90, fontsize=6)
+            drop = 6 * 0.62 * max(len(t) for _, t in ticks) + 10  # points below the axis
+            for g, name in enumerate(groups):
+                ax.annotate(
+                    name,
+                    (g, 0),
+                    xycoords=("data", "axes fraction"),
+                    xytext=(0, -drop),
+                    textcoords="offset points",
+                    ha="center",
+                    va="top",
+                    fontweight="bold",
+                )
         else:
-            ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))
+            ax.set_xticks(range(len(groups)), groups)
+            if legend_on_top:
+                ax.legend(loc="lower left", bbox_to_anchor=(0.0, 1.02), ncol=2)
+            else:
+                ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))
         return _svg(fig)
 
 
@@ -166,8 +213,7 @@ def sweep_chart(series: Sequence[Series], *, ylabel: str = "decode tok/s") -> st
     """Measured value against draft length k with interval bars, plus the theory curve."""
     with _style():
         fig, ax = _figure(5.6, 2.6)
-        for i, line in enumerate(series):
-            color = PALETTE[i % len(PALETTE)]
+        for line, color in zip(series, palette(len(series)), strict=True):
             pts = [p for p in line.points if p.value is not None]
             xs, ys = [p.x for p in pts], [float(p.value or 0.0) for p in pts]
             err = _yerr(ys, [p.low for p in pts], [p.high for p in pts])
@@ -204,7 +250,7 @@ def acceptance_chart(series: Sequence[Series]) -> str:
     """Per-position acceptance rate (position 1..k), one line per arm."""
     with _style():
         fig, ax = _figure(5.6, 2.3)
-        for i, line in enumerate(series):
+        for line, color in zip(series, palette(len(series)), strict=True):
             pts = [p for p in line.points if p.value is not None]
             ax.plot(
                 [p.x for p in pts],
@@ -212,7 +258,7 @@ def acceptance_chart(series: Sequence[Series]) -> str:
                 "o-",
                 ms=3,
                 lw=1.1,
-                color=PALETTE[i % len(PALETTE)],
+                color=color,
                 label=line.name,
             )
         ax.set_xlabel("draft position")
@@ -236,6 +282,7 @@ def variance_chart(
             ax.axhspan(band[0], band[1], color=GREEN, alpha=0.15, lw=0, label="margin ±δ")
         ax.axhline(reference, color=GREY, lw=0.8, ls=":")
         width = 0.7 / max(1, len(workloads))
+        colours = palette(len(workloads))
         labelled: set[str] = set()
         for s in strips:
             i = workloads.index(s.workload)
@@ -243,7 +290,7 @@ def variance_chart(
             n = len(s.values)
             # A small deterministic spread keeps overlapping restarts visible.
             xs = [x + (j - (n - 1) / 2) * min(0.05, width / max(n, 1)) for j in range(n)]
-            color = PALETTE[i % len(PALETTE)]
+            color = colours[i]
             label = None if s.workload in labelled else s.workload
             labelled.add(s.workload)
             ax.plot(xs, list(s.values), "o", ms=3.2, color=color, alpha=0.85, label=label)

@@ -13,7 +13,8 @@ __all__ = ["Inputs", "build_context"]
 def build_context(inputs: Inputs) -> ReportContext:
     """Every section of the report as formatted text and SVG charts."""
     a, setting = inputs.analysis, inputs.setting
-    recommendations = advice.recommendations(a, capture.problems(inputs), inputs.describe)
+    day = inputs.day
+    recommendations = advice.recommendations(a, capture.problems(inputs), inputs.describe, day)
     return ReportContext(
         cover=summary.cover(inputs),
         tool_version=__version__,
@@ -25,10 +26,10 @@ def build_context(inputs: Inputs) -> ReportContext:
         spec_table=capture.spec_table(inputs),
         findings=capture.findings(inputs),
         glance=sections.glance(a, setting=setting),
-        before_after=sections.before_after(a, setting=setting),
+        before_after=sections.before_after(a, setting=setting, day=day),
         before_after_chart=sections.before_after_chart(a),
         sweep=sections.sweep(a),
-        variance=quality.variance(a),
+        variance=quality.variance(a, day),
         equivalence=quality.equivalence(a),
         failures=quality.failures(inputs.bundle, inputs.runs),
         recommendations=recommendations,

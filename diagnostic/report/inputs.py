@@ -6,9 +6,10 @@ import re
 from dataclasses import dataclass, field
 
 from diagnostic.bundle.store import Bundle, run_id
+from diagnostic.report import budget
 from diagnostic.report import fmt as f
 from diagnostic.schema.analysis import Analysis, ArmResult
-from diagnostic.schema.bundle import RunInfo
+from diagnostic.schema.bundle import Engagement, RunInfo
 from diagnostic.schema.logfacts import CheckReport, LogFacts
 
 __all__ = ["Inputs"]
@@ -24,18 +25,36 @@ _LAUNCH_METHOD = (
 
 @dataclass
 class Inputs:
-    """The analysis, check's report (None when the logs were not checked) and the bundle."""
+    """The analysis, check's report (None when the logs were not checked) and the bundle;
+    `engagement` holds the fields `report` was given, which override the bundle's."""
 
     analysis: Analysis
     bundle: Bundle
     check: CheckReport | None = None
-    client: str | None = None
+    engagement: Engagement | None = None
     title: str | None = None
     runs: list[RunInfo] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if not self.runs:
             self.runs = self.bundle.runs()
+
+    @property
+    def day(self) -> budget.Day:
+        """What a day on site allows, at this bundle's cost of a restart."""
+        plan = self.bundle.manifest.plan
+        workloads = len(plan.workloads) or len(self.analysis.workloads)
+        return budget.day(self.runs, workloads=workloads, warmup=plan.warmup)
+
+    @property
+    def people(self) -> Engagement:
+        """Client, site and consultant: report's options over the bundle's manifest."""
+        return self.bundle.manifest.engagement.merged(self.engagement)
+
+    def run_of(self, facts: LogFacts) -> RunInfo | None:
+        """The run whose server wrote this log, when it belongs to the bundle."""
+        label = self.run_label(facts)
+        return next((r for r in self.runs if run_id(r.arm, r.restart) == label), None)
 
     @property
     def log_facts(self) -> list[LogFacts]:
@@ -53,8 +72,8 @@ class Inputs:
 
     def arm_of(self, facts: LogFacts) -> str | None:
         """The arm whose run wrote this log, when the log belongs to the bundle."""
-        label = self.run_label(facts)
-        return next((r.arm for r in self.runs if run_id(r.arm, r.restart) == label), None)
+        run = self.run_of(facts)
+        return run.arm if run is not None else None
 
     def arm_method(self, arm: ArmResult) -> str | None:
         """The speculation method of an arm: plan params, else what its log says, else the

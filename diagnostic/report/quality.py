@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import statistics
 from collections import Counter
+from dataclasses import dataclass
 
+from diagnostic import defaults
 from diagnostic.bundle.store import Bundle
 from diagnostic.report import charts
 from diagnostic.report import fmt as f
 from diagnostic.report import select as sel
+from diagnostic.report.budget import Day
 from diagnostic.report.view import (
     Chart,
     DivergentPrompt,
@@ -28,7 +32,7 @@ from diagnostic.schema.analysis import (
 )
 from diagnostic.schema.bundle import RunInfo
 
-__all__ = ["equivalence", "failures", "variance"]
+__all__ = ["Divergence", "divergence", "divergence_cause", "equivalence", "failures", "variance"]
 
 _MAX_DIVERGENT = 3
 # A run left "running" was cut off: the sweep or collect process stopped before it ended.
@@ -50,7 +54,7 @@ def _band_text(a: Analysis) -> str:
     return text
 
 
-def _restart_row(arm: ArmResult, aw: ArmWorkload) -> RestartRow:
+def _restart_row(arm: ArmResult, aw: ArmWorkload, day: Day) -> RestartRow:
     means = ", ".join(f.tps(r.mean) for r in sorted(aw.restarts, key=lambda r: r.restart))
     p = aw.planning
     return RestartRow(
@@ -60,12 +64,13 @@ def _restart_row(arm: ArmResult, aw: ArmWorkload) -> RestartRow:
         cv_between=f.pct(p.cv_between) if p else "—",
         cv_within=f.pct(p.cv_within) if p else "—",
         restart_share=f.pct(p.restart_share, 0) if p else "—",
-        advice=(p.advice or "—") if p else "One restart: restart spread not measured.",
+        advice=day.plan(p) if p else "One restart: restart spread not measured.",
     )
 
 
-def variance(a: Analysis) -> VarianceView:
-    """Restart means per arm and workload, normalised to the baseline, with the A/A band."""
+def variance(a: Analysis, day: Day) -> VarianceView:
+    """Restart means per arm and workload, normalised to the baseline, with the A/A band;
+    the planning advice bounded by what `day` allows."""
     level = sel.levels(a)[0]
     base = next((arm for arm in a.arms if arm.is_baseline), None)
     strips, rows = [], []
@@ -74,7 +79,7 @@ def variance(a: Analysis) -> VarianceView:
             aw = sel.arm_workload(arm, w, level)
             if aw is None:
                 continue
-            rows.append(_restart_row(arm, aw))
+            rows.append(_restart_row(arm, aw, day))
             ref = sel.arm_workload(base, w, level) if base else None
             scale = ref.decode_tps.estimate if ref else None
             values = [r.mean / scale for r in aw.restarts if r.mean is not None and scale]
@@ -94,30 +99,101 @@ def variance(a: Analysis) -> VarianceView:
 
 # -- equivalence and data quality -----------------------------------------------------------
 def _equivalence_rows(a: Analysis) -> list[EquivalenceRow]:
-    rows = []
-    for eq in a.equivalence:
-        divergent = [
-            DivergentPrompt(
-                workload=p.workload,
-                prompt_id=p.prompt_id,
-                position=str(p.first_divergent_char)
-                if p.first_divergent_char is not None
-                else f.MISSING,
-                baseline=f.text(p.baseline_excerpt, "(empty)"),
-                arm=f.text(p.arm_excerpt, "(empty)"),
-            )
-            for p in eq.prompts
-            if not p.identical
-        ][:_MAX_DIVERGENT]
-        rows.append(
-            EquivalenceRow(
-                arm=eq.arm,
-                identical=f"{eq.n_identical} of {eq.n_prompts}",
-                rate=f.pct(eq.rate, 0),
-                divergent=divergent,
-            )
+    return [
+        EquivalenceRow(
+            arm=eq.arm, identical=f"{eq.n_identical} of {eq.n_prompts}", rate=f.pct(eq.rate, 0)
         )
-    return rows
+        for eq in a.equivalence
+    ]
+
+
+def _divergent(a: Analysis) -> tuple[list[DivergentPrompt], int]:
+    """Differing prompts, each diff once with every arm that differs the same way (same
+    prompt, same texts); the first `_MAX_DIVERGENT` and how many more there are."""
+    groups: dict[tuple[str, str, str, str, str], list[str]] = {}
+    for eq in a.equivalence:
+        for p in eq.prompts:
+            if not p.identical:
+                position = f.text(p.first_divergent_char)
+                baseline = f.text(p.baseline_excerpt, "(empty)")
+                key = (
+                    p.workload,
+                    p.prompt_id,
+                    position,
+                    baseline,
+                    f.text(p.arm_excerpt, "(empty)"),
+                )
+                groups.setdefault(key, []).append(eq.arm)
+    shown = [
+        DivergentPrompt(
+            arms=f.join(arms), workload=w, prompt_id=pid, position=pos, baseline=base, arm=text
+        )
+        for (w, pid, pos, base, text), arms in groups.items()
+    ]
+    return shown[:_MAX_DIVERGENT], max(0, len(shown) - _MAX_DIVERGENT)
+
+
+@dataclass(frozen=True)
+class Divergence:
+    """Where greedy output first differs from the baseline's, over every differing prompt."""
+
+    arms: list[str]
+    firsts: list[tuple[int, str, str]]  # (first differing character, arm, workload/prompt)
+
+    @property
+    def median(self) -> float | None:
+        """The median first differing character; None when no position is known."""
+        return statistics.median(c for c, _, _ in self.firsts) if self.firsts else None
+
+    @property
+    def suspect(self) -> bool:
+        """Most differences start within the first few tokens: not numerics."""
+        m = self.median
+        return m is not None and m < defaults.EARLY_DIVERGENCE_CHARS
+
+
+def divergence(a: Analysis) -> Divergence:
+    """The arms whose greedy output differs from their baseline's, and where it starts."""
+    arms = [eq.arm for eq in a.equivalence if eq.n_prompts and eq.n_identical < eq.n_prompts]
+    firsts = sorted(
+        (p.first_divergent_char, eq.arm, f"{p.workload}/{p.prompt_id}")
+        for eq in a.equivalence
+        for p in eq.prompts
+        if not p.identical and p.first_divergent_char is not None
+    )
+    return Divergence(arms=arms, firsts=firsts)
+
+
+def divergence_cause(a: Analysis) -> str:
+    """One explanation of every greedy mismatch: differences that start late are the
+    numerics of batched verify; most starting early is suspect. '' when no arm differs."""
+    d = divergence(a)
+    if not d.arms:
+        return ""
+    where = ""
+    if d.firsts:
+        low, high = d.firsts[0][0], d.firsts[-1][0]
+        where = f" first at character {low}–{high} (median {d.median:.0f})"
+    if d.suspect:
+        return (
+            f"The output of {f.join(d.arms)} differs from the baseline's{where}: mostly within "
+            "the first few tokens, where a bug in drafting or acceptance shows; numerics do "
+            "not explain that."
+        )
+    early = [x for x in d.firsts if x[0] < defaults.EARLY_DIVERGENCE_CHARS]
+    tail = (
+        f" The earliest, character {early[0][0]} ({early[0][1]}, {early[0][2]}), is worth a "
+        "look before ruling out a bug."
+        if early
+        else ""
+    )
+    return (
+        f"The output of {f.join(d.arms)} differs from the baseline's{where}: the expected "
+        "numerics of batched verify, not a bug. The target model scores k+1 tokens in one "
+        "forward pass instead of one, so its floating-point sums run in another order; where "
+        "two tokens nearly tie, the greedy choice can flip and the text goes its own way "
+        f"from there.{tail}"
+    )
 
 
 def _drift_flags(arm: str, aw: ArmWorkload) -> list[Flag]:
@@ -170,6 +246,9 @@ def equivalence(a: Analysis) -> EquivalenceView:
     )
     if not a.equivalence:
         note += f" Equivalence: {f.MISSING} (no arm's output could be compared)."
+    if cause := divergence_cause(a):
+        note += " " + cause
+    divergent, more = _divergent(a)
     ex = [
         KeyValue(key=reason, value=f.count(n))
         for reason, n in sorted(a.exclusions.by_reason.items())
@@ -180,6 +259,8 @@ def equivalence(a: Analysis) -> EquivalenceView:
     return EquivalenceView(
         note=note,
         rows=_equivalence_rows(a),
+        divergent=divergent,
+        more_divergent=more,
         flags=_flags(a),
         exclusions=ex,
         timing_note=_timing_note(rows, sources),

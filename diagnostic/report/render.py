@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import jinja2
+from markupsafe import Markup, escape
 
 from diagnostic.bundle.redact import redact_text
 from diagnostic.bundle.store import atomic_write_bytes
@@ -14,7 +16,7 @@ from diagnostic.common.resources import templates_dir
 from diagnostic.errors import DiagnosticError
 from diagnostic.report.view import ReportContext
 
-__all__ = ["environment", "render_html", "render_pdf", "report_templates"]
+__all__ = ["environment", "keep_names", "render_html", "render_pdf", "report_templates"]
 
 BASE_TEMPLATE = "base.html.j2"
 
@@ -26,20 +28,36 @@ def report_templates() -> Path:
 
 def _redacted(value: Any) -> Any:
     """Every text the templates print, redacted first: a bundle a client sends was not made by
-    diagnose's gate (its requests, logs or run.json may hold secrets)."""
+    diagnose's gate (its requests, logs or run.json may hold secrets). Markup comes only from
+    `keep_names`, which redacts and escapes before it marks anything up."""
+    if isinstance(value, Markup):
+        return value
     return redact_text(value) if isinstance(value, str) else value
+
+
+# A hyphenated name (an arm, a run: fa-ngram-k3, ngram-k3-eager-r1), not a --flag's tail.
+_NAME = re.compile(r"(?<![\w&#;.-])[A-Za-z0-9][\w.+=]*(?:-[\w.+=]+)+")
+
+
+def keep_names(value: Any) -> Markup:
+    """Text, redacted and escaped, with each hyphenated name kept on one line (a line may
+    break after a hyphen: 'fa-' here, 'ngram-k3' on the next line reads as two words)."""
+    text = str(escape(redact_text(str(value))))
+    return Markup(_NAME.sub(lambda m: f'<span class="nobr">{m.group()}</span>', text))
 
 
 def environment() -> jinja2.Environment:
     """The jinja2 environment: every value redacted, then autoescaped; undefined names an
     error."""
-    return jinja2.Environment(
+    env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(report_templates()),
         autoescape=True,
         undefined=jinja2.StrictUndefined,
         keep_trailing_newline=True,
         finalize=_redacted,
     )
+    env.filters["names"] = keep_names
+    return env
 
 
 def render_html(ctx: ReportContext) -> str:

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from diagnostic.report import charts
 from diagnostic.report import fmt as f
 from diagnostic.report import select as sel
+from diagnostic.report.budget import Day
 from diagnostic.report.view import (
     ArmRow,
     Chart,
@@ -25,6 +26,7 @@ from diagnostic.schema.analysis import (
     Analysis,
     ArmResult,
     ArmWorkload,
+    Comparison,
     SweepWorkload,
 )
 
@@ -61,7 +63,9 @@ def _acceptance(arm: ArmResult, aw: ArmWorkload) -> str:
     return f.num(acc.estimate, 2)
 
 
-def _arm_row(a: Analysis, arm: ArmResult, aw: ArmWorkload, level: int, setting: Describe) -> ArmRow:
+def _arm_row(
+    a: Analysis, arm: ArmResult, aw: ArmWorkload, level: int, setting: Describe, day: Day
+) -> ArmRow:
     c = sel.comparison(a, arm.id, aw.workload, level)
     e = aw.decode_tps
     verdict: str = "BASELINE" if arm.is_baseline else (c.verdict if c else "—")
@@ -75,7 +79,7 @@ def _arm_row(a: Analysis, arm: ArmResult, aw: ArmWorkload, level: int, setting: 
     if c is not None and c.label:
         notes.append(c.label)
     elif c is not None and c.verdict == "INCONCLUSIVE" and c.more_restarts_needed:
-        notes.append(f"about {c.more_restarts_needed} restarts per arm would likely settle it")
+        notes.append(day.settle(c.more_restarts_needed))
     note = "; ".join(notes)
     return ArmRow(
         arm=arm.id,
@@ -105,13 +109,15 @@ def _footnoted(rows: list[ArmRow]) -> tuple[list[ArmRow], str]:
     return marked, f"† {common}"
 
 
-def before_after(a: Analysis, *, setting: Describe) -> list[WorkloadTable]:
+def before_after(a: Analysis, *, setting: Describe, day: Day) -> list[WorkloadTable]:
     """One table per workload and concurrency level, baseline first."""
     tables = []
     for level in sel.levels(a):
         for w in sel.workloads(a):
             pairs = [(arm, sel.arm_workload(arm, w, level)) for arm in sel.ordered_arms(a)]
-            rows = [_arm_row(a, arm, aw, level, setting) for arm, aw in pairs if aw is not None]
+            rows = [
+                _arm_row(a, arm, aw, level, setting, day) for arm, aw in pairs if aw is not None
+            ]
             if rows:
                 rows, footnote = _footnoted(rows)
                 tables.append(
@@ -157,8 +163,9 @@ def before_after_chart(a: Analysis) -> Chart | None:
     if not bars:
         return None
     return Chart(
-        title="Decode throughput of every arm per workload; whiskers: 95% CI across restarts.",
-        uri=charts.data_uri(charts.before_after_chart(bars)),
+        title="Decode throughput of every arm per workload, each bar named under the axis; "
+        "whiskers: 95% CI across restarts.",
+        uri=charts.data_uri(charts.before_after_chart(bars, label_bars=True)),
         alt="Grouped bar chart of decode tokens per second per arm and workload.",
     )
 
@@ -175,16 +182,33 @@ def _sweep_rows(sw: SweepWorkload) -> list[SweepRow]:
             ratio_ci="" if p.k == 0 else f.span(p.ci_low, p.ci_high, "ratio"),
             p_adjusted="—" if p.k == 0 else f.pvalue(p.p_adjusted),
             verdict="BASELINE" if p.k == 0 else (p.verdict or "—"),
-            acceptance="—" if p.k == 0 else f.num(p.acceptance_length, 2),
-            rho="1.00" if p.k == 0 else f.num(p.rho, 2),
-            predicted="1.00×" if p.k == 0 else f.ratio(p.predicted_speedup),
+            # A dash, not 'not measured': three narrow columns side by side (the note says so).
+            acceptance="—" if p.k == 0 else _dash(f.num(p.acceptance_length, 2)),
+            rho="1.00" if p.k == 0 else _dash(f.num(p.rho, 2)),
+            predicted="1.00×" if p.k == 0 else _dash(f.ratio(p.predicted_speedup)),
         )
         for p in sw.points
     ]
 
 
-def _best_k_text(sw: SweepWorkload) -> str:
+def _dash(text: str) -> str:
+    return "—" if text == f.MISSING else text
+
+
+def _best_k_text(sw: SweepWorkload, rec: Comparison | None) -> str:
+    """The sweep's best k in words; when page 1 serves the workload with an arm the sweep
+    does not name as best (one against its own baseline, outside the sweep), it says so, so
+    the two pages never disagree."""
     where = f"on {sw.workload}"
+    swept = {p.arm for p in sw.points}
+    base = next((p.arm for p in sw.points if p.k == 0), None)
+    if rec is not None and rec.arm not in swept:
+        best = "no k wins" if not sw.best_k else f"k={sw.best_k} is best"
+        return (
+            f"Among the arms swept against {base}, {best} {where}. "
+            f"Page 1 serves {sw.workload} with {rec.arm} (k={rec.k}) instead: it wins against "
+            f"its own baseline {rec.baseline}, which this sweep does not include."
+        )
     if sw.best_k is None:
         return f"Best k {where}: not decided — {sw.best_k_reason}."
     if sw.best_k == 0:
@@ -255,16 +279,20 @@ def _sweep_chart(a: Analysis) -> Chart | None:
         series.append(charts.Series(sw.workload, pts, theory))
     if not any(s.points for s in series):
         return None
+    dashed = (
+        "; dashed: predicted by the fitted theory model" if any(s.theory for s in series) else ""
+    )
     return Chart(
-        title="Decode tok/s against draft length k (95% CI across restarts); dashed: predicted "
-        "by the fitted theory model.",
+        title=f"Decode tok/s against draft length k (95% CI across restarts){dashed}.",
         uri=charts.data_uri(charts.sweep_chart(series)),
-        alt="Line chart of decode tokens per second against k, measured and predicted.",
+        alt="Line chart of decode tokens per second against k, measured"
+        + (" and predicted." if dashed else "."),
     )
 
 
 def _acceptance_chart(a: Analysis) -> Chart | None:
     series = []
+    ks = Counter(arm.k for arm in a.arms if arm.k is not None)
     for arm in sorted(a.arms, key=lambda x: (x.k or 0, x.id)):
         per_pos: dict[int, list[float]] = {}
         for run in arm.runs:
@@ -272,7 +300,8 @@ def _acceptance_chart(a: Analysis) -> Chart | None:
                 per_pos.setdefault(p.position, []).append(p.cumulative)
         if per_pos:
             pts = [charts.Point(pos + 1, statistics.fmean(v)) for pos, v in sorted(per_pos.items())]
-            label = f"k={arm.k}" if arm.k is not None else arm.id
+            # Two arms at one k (two backends, eager and not) get their names, not "k=3" twice.
+            label = f"k={arm.k}" if arm.k is not None and ks[arm.k] == 1 else arm.id
             series.append(charts.Series(label, pts))
     if not series:
         return None
@@ -296,13 +325,17 @@ def sweep(a: Analysis) -> SweepView | None:
     note = (
         "Each point runs the same speculation method with a different number of draft "
         "tokens k per step (k = 0 is the baseline). More draft tokens raise the tokens "
-        "accepted per step but also the cost of every step; the best k balances the two." + pooled
+        "accepted per step but also the cost of every step; the best k balances the two. A "
+        "dash in a table marks a value not measured." + pooled
     )
+    level = sel.low_level(a)
     tables = [
         SweepTable(
             title=_title(sw.workload, sw.concurrency, a),
             rows=_sweep_rows(sw),
-            best_k=_best_k_text(sw),
+            best_k=_best_k_text(
+                sw, sel.best_comparison(a, sw.workload) if sw.concurrency == level else None
+            ),
             theory=_theory_text(sw),
         )
         for sw in _sweep_workloads(a)

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import re
+from collections.abc import Callable
+from pathlib import PurePosixPath
 
 from diagnostic import defaults
-from diagnostic.report import advice, charts
+from diagnostic.analyse.ksweep import DEGENERATE_ALPHA
+from diagnostic.report import advice, charts, launch
 from diagnostic.report import capture as cap
 from diagnostic.report import fmt as f
 from diagnostic.report import select as sel
+from diagnostic.report.budget import Day
 from diagnostic.report.inputs import Inputs
 from diagnostic.report.view import (
     Cause,
@@ -21,44 +25,51 @@ from diagnostic.report.view import (
     VerdictLine,
 )
 from diagnostic.schema.analysis import WITHIN_PROCESS_LABEL, Analysis, ArmResult, Comparison
-from diagnostic.schema.bundle import RunInfo
 
-__all__ = ["DEFAULT_TITLE", "cover", "headline", "summary", "verdict_phrase"]
+__all__ = [
+    "DEFAULT_TITLE",
+    "cover",
+    "degenerate",
+    "headline",
+    "missing",
+    "summary",
+    "verdict_phrase",
+]
 
 DEFAULT_TITLE = "Speculative decoding performance review"
+LOGS = "Server logs"  # the root-cause box's title when no finding explains the headline
 Describe = Callable[[ArmResult], str]
 
 
 # -- cover ------------------------------------------------------------------------------
 def cover(inputs: Inputs) -> Cover:
-    """Cover facts; identity fields read 'not recorded', measured ones 'not measured'."""
-    m, a = inputs.bundle.manifest, inputs.analysis
+    """Cover facts; what the bundle did not record is None (left off the page)."""
+    m, a, people = inputs.bundle.manifest, inputs.analysis, inputs.people
+    hardware = advice.hardware(inputs.runs)
     return Cover(
         title=inputs.title or a.title or DEFAULT_TITLE,
-        client=f.text(inputs.client or a.client or m.engagement.client, f.NOT_RECORDED),
-        site=f.text(m.engagement.site, f.NOT_RECORDED),
+        client=people.client or a.client,
+        site=people.site,
         date=f.date(m.created_at),
-        consultant=f.text(m.engagement.consultant, f.NOT_RECORDED),
-        engine=_engines(inputs),
-        model=f.text(a.model or m.target.model or _first(_served_model(r) for r in inputs.runs)),
-        drafter=_drafters(inputs),
-        hardware=advice.hardware(inputs.runs),
+        consultant=people.consultant,
+        engine=_engines(inputs) or None,
+        model=_short(_model(inputs)),
+        drafter=_drafters(inputs) or None,
+        hardware=None if hardware == f.MISSING else hardware,
     )
 
 
-def _first(values: Iterable[str | None]) -> str | None:
-    return next((v for v in values if v), None)
+def _short(path: str | None) -> str | None:
+    """A file or folder path by its name on the cover (the appendix gives the whole path)."""
+    return PurePosixPath(path).name or path if path and path.startswith("/") else path
 
 
-def _served_model(run: RunInfo) -> str | None:
-    """The model a run served: run.json, else the first id of the /v1/models answer."""
-    if run.model:
-        return run.model
-    for key, answer in run.endpoints.items():
-        data = answer.get("data") if "models" in key and isinstance(answer, dict) else None
-        if isinstance(data, list) and data and isinstance(data[0], dict) and data[0].get("id"):
-            return str(data[0]["id"])
-    return None
+def _model(inputs: Inputs) -> str | None:
+    """The model path the engine reported, else the id the server answered with (an alias
+    such as llama.cpp's -a), else the plan's; None when nothing was recorded."""
+    runs = inputs.runs
+    values = [*(launch.recorded_model(r) for r in runs), *(r.model for r in runs)]
+    return next((v for v in [*values, inputs.bundle.manifest.target.model] if v), None)
 
 
 def _engines(inputs: Inputs) -> str:
@@ -67,7 +78,7 @@ def _engines(inputs: Inputs) -> str:
         for r in inputs.runs
         if r.engine.name != "unknown"
     )
-    return ", ".join(seen) or f.text(", ".join(inputs.analysis.engines))
+    return ", ".join(seen) or ", ".join(inputs.analysis.engines)
 
 
 def _drafters(inputs: Inputs) -> str:
@@ -77,11 +88,13 @@ def _drafters(inputs: Inputs) -> str:
         if facts.spec.enabled:
             name = f.method_name(facts.spec.method)
             drafter = facts.spec.drafter
+            if drafter:
+                drafter = _short(launch.expand(drafter, launch.launch_values(inputs.run_of(facts))))
             found[f"{name} (drafter {drafter})" if drafter else name] = None
     for arm in inputs.analysis.arms:
         if arm.speculative and not found and arm.params.get("method"):
             found[f.method_name(str(arm.params["method"]))] = None
-    return ", ".join(found) or f.MISSING
+    return ", ".join(found)
 
 
 # -- summary ----------------------------------------------------------------------------
@@ -147,7 +160,7 @@ def _name(a: Analysis, arm_id: str, describe: Describe) -> str:
     return describe(arm) if arm else arm_id
 
 
-def _verdict_line(a: Analysis, workload: str, describe: Describe) -> VerdictLine:
+def _verdict_line(a: Analysis, workload: str, describe: Describe, day: Day) -> VerdictLine:
     c = sel.lead_comparison(a, workload)
     if c is None:
         return VerdictLine(
@@ -180,7 +193,7 @@ def _verdict_line(a: Analysis, workload: str, describe: Describe) -> VerdictLine
     interval = f.decided_ci(c)
     tail = f"{'no verdict' if c.withheld else c.verdict}, {restarts}"
     if c.verdict == "INCONCLUSIVE" and c.more_restarts_needed:
-        tail += f"; about {c.more_restarts_needed} restarts per arm would settle it"
+        tail += f"; {day.settle(c.more_restarts_needed)}"
     if c.within_process_only:
         tail += f"; {c.label or WITHIN_PROCESS_LABEL}"
     sentence = f"{lead} {body} {interval} ({tail}).".replace("  ", " ")
@@ -188,19 +201,19 @@ def _verdict_line(a: Analysis, workload: str, describe: Describe) -> VerdictLine
 
 
 def _profile(a: Analysis, workload: str, describe: Describe) -> Profile:
+    """What to serve a workload with, and the measurement behind it in a few words (the
+    verdict lines above give the interval's level)."""
     c = sel.lead_comparison(a, workload)
     if c is None:
         return Profile(workload=workload, profile="no speculation", reason=f.MISSING)
     arm = sel.arm_by_id(a, c.arm)
     name = describe(arm) if arm else c.arm
-    measured = f"{f.decided_ratio(c)}, {'no verdict' if c.withheld else c.verdict}"
+    interval = f.span(c.ci_low, c.ci_high, "ratio")
+    measured = f"{f.ratio(c.ratio)}{f' ({interval})' if interval else ''}"
+    measured += f", {'no verdict' if c.withheld else c.verdict}"
     if c.verdict == "WIN":
         return Profile(workload=workload, profile=name, reason=measured)
-    return Profile(
-        workload=workload,
-        profile="no speculation",
-        reason=f"best speculative setting ({name}): {measured}",
-    )
+    return Profile(workload=workload, profile="no speculation", reason=f"{name}: {measured}")
 
 
 def _summary_chart(a: Analysis) -> Chart | None:
@@ -223,7 +236,7 @@ def _summary_chart(a: Analysis) -> Chart | None:
         title="Decode throughput per workload: baseline and the best speculative setting "
         "(95% CI across restarts).",
         # Shorter than chapter 2's: page 1 must hold the whole executive summary.
-        uri=charts.data_uri(charts.before_after_chart(bars, legend_on_top=True, height_in=1.8)),
+        uri=charts.data_uri(charts.before_after_chart(bars, legend_on_top=True, height_in=1.4)),
         alt="Bar chart of decode tokens per second, baseline against best speculative arm.",
     )
 
@@ -232,18 +245,71 @@ def summary(inputs: Inputs, actions: list[str], shown: int = 2) -> Summary:
     """Executive summary: headline, verdict per workload, root cause, profiles, caveats and
     the first `shown` recommendations (`actions`)."""
     a, describe = inputs.analysis, inputs.describe
-    problems = cap.problems(inputs)
+    causes, label, note = _root_box(inputs, cap.problems(inputs))
     return Summary(
         headline=headline(a, describe),
-        verdicts=[_verdict_line(a, w, describe) for w in sel.workloads(a)],
+        verdicts=[_verdict_line(a, w, describe, inputs.day) for w in sel.workloads(a)],
         losses=_losses(a, describe),
-        root_causes=_root_causes(problems),
-        root_cause_note=_root_note(inputs, problems),
+        missing=missing(a),
+        root_causes=causes,
+        root_cause_label=label,
+        root_cause_note=note,
+        degenerate=degenerate(inputs),
         profiles=[_profile(a, w, describe) for w in sel.workloads(a)],
         chart=_summary_chart(a),
         caveats=_caveats(a),
         actions=actions[:shown],
         more_actions=max(0, len(actions) - shown),
+    )
+
+
+def missing(a: Analysis) -> str:
+    """What the bundle lacks to say whether speculation pays at all: '' when it has it."""
+    if len(a.arms) < 2:
+        only = a.arms[0].id if a.arms else "none"
+        return (
+            f"This bundle holds one arm ({only}) and nothing to compare it with, so it cannot "
+            "say whether speculation pays. Measure a speculative arm into the same bundle "
+            "(diagnose collect URL --out BUNDLE --arm ngram-k3 against the server restarted "
+            "with speculation on), or let diagnose sweep run both."
+        )
+    if not any(c.kind == "spec" for c in a.comparisons):
+        return (
+            f"No arm of this bundle runs speculation ({f.join([x.id for x in a.arms])}): it "
+            "compares server configurations but cannot say whether speculation pays. Add a "
+            "speculative arm (the baseline's launch with the speculation flags added)."
+        )
+    return ""
+
+
+_DUMMY_WEIGHTS = re.compile(r"--load[-_]format(?:=|\s+)['\"]?dummy\b")
+
+
+def degenerate(inputs: Inputs) -> str:
+    """A sentence when acceptance says nothing about the client's model: random weights
+    (`--load-format dummy`) or α̂ above DEGENERATE_ALPHA; '' otherwise."""
+    a, m = inputs.analysis, inputs.bundle.manifest
+    launches = [x.launch or "" for x in m.plan.arms]
+    launches += [r.launch.command for r in inputs.runs if r.launch is not None]
+    dummy = any(_DUMMY_WEIGHTS.search(text) for text in launches)
+    alphas = [
+        sw.theory.alpha_hat
+        for sw in (a.sweep.workloads if a.sweep else [])
+        if sw.theory is not None and sw.theory.alpha_hat is not None
+    ]
+    high = max(alphas, default=None)
+    high = high if high is not None and high > DEGENERATE_ALPHA else None
+    if not dummy and high is None:
+        return ""
+    why = []
+    if high is not None:
+        why.append(f"α̂ = {f.num(high, 3)} > {DEGENERATE_ALPHA}")
+    if dummy:
+        why.append("--load-format dummy: random weights")
+    return (
+        f"Acceptance is degenerate ({'; '.join(why)}): nearly every draft is accepted, so "
+        "these speedups measure the engine, not the client's model: an upper bound, not a "
+        "forecast."
     )
 
 
@@ -261,36 +327,82 @@ def _losses(a: Analysis, describe: Describe) -> list[str]:
     ]
 
 
-def _root_causes(problems: list[FindingView], limit: int = 4) -> list[Cause]:
-    """One short line per problem for the first page, errors quoting the log line that shows
-    them; the details sit in chapter 1."""
-    causes = [
-        Cause(
-            text=f"{p.title or p.message} ({p.arms})" if p.arms else (p.title or p.message),
-            quote=_telling_line(p.evidence) if p.severity == "error" else None,
+def _root_box(inputs: Inputs, problems: list[FindingView]) -> tuple[list[Cause], str, str]:
+    """The first page's root-cause box: (causes, title, sentence). A problem explains the
+    headline when it is on an arm that lost (LOSS, or slower beyond the margin) and not on
+    every arm that did better; one on the recommended arm bears on the headline; the rest
+    are counted and left to chapter 1."""
+    if inputs.check is None:
+        return (
+            [],
+            "Server logs",
+            "The server logs were not checked (no findings.json in the bundle).",
         )
-        for p in problems
+    if not problems:
+        return (
+            [],
+            "Server logs",
+            "diagnose check found no configuration problem in the server logs.",
+        )
+    a = inputs.analysis
+    lost, better = _lost_and_better(a)
+    best = {w: c for w in sel.workloads(a) if (c := sel.lead_comparison(a, w)) is not None}
+    lead = _headline_arm(a, best) if best else None
+    explains = [
+        p for p in problems if set(p.arm_ids) & lost.keys() and not better <= set(p.arm_ids)
     ]
-    if len(causes) > limit:
-        more = Cause(text=f"and {len(causes) - limit + 1} more problem(s)")
-        causes = [*causes[: limit - 1], more]
-    return causes
+    bears = [p for p in problems if p not in explains and lead in p.arm_ids]
+    others = len(problems) - len(explains) - len(bears)
+    causes = [_cause(p, lost) for p in explains] + [
+        Cause(text=f"On the recommended arm ({lead}) too: {p.title or p.message} ({p.arms}).")
+        for p in bears
+    ]
+    rest = (
+        f" {others} other problem(s), in chapter 1, do not bear on the headline." if others else ""
+    )
+    if explains:
+        return causes, "Root cause found in the server logs", "What explains the result:" + rest
+    found = (
+        "The problem diagnose check found in the server logs does not"
+        if len(problems) == 1
+        else f"None of the {len(problems)} problems diagnose check found in the server logs"
+    )
+    note = f"{found} explain the headline: no arm that lost has a problem the others lack."
+    if bears:
+        return causes, LOGS, note + rest + " Bearing on the recommended arm, though:"
+    return causes, LOGS, note + " See chapter 1."
+
+
+def _lost_and_better(a: Analysis) -> tuple[dict[str, Comparison], set[str]]:
+    """Arms that lost on some workload (their worst comparison), and the speculative arms
+    that did not lose anywhere."""
+    lost: dict[str, Comparison] = {}
+    spec: set[str] = set()
+    floor = 1 / (1 + a.noise_band.delta)
+    for w in sel.workloads(a):
+        for c in sel.spec_comparisons(a, w):
+            spec.add(c.arm)
+            slower = c.verdict == "LOSS" or (c.verdict != "WIN" and (c.ratio or 1.0) < floor)
+            if slower and (c.arm not in lost or (c.ratio or 1.0) < (lost[c.arm].ratio or 1.0)):
+                lost[c.arm] = c
+    return lost, spec - lost.keys()
+
+
+def _cause(p: FindingView, lost: dict[str, Comparison]) -> Cause:
+    losers = [
+        f"{arm} is {f.ratio(c.ratio)} of {c.baseline} on {c.workload}"
+        for arm in p.arm_ids
+        if (c := lost.get(arm))
+    ]
+    return Cause(
+        text=f"{p.title or p.message} ({p.arms}): why {f.join(losers)}.",
+        quote=_telling_line(p.evidence) if p.severity == "error" or losers else None,
+    )
 
 
 def _telling_line(evidence: list[Evidence]) -> Evidence | None:
     """The WARNING line of a finding when it has one (the engine saying what it changed)."""
     return next((e for e in evidence if "WARNING" in e.text), evidence[0] if evidence else None)
-
-
-def _root_note(inputs: Inputs, problems: list[FindingView]) -> str:
-    if inputs.check is None:
-        return "The server logs were not checked (no findings.json in the bundle)."
-    if problems:
-        return (
-            f"diagnose check found {len(problems)} problem(s) in the server logs; "
-            "see Capture and configuration evidence."
-        )
-    return "diagnose check found no configuration problem in the server logs."
 
 
 def _caveats(a: Analysis) -> list[str]:

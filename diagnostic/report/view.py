@@ -65,17 +65,17 @@ class Chart(_View):
 
 
 class Cover(_View):
-    """First-page facts."""
+    """First-page facts; a fact the bundle did not record is None and left off the page."""
 
     title: str = Field(description="Report title")
-    client: str = Field(description="Client organisation")
-    site: str = Field(description="Site or cluster")
+    client: str | None = Field(None, description="Client organisation")
+    site: str | None = Field(None, description="Site or cluster")
     date: str = Field(description="Engagement date (bundle creation)")
-    consultant: str = Field(description="Consultant")
-    engine: str = Field(description="Engine and version")
-    model: str = Field(description="Model served")
-    drafter: str = Field(description="Speculation method and drafter")
-    hardware: str = Field(description="GPU or CPU of the server")
+    consultant: str | None = Field(None, description="Consultant")
+    engine: str | None = Field(None, description="Engine and version")
+    model: str | None = Field(None, description="Model served, as the bundle recorded it")
+    drafter: str | None = Field(None, description="Speculation method and drafter")
+    hardware: str | None = Field(None, description="GPU or CPU of the server")
 
 
 class VerdictLine(_View):
@@ -107,8 +107,13 @@ class Summary(_View):
     headline: str = Field(description="One sentence for the engineering lead")
     verdicts: list[VerdictLine] = Field(description="One line per workload")
     losses: list[str] = Field(description="Speculative settings measured slower, per workload")
-    root_causes: list[Cause] = Field(description="Problems found by check; empty when none")
+    missing: str = Field("", description="What the bundle lacks to answer the question at all")
+    root_causes: list[Cause] = Field(
+        description="Problems of check that explain or bear on the headline; empty when none"
+    )
+    root_cause_label: str = Field("Root cause found in the server logs", description="Box title")
     root_cause_note: str = Field(description="Sentence shown above or instead of the causes")
+    degenerate: str = Field("", description="Why acceptance is not representative; '' if it is")
     profiles: list[Profile] = Field(description="Recommended serving profiles")
     chart: Chart | None = Field(None, description="Baseline vs recommended, per workload")
     caveats: list[str] = Field(description="Short caveats (one restart, uncalibrated δ)")
@@ -140,6 +145,7 @@ class FindingView(_View):
     message: str = Field(description="What was found")
     where: str = Field(description="Runs the finding is about; '' for none")
     arms: str = Field(description="Arms of those runs; '' for none")
+    arm_ids: list[str] = Field(default_factory=list, description="The same arms, one by one")
     evidence: list[Evidence] = Field(description="Quoted lines")
     advice: str = Field(description="What to do")
 
@@ -254,8 +260,9 @@ class VarianceView(_View):
 
 
 class DivergentPrompt(_View):
-    """A prompt whose greedy output differs from the baseline's."""
+    """A prompt whose greedy output differs from the baseline's, alike in every arm named."""
 
+    arms: str = Field(description="Arms whose output differs from the baseline's this same way")
     workload: str = Field(description="Workload")
     prompt_id: str = Field(description="Prompt id")
     position: str = Field(description="First differing character")
@@ -269,7 +276,6 @@ class EquivalenceRow(_View):
     arm: str = Field(description="Arm")
     identical: str = Field(description="n identical of N prompts")
     rate: str = Field(description="Share identical")
-    divergent: list[DivergentPrompt] = Field(description="Up to a few divergent prompts")
 
 
 class Flag(_View):
@@ -296,6 +302,10 @@ class EquivalenceView(_View):
 
     note: str = Field(description="Text above the table")
     rows: list[EquivalenceRow] = Field(description="Per arm")
+    divergent: list[DivergentPrompt] = Field(
+        default_factory=list, description="The first differing prompts, identical diffs once"
+    )
+    more_divergent: int = Field(0, description="Differing prompts beyond those shown")
     flags: list[Flag] = Field(description="Drift and outlier flags")
     exclusions: list[KeyValue] = Field(description="Excluded requests by reason")
     timing_note: str = Field(description="Text above the engine-timing table")

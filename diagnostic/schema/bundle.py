@@ -66,6 +66,13 @@ class Engagement(Stored):
     site: str | None = Field(None, description="Cluster or site name")
     consultant: str | None = Field(None, description="Who ran the measurements")
 
+    def merged(self, override: Engagement | None) -> Engagement:
+        """These fields, each replaced by `override`'s where that one is set."""
+        if override is None:
+            return self
+        given = {k: v for k, v in override.model_dump().items() if v}
+        return self.model_copy(update=given)
+
 
 class Target(Stored):
     """The server being measured."""
@@ -189,6 +196,10 @@ class LaunchInfo(Stored):
 
     command: str = Field(description="Launch command, secrets redacted")
     env: dict[str, str] = Field(default_factory=dict, description="Extra environment, redacted")
+    variables: dict[str, str] = Field(
+        default_factory=dict,
+        description="Values of the shell variables the command names ($MODEL), redacted",
+    )
     pid: int | None = Field(None, description="Process id of the server")
     startup_s: float | None = Field(None, description="Seconds from launch to healthy")
     exit_code: int | None = Field(None, description="Exit status once stopped")

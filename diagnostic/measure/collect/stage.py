@@ -20,7 +20,7 @@ from diagnostic.measure.collect.run import collect_run
 from diagnostic.measure.collect.settings import RunSettings
 from diagnostic.measure.schedule import EstimateAssumptions
 from diagnostic.measure.workloads import Workload, select_workloads
-from diagnostic.schema.bundle import ArmSpec, Manifest, PlanSpec, RunInfo, Target
+from diagnostic.schema.bundle import ArmSpec, Engagement, Manifest, PlanSpec, RunInfo, Target
 
 __all__ = ["OVERALL", "CollectConfig", "collect"]
 
@@ -53,6 +53,9 @@ class CollectConfig(BaseModel):
     force: bool = Field(False, description="Replace an existing bundle")
     timeout_s: float = Field(
         defaults.REQUEST_TIMEOUT_S, gt=0, description="Longest time one request may take"
+    )
+    engagement: Engagement = Field(
+        default_factory=Engagement, description="Client, site, consultant given (None: keep)"
     )
 
 
@@ -194,7 +197,9 @@ def _manifest(config: CollectConfig, workloads: list[str]) -> Manifest:
         order="manual",
     )
     target = Target(base_url=config.base_url, model=config.model)
-    return Manifest(tool_version=__version__, target=target, plan=plan)
+    return Manifest(
+        tool_version=__version__, engagement=config.engagement, target=target, plan=plan
+    )
 
 
 def _check_plan(bundle: Bundle, config: CollectConfig, workloads: list[str]) -> None:
@@ -224,7 +229,10 @@ def _add_arm(manifest: Manifest, config: CollectConfig) -> Manifest:
         "restarts": max(plan.restarts, config.restart + 1),
         "concurrency": levels,
     }
-    return manifest.model_copy(update={"plan": plan.model_copy(update=update)})
+    engagement = manifest.engagement.merged(config.engagement)  # a later collect may add them
+    return manifest.model_copy(
+        update={"plan": plan.model_copy(update=update), "engagement": engagement}
+    )
 
 
 def _copy_logs(bundle: Bundle, config: CollectConfig) -> None:

@@ -25,6 +25,8 @@ def to_toml(file: PlanFile, *, header: str | None = None) -> str:
     if header:
         doc.add(tomlkit.nl())
     doc.add("plan", _table(file.plan.model_dump()))
+    if file.engagement.model_dump(exclude_none=True):
+        doc.add("engagement", _table(file.engagement.model_dump()))
     arms = tomlkit.aot()
     for arm in file.arms:
         arms.append(_table({k: v for k, v in arm.model_dump().items() if v != {}}))

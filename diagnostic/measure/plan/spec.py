@@ -17,7 +17,7 @@ from diagnostic.engines.flags import infer_speculative
 from diagnostic.errors import PlanError
 from diagnostic.measure.plan.templates import TemplateError, substitute
 from diagnostic.measure.workloads import BUILTIN
-from diagnostic.schema.bundle import ArmSpec, ConcurrencyLevels, PlanSpec, Target
+from diagnostic.schema.bundle import ArmSpec, ConcurrencyLevels, Engagement, PlanSpec, Target
 
 __all__ = [
     "Arm",
@@ -109,6 +109,9 @@ class PlanFile(_Table):
     """A whole plan file, as written: [plan] and the [[arms]] before sweep expansion."""
 
     plan: PlanTable = Field(default_factory=PlanTable, description="The [plan] table")
+    engagement: Engagement = Field(
+        default_factory=Engagement, description="The [engagement] table: client, site, consultant"
+    )
     arms: list[ArmTable] = Field(min_length=1, description="The [[arms]] entries")
 
 

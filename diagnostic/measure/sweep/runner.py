@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
 import threading
 from collections.abc import Iterator
@@ -22,6 +23,7 @@ from diagnostic.measure.launch import (
     LaunchError,
     ServerProcess,
     host_port,
+    shell_variables,
     start_server,
     stop_leftover,
     wait_healthy,
@@ -172,7 +174,11 @@ class StartRunner:
             block=start.block,
             base_url=self.plan.base_url,
             model=self.plan.options.model,
-            launch=LaunchInfo(command=redact_text(arm.launch), env=redact_mapping(arm.env)),
+            launch=LaunchInfo(
+                command=redact_text(arm.launch),
+                env=redact_mapping(arm.env),
+                variables=redact_mapping(_values(arm.launch, arm.env)),
+            ),
             logs=[*logs, SERVER_LOG],
         )
         self.bundle.write_run(info)
@@ -278,3 +284,10 @@ def _signals_ignored() -> Iterator[None]:
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+
+
+def _values(launch: str, env: dict[str, str]) -> dict[str, str]:
+    """What the shell will put for each variable the launch names (the arm's env first, then
+    this process's), so the report can show the command as it ran; unset ones are left out."""
+    seen = {**os.environ, **env}
+    return {name: seen[name] for name in shell_variables(launch) if name in seen}

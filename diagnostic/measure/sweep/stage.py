@@ -14,6 +14,7 @@ from diagnostic.bundle.store import Bundle
 from diagnostic.common.progress import NullReporter, Reporter
 from diagnostic.errors import BundleError, DiagnosticError
 from diagnostic.measure.collect import RunSettings
+from diagnostic.measure.launch import shell_variables
 from diagnostic.measure.plan.spec import Plan
 from diagnostic.measure.schedule import (
     Estimate,
@@ -38,7 +39,6 @@ _NO_INTERIM = (
     "about 1.2-1.3x the restarts a fixed plan needs (a report's 'restarts per arm would "
     "settle it')"
 )
-_SHELL_VAR = re.compile(r"(?<![\\$])\$(?:\{([A-Za-z_]\w*)\}|([A-Za-z_]\w*))")
 
 
 class SweepResult(BaseModel):
@@ -258,8 +258,7 @@ def _check_shell_vars(plan: Plan) -> None:
     for arm in plan.arms:
         assigned = re.findall(r"(?:^|\s)([A-Za-z_]\w*)=", arm.launch)
         defined = set(os.environ) | set(arm.env) | set(assigned)
-        for braced, bare in _SHELL_VAR.findall(arm.launch):
-            name = braced or bare
+        for name in shell_variables(arm.launch):
             if name not in defined and arm.name not in missing.get(name, []):
                 missing.setdefault(name, []).append(arm.name)
     if missing:
@@ -286,7 +285,7 @@ def _open_bundle(
     spec = plan.spec().model_copy(update={"workloads": names, "design": design})
     manifest = Manifest(
         tool_version=__version__,
-        engagement=engagement or Engagement(),
+        engagement=plan.file.engagement.merged(engagement),
         target=plan.target(),
         plan=spec,
         notes=f"diagnose sweep of {plan.source}",

@@ -1,0 +1,88 @@
+"""What a day on site allows: planning advice bounded by the bundle's own timings.
+
+One restart costs what this bundle's restarts took (run.json: started → ended, plus the
+server's startup when recorded); a day holds defaults.DAY_ON_SITE_S of measuring. Advice
+that needs more than that says so instead of asking for it.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass
+from datetime import datetime
+
+from diagnostic import defaults
+from diagnostic.schema.arms import PlanningAdvice
+from diagnostic.schema.bundle import RunInfo
+
+__all__ = ["Day", "day"]
+
+ARMS_COMPARED = 2  # an arm and its baseline, restarted alike
+
+
+def _hours(seconds: float) -> str:
+    return f"{seconds / 3600:.1f} h" if seconds >= 3600 else f"{seconds / 60:.0f} min"
+
+
+@dataclass(frozen=True)
+class Day:
+    """The cost of one restart in this bundle and the measuring time of a day on site."""
+
+    restart_s: float | None  # None: the bundle recorded no run's duration
+    workloads: int = 1
+    warmup: int = defaults.WARMUP
+    budget_s: float = defaults.DAY_ON_SITE_S
+
+    def restarts(self, arms: int = ARMS_COMPARED) -> int | None:
+        """Restarts per arm a day holds for `arms` arms, at this bundle's restart cost."""
+        if not self.restart_s:
+            return None
+        return math.floor(self.budget_s / (arms * self.restart_s))
+
+    def settle(self, need: int, arms: int = ARMS_COMPARED) -> str:
+        """'about 8 restarts per arm would settle it (1.2 h)', or, when a day on site holds
+        fewer for `arms` arms, that the effect is too small to resolve in a day."""
+        fit = self.restarts(arms)
+        if fit is None:
+            return f"about {need} restarts per arm would settle it"
+        if need <= fit:
+            cost = need * arms * (self.restart_s or 0.0)
+            return f"about {need} restarts per arm would settle it ({_hours(cost)})"
+        return (
+            f"about {need} restarts per arm would settle it, but a day on site holds {fit} "
+            f"for {arms} arms: too small an effect to resolve in a day"
+        )
+
+    def plan(self, p: PlanningAdvice) -> str:
+        """Requests and restarts for the interval width `p` aims at, bounded by the day: at
+        least defaults.MIN_REQUESTS requests per restart (fewer and restart means wobble)."""
+        width = f"{p.target_width * 100:.0f}%"
+        m = max(defaults.MIN_REQUESTS, p.recommended_requests_per_restart or 0)
+        per_request = p.cost_request_s or 0.0
+        cost = p.cost_restart_s + (m + self.warmup) * per_request * self.workloads
+        fit = math.floor(self.budget_s / (ARMS_COMPARED * cost))
+        n = p.recommended_restarts
+        if n is not None and max(n, defaults.MIN_RESTARTS) <= fit:
+            n = max(n, defaults.MIN_RESTARTS)
+            total = ARMS_COMPARED * n * cost
+            return f"{m} requests × {n} restarts per arm: ≈ {_hours(total)} for two arms."
+        need = f"about {n}" if n is not None else "over 1,000"
+        return (
+            f"A {width} wide interval needs {need} restarts per arm; a day holds {fit} at "
+            f"{m} requests: not resolvable in a day."
+        )
+
+
+def day(runs: list[RunInfo], *, workloads: int, warmup: int) -> Day:
+    """The day of this bundle: the median restart's wall time plus its server startup."""
+    walls = [
+        (datetime.fromisoformat(r.ended_at) - datetime.fromisoformat(r.started_at)).total_seconds()
+        for r in runs
+        if r.ended_at and r.status == "ok"
+    ]
+    startup = [r.launch.startup_s for r in runs if r.launch and r.launch.startup_s is not None]
+    if not walls:
+        return Day(restart_s=None, workloads=workloads, warmup=warmup)
+    restart = statistics.median(walls) + (statistics.median(startup) if startup else 0.0)
+    return Day(restart_s=restart, workloads=max(1, workloads), warmup=warmup)
