@@ -116,8 +116,10 @@ def _explain(a: float, b: float, gpu: bool) -> str:
     )
     if a > LARGE_FIXED_COST and gpu:
         text += (
-            " A fixed cost this large usually means the speculative path runs without CUDA "
-            "graphs (check the capture mode the engine resolved)."
+            " A fixed cost this large means the speculative step does more work than a plain "
+            "one before any draft token: CUDA graphs lost or downgraded under speculation, a "
+            "different model runner, or scheduling changed (the capture evidence shows what the engine "
+            "resolved)."
         )
     elif a > LARGE_FIXED_COST:
         text += (
