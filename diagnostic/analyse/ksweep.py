@@ -118,8 +118,8 @@ def _explain(a: float, b: float, gpu: bool) -> str:
         text += (
             " A fixed cost this large means the speculative step does more work than a plain "
             "one before any draft token: CUDA graphs lost or downgraded under speculation, a "
-            "different model runner, or scheduling changed (the capture evidence shows what the engine "
-            "resolved)."
+            "different model runner, or scheduling changed (the capture evidence shows what "
+            "the engine resolved)."
         )
     elif a > LARGE_FIXED_COST:
         text += (
