@@ -37,3 +37,5 @@ EARLY_DIVERGENCE_CHARS = 20
 # Measuring time in a day on site (after setup, before the debrief): planning advice that
 # needs more says the effect is too small to resolve in a day (report/budget.py).
 DAY_ON_SITE_S = 6 * 3600.0
+SHELL_TIMEOUT_S = 120.0  # seconds a plan's stop, health or log command may run once
+HEALTH_POLL_S = 2.0  # pause between two runs of a plan's health command

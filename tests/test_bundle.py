@@ -69,7 +69,7 @@ def test_layout_matches_design(bundle: Bundle) -> None:
     run = bundle.path / "runs" / run_id("baseline", 0)
     assert (bundle.path / "manifest.json").is_file()
     assert (run / "run.json").is_file() and (run / "requests.jsonl").is_file()
-    assert json.loads((bundle.path / "manifest.json").read_text())["schema_version"] == 1
+    assert json.loads((bundle.path / "manifest.json").read_text())["schema_version"] == SCHEMA_VERSION == 2
 
 
 def test_refuses_overwrite_without_force(bundle: Bundle) -> None:
@@ -126,7 +126,7 @@ def test_newer_schema_is_refused_with_advice(bundle: Bundle) -> None:
     data = json.loads(path.read_text())
     data["schema_version"] = SCHEMA_VERSION + 1
     path.write_text(json.dumps(data))
-    with pytest.raises(BundleError, match=r"manifest\.json: schema_version 2 is newer.*upgrade"):
+    with pytest.raises(BundleError, match=r"manifest\.json: schema_version 3 is newer.*upgrade"):
         Bundle.open(bundle.path)
 
 

@@ -210,9 +210,14 @@ def test_spec_off_and_ngram_arms_into_one_bundle(
 ) -> None:
     out = tmp_path / "bundle"
     log = server_log(llama_server_ngram)
+    nodes = tmp_path / "nodes"  # a glob matching two files: one source each, named by stem
+    nodes.mkdir()
+    for name in ("gpu-a.log", "gpu-b.log"):
+        (nodes / name).write_text(f"{name} --api-key sk-abcdefghijklmnopqrstuvwx\n")
     off = collect(config(llama_server, out), reporter=NullReporter())
+    logs = [log, f"node={nodes}/*.log"]
     on = collect(
-        config(llama_server_ngram, out, arm="ngram-k3", logs=[log]), reporter=NullReporter()
+        config(llama_server_ngram, out, arm="ngram-k3", logs=logs), reporter=NullReporter()
     )
     bundle = Bundle.open(out)
     assert [a.name for a in bundle.manifest.plan.arms] == ["baseline", "ngram-k3"]
@@ -222,8 +227,15 @@ def test_spec_off_and_ngram_arms_into_one_bundle(
     plain, ngram = bundle.find_run("baseline", 0), bundle.find_run("ngram-k3", 0)
     assert plain and plain.server_args["speculative"] is False
     assert ngram and "ngram-simple" in ngram.server_args["speculative.types"]
-    assert ngram.logs == ["server.log"]
-    assert "print_timing" in bundle.run_file("ngram-k3", 0, "server.log").read_text()
+    assert ngram.sources == {
+        "server": "logs/server.log",
+        "node-gpu-a": "logs/node-gpu-a.log",
+        "node-gpu-b": "logs/node-gpu-b.log",
+    }
+    assert ngram.logs == list(ngram.sources.values())
+    assert "print_timing" in bundle.log_sources(ngram)["server"].read_text()
+    node = bundle.log_sources(ngram)["node-gpu-b"].read_text()
+    assert node.startswith("gpu-b.log") and "sk-abc" not in node  # redacted like every log
     delta = run_delta(bundle, "ngram-k3")
     assert delta.num_drafts and delta.num_drafts > 0
     assert not run_delta(bundle, "baseline").num_drafts

@@ -20,7 +20,6 @@ from diagnostic.analyse.text import methods, notes
 from diagnostic.bundle.store import (
     METRICS_AFTER,
     METRICS_BEFORE,
-    SERVER_LOG,
     Bundle,
     workload_metrics,
 )
@@ -40,7 +39,7 @@ from diagnostic.schema.analysis import (
     Sweep,
     ValueCI,
 )
-from diagnostic.schema.bundle import ArmSpec, PlanSpec, RunInfo, utc_now
+from diagnostic.schema.bundle import MAIN_SOURCE, ArmSpec, PlanSpec, RunInfo, utc_now
 
 __all__ = ["analyse"]
 
@@ -242,6 +241,11 @@ def _read(bundle: Bundle, run: RunInfo, name: str) -> str | None:
     return path.read_text(encoding="utf-8", errors="replace") if path.is_file() else None
 
 
+def _server_log(bundle: Bundle, run: RunInfo) -> str | None:
+    path = bundle.log_sources(run).get(MAIN_SOURCE)
+    return path.read_text(encoding="utf-8", errors="replace") if path else None
+
+
 def _run_summary(ctx: Context, run: RunInfo) -> RunSummary:
     bundle = ctx.bundle
     after, before = _read(bundle, run, METRICS_AFTER), _read(bundle, run, METRICS_BEFORE)
@@ -252,7 +256,7 @@ def _run_summary(ctx: Context, run: RunInfo) -> RunSummary:
         status=run.status,
         engine=run.engine.name,
         engine_version=run.engine.version,
-        acceptance=acceptance_from_texts(after, before, _read(bundle, run, SERVER_LOG)),
+        acceptance=acceptance_from_texts(after, before, _server_log(bundle, run)),
         engine_timing=engine_timing(records, after, before),
     )
 

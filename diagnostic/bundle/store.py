@@ -31,11 +31,13 @@ from diagnostic.bundle.redact import (
 )
 from diagnostic.errors import BundleError
 from diagnostic.schema.bundle import (
+    MAIN_SOURCE,
     SCHEMA_VERSION,
     LenientRequestRecord,
     Manifest,
     RequestRecord,
     RunInfo,
+    source_name,
 )
 
 __all__ = [
@@ -47,15 +49,20 @@ __all__ = [
     "RequestLog",
     "atomic_write_bytes",
     "atomic_write_text",
+    "log_file",
     "metrics_files",
     "run_id",
+    "upgrade_to_2",
     "workload_metrics",
 ]
 
 MANIFEST = "manifest.json"
 RUN_JSON = "run.json"
 REQUESTS = "requests.jsonl"
-SERVER_LOG = "server.log"  # the server's log of a run (others: collect --log, attempts)
+SERVER_LOG = "server.log"  # a v1 run's server log (v2: logs/server.log, source `server`)
+# v1 logs besides server.log: collect's server-2.log …, a node1.log copied in by hand (plain
+# names; an earlier attempt's server.attempt1.log is not a source).
+_V1_EXTRA_LOG = re.compile(r"^(?!.*\.attempt\d+\.)([A-Za-z0-9][A-Za-z0-9._+=-]*)\.log$")
 METRICS_BEFORE = "metrics_before.prom"  # /metrics before a run's first request
 METRICS_AFTER = "metrics_after.prom"  # … and after its last
 
@@ -76,6 +83,32 @@ M = TypeVar("M", bound=BaseModel)
 _UMASK = os.umask(0o022)
 os.umask(_UMASK)
 _SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+=-]*$")
+
+
+def log_file(source: str) -> str:
+    """File of a log source inside a run folder: logs/<source>.log (the name is checked)."""
+    try:
+        return f"logs/{source_name(source)}.log"
+    except ValueError as exc:
+        raise BundleError(str(exc)) from None
+
+
+def _v1_sources(logs: list[str]) -> dict[str, str]:
+    """A v1 run's logs as sources: server.log is `server`, another X.log source `X`."""
+    extra = {m[1]: n for n in logs if (m := _V1_EXTRA_LOG.match(n))}
+    return {MAIN_SOURCE: SERVER_LOG, **extra}
+
+
+def upgrade_to_2(data: Any) -> Any:
+    """A v1 manifest.json or run.json as v2, in memory (the file is never rewritten here): a
+    run's server.log becomes log source `server`. Newer or unversioned data passes unchanged."""
+    if not isinstance(data, dict) or data.get("schema_version") != 1:
+        return data
+    data = {**data, "schema_version": 2}
+    if "arm" in data and not data.get("sources"):  # run.json
+        logs = data.get("logs")
+        data["sources"] = _v1_sources(logs if isinstance(logs, list) else [])
+    return data
 
 
 def run_id(arm: str, restart: int) -> str:
@@ -160,12 +193,12 @@ def _load_json(path: Path) -> Any:
         ) from None
 
 
-def _check_version(path: Path, data: Any) -> None:
+def _check_version(path: Path, data: Any, newest: int = SCHEMA_VERSION) -> None:
     version = data.get("schema_version") if isinstance(data, dict) else None
-    if isinstance(version, int) and version > SCHEMA_VERSION:
+    if isinstance(version, int) and version > newest:
         raise BundleError(
             f"{path}: schema_version {version} is newer than this diagnose reads "
-            f"({SCHEMA_VERSION}); upgrade diagnose (pip install -U diagnose)"
+            f"({newest}); upgrade diagnose (pip install -U diagnose)"
         )
 
 
@@ -251,6 +284,7 @@ class Bundle:
         check_tree(path)
         data = _load_json(manifest_path)
         _check_version(manifest_path, data)
+        data = upgrade_to_2(data)
         bundle = cls(path, _validate(Manifest, manifest_path, data), strict=strict)
         for run in bundle.runs():  # validates every run.json and /metrics snapshot up front
             for prom in sorted(bundle.run_dir(run.arm, run.restart).glob("*.prom")):
@@ -295,7 +329,7 @@ class Bundle:
     def _read_run(self, path: Path) -> RunInfo:
         data = _load_json(path)
         _check_version(path, data)
-        info = _validate(RunInfo, path, data)
+        info = _validate(RunInfo, path, upgrade_to_2(data))
         if not _SAFE_NAME.match(info.arm) or run_id(info.arm, info.restart) != path.parent.name:
             raise BundleError(
                 f"{path}: arm {info.arm!r} restart {info.restart} does not match its folder "
@@ -315,7 +349,18 @@ class Bundle:
         atomic_write_bytes(path, _redacted_bytes(raw, redact_file_text))
         return path
 
-    def open_log(self, arm: str, restart: int, name: str = SERVER_LOG) -> RedactingLog:
+    def write_log(self, arm: str, restart: int, source: str, data: str | bytes) -> Path:
+        """Write one log source of a run (logs/<source>.log) atomically, secrets redacted."""
+        return self.write_run_file(arm, restart, log_file(source), data)
+
+    def log_sources(self, run: RunInfo) -> dict[str, Path]:
+        """The run's logs that exist, by source; a run that names none (a v2 run written by
+        hand, or a v1 one) has its server.log as source `server`."""
+        names = run.sources or _v1_sources(run.logs)
+        paths = {s: self.run_file(run.arm, run.restart, n) for s, n in names.items()}
+        return {s: p for s, p in paths.items() if p.is_file()}
+
+    def open_log(self, arm: str, restart: int, name: str) -> RedactingLog:
         """An appending log in a run folder that redacts each line before it is written."""
         path = self.run_file(arm, restart, name)
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -403,13 +448,15 @@ class Bundle:
         atomic_write_text(path, _dump_redacted(model))
         return path
 
-    def read_json(self, name: str, model: type[M]) -> M | None:
-        """Read and validate a top-level JSON file, or None when absent."""
+    def read_json(self, name: str, model: type[M], *, newest: int = SCHEMA_VERSION) -> M | None:
+        """Read and validate a top-level JSON file, or None when absent; `newest` is the
+        highest schema_version of that file this diagnose reads (a file with its own history:
+        checklist.json)."""
         path = self.path / name
         if not path.is_file():
             return None
         data = _load_json(path)
-        _check_version(path, data)
+        _check_version(path, data, newest)
         return _validate(model, path, data)
 
 

@@ -154,7 +154,7 @@ def _engine_version(facts: BundleFacts) -> CheckResult:
 @_check("startup_log_every_run", "startup log captured for every run")
 def _startup_log(facts: BundleFacts) -> CheckResult:
     def has_log(run: RunInfo) -> bool:
-        return any(facts.file_size(run, name) > 0 for name in facts.log_names(run))
+        return any(p.stat().st_size > 0 for p in facts.bundle.log_sources(run).values())
 
     return _every_run(facts, has_log, "a non-empty server log", "no server log")
 

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 from functools import cached_property
-from pathlib import Path
 
-from diagnostic.bundle.store import SERVER_LOG, Bundle, run_id
+from diagnostic.bundle.store import Bundle, run_id
 from diagnostic.schema.bundle import ArmSpec, RequestRecord, RunInfo
 
 __all__ = ["BundleFacts"]
@@ -47,19 +46,10 @@ class BundleFacts:
         """A run that did not fail and measured at least one request."""
         return run.status != "failed" and bool(self.measured(run))
 
-    def log_names(self, run: RunInfo) -> list[str]:
-        """Log files the run lists (plain names inside the run folder), or server.log."""
-        names = [n for n in run.logs if n and Path(n).name == n and n not in {".", ".."}]
-        return names or [SERVER_LOG]
-
     def log_text(self, run: RunInfo) -> str:
-        """Every log of a run, concatenated (undecodable bytes replaced)."""
-        parts = []
-        for name in self.log_names(run):
-            path = self.bundle.run_file(run.arm, run.restart, name)
-            if path.is_file():
-                parts.append(path.read_text(encoding="utf-8", errors="replace"))
-        return "\n".join(parts)
+        """Every log source of a run, concatenated (undecodable bytes replaced)."""
+        paths = self.bundle.log_sources(run).values()
+        return "\n".join(p.read_text(encoding="utf-8", errors="replace") for p in paths)
 
     def file_size(self, run: RunInfo, name: str) -> int:
         """Size of a file in the run folder, 0 when absent."""

@@ -257,7 +257,10 @@ def _check_items(path: Path, checklist: Checklist) -> None:
 
 def read_state(bundle: Bundle) -> ChecklistState:
     """checklist.json of the bundle, or an empty state."""
-    return bundle.read_json(STATE_FILE, ChecklistState) or ChecklistState()
+    return (
+        bundle.read_json(STATE_FILE, ChecklistState, newest=STATE_SCHEMA_VERSION)
+        or ChecklistState()
+    )
 
 
 def update_state(

@@ -75,8 +75,9 @@ def _workload_names(value: str | None) -> list[str] | None:
     "--log",
     "logs",
     multiple=True,
-    type=click.Path(path_type=Path),
-    help="Server log file to copy into the run, redacted (repeatable).",
+    metavar="[NAME=]PATH",
+    help="Log to copy into the run as logs/NAME.log, redacted (repeatable; PATH may be a "
+    "glob: one source per file, NAME-<stem>; without NAME: server, server-2, …).",
 )
 @api_key_option
 @number_option(
@@ -99,7 +100,7 @@ def command(
     processes: int | None,
     api: str,
     model: str | None,
-    logs: tuple[Path, ...],
+    logs: tuple[str, ...],
     api_key_env: str | None,
     timeout_s: float,
     resume: bool,
@@ -118,6 +119,8 @@ def command(
       diagnose collect http://127.0.0.1:8000 --out bundle --arm baseline
       diagnose collect http://127.0.0.1:8000 --out bundle --arm ngram-k3 --log server.log
       diagnose collect http://127.0.0.1:8000 --out bundle --arm load --concurrency 1024
+      diagnose collect http://head:8000 --out bundle --log head=/var/log/vllm.log \\
+        --log 'node=/mnt/logs/node*.log'
     """
     config = CollectConfig(
         base_url=base_url,

@@ -13,6 +13,7 @@ from diagnostic.common.progress import NullReporter, Reporter
 from diagnostic.engines import parse_log
 from diagnostic.errors import DiagnosticError
 from diagnostic.logcheck.rules import apply_rules, line_patterns, load_rules
+from diagnostic.schema.bundle import MAIN_SOURCE
 from diagnostic.schema.logfacts import CheckReport, Evidence, Finding, LogFacts
 
 __all__ = ["FINDINGS_FILE", "STDIN", "check_paths"]
@@ -30,6 +31,8 @@ class _Log:
     bundle: Bundle | None = None
     command: str | None = None  # the launch command run.json recorded for this log
     data: bytes | None = None  # text read from standard input instead of a file
+    run_id: str | None = None  # the bundle run it belongs to
+    source: str | None = None  # its log source in that run (server, node1, …)
 
 
 def check_paths(
@@ -58,6 +61,7 @@ def check_paths(
         source = log.path if log.data is None else log.data
         facts = parse_log(source, patterns=patterns, command=log.command, engine=engine)
         facts.path, facts.label = ("<stdin>" if log.data is not None else str(log.path)), log.label
+        facts.run_id, facts.source = log.run_id, log.source
         runs.append(facts)
         reporter.advance("check", status=f"{log.label}: {facts.engine} {facts.capture.resolved}")
     _require_usable(runs)
@@ -112,19 +116,24 @@ def _bundle_logs(path: Path, reporter: Reporter) -> list[_Log]:
     bundle = Bundle.open(path, strict=False)
     out: list[_Log] = []
     for run in bundle.runs():
-        names = dict.fromkeys([SERVER_LOG, *(n for n in run.logs if n.endswith(".log"))])
         rid = run_id(run.arm, run.restart)
-        present = [bundle.run_file(run.arm, run.restart, n) for n in names]
-        present = [p for p in present if p.is_file()]
-        if not present:
-            reporter.note(f"{bundle.run_dir(run.arm, run.restart)}: no {SERVER_LOG}; skipped")
-        for log in present:
-            main = log.name == SERVER_LOG
+        sources = bundle.log_sources(run)
+        if not sources:
+            reporter.note(
+                f"{bundle.run_dir(run.arm, run.restart)}: no {SERVER_LOG} or logs/*.log; skipped"
+            )
+        for source, log in sources.items():
+            main = source == MAIN_SOURCE
             command = run.launch.command if main and run.launch else None
-            out.append(_Log(log, rid if main else f"{rid}/{log.name}", bundle, command))
+            label = rid if main else f"{rid}/{source}"
+            out.append(_Log(log, label, bundle, command, run_id=rid, source=source))
+        others = [bundle.run_file(run.arm, run.restart, n) for n in run.logs if n.endswith(".log")]
+        for log in others:  # earlier attempts, kept apart: each checked on its own
+            if log.is_file() and log not in sources.values():
+                out.append(_Log(log, f"{rid}/{log.name}", bundle))
     if not out:
         raise DiagnosticError(
-            f"{path}: no run of this bundle has a {SERVER_LOG}; copy the server's log into "
+            f"{path}: no run of this bundle has a {SERVER_LOG} or logs/*.log; copy the server's log into "
             f"runs/<arm>-r<restart>/{SERVER_LOG} or give the log file itself"
         )
     return out

@@ -21,16 +21,20 @@ import httpx
 from pydantic import BaseModel, ConfigDict, Field
 
 from diagnostic.bundle.redact import redact_text
+from diagnostic.defaults import SHELL_TIMEOUT_S
 from diagnostic.errors import LaunchError
 
 __all__ = [
     "Health",
     "ServerProcess",
+    "ShellResult",
     "host_port",
     "port_in_use",
+    "run_shell",
     "shell_variables",
     "start_server",
     "stop_leftover",
+    "wait_command",
     "wait_healthy",
     "wait_port_free",
 ]
@@ -211,6 +215,83 @@ def _group_has_marker(pgid: int, marker: str) -> bool:
         except OSError:
             continue
     return False
+
+
+# -- plan commands (stop, health, logs) ----------------------------------------------------
+
+
+class ShellResult(BaseModel):
+    """How one plan command ended: its status, its output, the tail of its errors."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    returncode: int | None = Field(description="Exit status; None when it ran out of time")
+    timeout_s: float = Field(description="The time it was given")
+    stdout: bytes = Field(b"", description="Everything it printed on stdout")
+    stderr_tail: str = Field("", description="Its last stderr lines, redacted")
+
+    def why(self) -> str:
+        """'exit 3: <stderr tail>' or 'no end within N s'; for run records and notes."""
+        head = (
+            f"no end within {self.timeout_s:g} s"
+            if self.returncode is None
+            else f"exit {self.returncode}"
+        )
+        return f"{head}: {self.stderr_tail}" if self.stderr_tail else head
+
+
+def run_shell(command: str, *, env: Mapping[str, str], timeout_s: float) -> ShellResult:
+    """Run a plan command with bash -c in its own process group; never raises for its
+    failure (the whole group is killed when it overruns `timeout_s`)."""
+    shell = shutil.which("bash") or "/bin/sh"
+    try:
+        popen = subprocess.Popen(
+            [shell, "-c", command],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env={**os.environ, **env},
+            start_new_session=True,
+        )
+    except OSError as exc:
+        return ShellResult(returncode=127, timeout_s=timeout_s, stderr_tail=f"{shell}: {exc}")
+    try:
+        out, err = popen.communicate(timeout=timeout_s)
+        code: int | None = popen.returncode
+    except subprocess.TimeoutExpired:
+        _signal_group(popen.pid, signal.SIGKILL)
+        out, err = popen.communicate()
+        code = None
+    lines = err.decode("utf-8", "replace").splitlines()[-TAIL_LINES // 4 :]
+    tail = redact_text(" | ".join(lines))
+    return ShellResult(returncode=code, timeout_s=timeout_s, stdout=out, stderr_tail=tail)
+
+
+def wait_command(
+    server: ServerProcess, command: str, *, env: Mapping[str, str], timeout_s: float, poll_s: float
+) -> Health:
+    """Run a plan's health command until it exits 0; fail fast when the launch exits."""
+    deadline = server.started + timeout_s
+    while True:
+        left = deadline - time.monotonic()
+        result = run_shell(command, env=env, timeout_s=max(min(left, SHELL_TIMEOUT_S), 1.0))
+        if result.returncode == 0:
+            return Health(startup_s=round(time.monotonic() - server.started, 3))
+        code = server.poll()
+        if code is not None:
+            raise LaunchError(
+                f"the launch command exited with status {code} during start-up; last log "
+                f"lines:\n{_indent(server.tail())}\nfull log: {server.log_path}",
+                tail=server.tail(),
+            )
+        if time.monotonic() + poll_s >= deadline:
+            raise LaunchError(
+                f"the health command did not succeed within {timeout_s:g} s (last: "
+                f"{result.why()}); raise [plan] health_timeout_s if it is only slow; "
+                f"last log lines:\n{_indent(server.tail())}\nfull log: {server.log_path}",
+                tail=server.tail(),
+            )
+        time.sleep(poll_s)
 
 
 # -- ports -------------------------------------------------------------------------------

@@ -7,7 +7,7 @@ from typing import Literal
 
 from diagnostic.analyse.core import analyse
 from diagnostic.analyse.verify import ANALYSIS_FILE
-from diagnostic.bundle.store import SERVER_LOG, Bundle, atomic_write_text
+from diagnostic.bundle.store import Bundle, atomic_write_text
 from diagnostic.common.progress import NullReporter, Reporter
 from diagnostic.errors import DiagnosticError
 from diagnostic.logcheck.stage import FINDINGS_FILE, check_paths
@@ -30,7 +30,7 @@ def load_check(bundle: Bundle, reporter: Reporter | None = None) -> CheckReport 
     stored = bundle.read_json(FINDINGS_FILE, CheckReport)
     if stored is not None:
         return stored
-    if not any(bundle.run_file(r.arm, r.restart, SERVER_LOG).is_file() for r in bundle.runs()):
+    if not any(bundle.log_sources(r) for r in bundle.runs()):
         return None
     try:
         return check_paths([bundle.path], reporter=reporter)

@@ -1,7 +1,8 @@
-"""Pydantic models of the bundle format (schema_version 1) shared by every stage; no I/O."""
+"""Pydantic models of the bundle format (schema_version 2) shared by every stage; no I/O."""
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
@@ -20,7 +21,12 @@ from diagnostic import defaults
 # that an older reader would misread; adding an optional field is not such a change):
 #   1 — 2026-11: manifest.json, runs/<arm>-r<restart>/{run.json, server.log, metrics_*.prom,
 #       requests.jsonl}, findings.json.
-SCHEMA_VERSION = 1
+#   2 — 2026-12: several logs per run: runs/<arm>-r<restart>/logs/<source>.log, run.json
+#       `sources` (source name -> file in the run folder) and `log_errors`; a v1 run opens
+#       with its server.log as source `server` (bundle/store.py: upgrade_to_2).
+SCHEMA_VERSION = 2
+MAIN_SOURCE = "server"  # the log source of the server process itself (its stdout, --log PATH)
+_SOURCE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+=-]*$")
 
 RunStatus = Literal["running", "ok", "failed", "interrupted"]
 TokenSource = Literal["usage", "chunks", "tokenizer"]
@@ -39,6 +45,29 @@ def _distinct_levels(value: list[int]) -> list[int]:
 # Concurrency levels as plans and settings take them: one integer or a list of distinct ones.
 ConcurrencyLevels = Annotated[
     list[int], BeforeValidator(_one_level), AfterValidator(_distinct_levels)
+]
+
+
+def source_name(name: str) -> str:
+    """A log source name, checked: it becomes the file name logs/<source>.log."""
+    if not _SOURCE_NAME.match(name) or name.endswith(".log") or len(name) > 100:
+        raise ValueError(
+            f"log source name {name!r} cannot name a file; use letters, digits and . _ + = - "
+            "(starting with a letter or digit, without .log)"
+        )
+    return name
+
+
+def _relative_file(path: str) -> str:
+    parts = path.split("/")
+    if not path or path.startswith("/") or any(p in ("", ".", "..") for p in parts):
+        raise ValueError(f"{path!r} is not a file inside the run folder")
+    return path
+
+
+# Log sources of a run: name -> file relative to the run folder (logs/<name>.log).
+LogSources = dict[
+    Annotated[str, AfterValidator(source_name)], Annotated[str, AfterValidator(_relative_file)]
 ]
 
 
@@ -86,6 +115,11 @@ class ArmSpec(Stored):
 
     name: str = Field(description="Arm identifier, e.g. 'baseline' or 'ngram-k3'")
     launch: str | None = Field(None, description="Launch command (secrets redacted), if any")
+    stop: str | None = Field(None, description="Stop command, when the plan gave one")
+    health: str | None = Field(None, description="Health command, when the plan gave one")
+    logs: dict[str, str] = Field(
+        default_factory=dict, description="Log commands by source, when the plan gave them"
+    )
     env: dict[str, str] = Field(default_factory=dict, description="Extra environment (redacted)")
     params: dict[str, int | float | str] = Field(
         default_factory=dict, description="Sweep parameters of this arm, e.g. {'k': 3}"
@@ -229,7 +263,18 @@ class RunInfo(Stored):
         default_factory=dict, description="GPU, driver, CUDA, host, Python, tool version"
     )
     launch: LaunchInfo | None = Field(None, description="Launch details when sweep started it")
-    logs: list[str] = Field(default_factory=list, description="Log files stored in the run")
+    logs: list[str] = Field(
+        default_factory=list, description="Log files stored in the run (earlier attempts too)"
+    )
+    sources: LogSources = Field(
+        default_factory=dict,
+        description="The run's log per source (server, a node, a worker): file in the run "
+        "folder, logs/<source>.log",
+    )
+    log_errors: dict[str, str] = Field(
+        default_factory=dict,
+        description="Plan log commands that failed, by source: when, exit status, stderr tail",
+    )
     capture: dict[str, Any] | None = Field(
         None, description="Resolved capture facts from the log (check), when known"
     )

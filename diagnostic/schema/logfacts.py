@@ -137,6 +137,10 @@ class LogFacts(Strict):
 
     path: str = Field(description="Log file read")
     label: str | None = Field(None, description="Run name (bundle run id or folder name)")
+    run_id: str | None = Field(None, description="Bundle run (<arm>-r<restart>) of the log")
+    source: str | None = Field(
+        None, description="Log source within that run: server, a node, a worker"
+    )
     engine: EngineName = Field("unknown", description="vllm, sglang, llamacpp or unknown")
     version: str | None = Field(None, description="Engine version from the log")
     model: str | None = Field(None, description="Model served")

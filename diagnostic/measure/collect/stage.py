@@ -10,11 +10,11 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from diagnostic import __version__, defaults
 from diagnostic.analyse.engine_timing import engine_timing
-from diagnostic.bundle.store import METRICS_AFTER, METRICS_BEFORE, SERVER_LOG, Bundle, run_id
-from diagnostic.common.files import readable_path
+from diagnostic.bundle.store import METRICS_AFTER, METRICS_BEFORE, Bundle, log_file, run_id
 from diagnostic.common.progress import Reporter, WithOverall
 from diagnostic.errors import BundleError, DiagnosticError
 from diagnostic.measure.client import auth_headers, server_url
+from diagnostic.measure.collect.logs import log_sources
 from diagnostic.measure.collect.recap import CollectRecap, recap
 from diagnostic.measure.collect.run import collect_run
 from diagnostic.measure.collect.settings import RunSettings
@@ -47,7 +47,10 @@ class CollectConfig(BaseModel):
     )
     api: Literal["completions", "chat"] = Field("completions", description="OpenAI API")
     model: str | None = Field(None, description="Model name; None asks the server")
-    logs: list[Path] = Field(default_factory=list, description="Server logs to copy in")
+    logs: list[str | Path] = Field(
+        default_factory=list,
+        description="Logs to copy in: PATH or NAME=PATH, PATH may be a glob (collect --log)",
+    )
     api_key: str | None = Field(None, exclude=True, repr=False, description="Never stored")
     resume: bool = Field(False, description="Continue an interrupted run")
     force: bool = Field(False, description="Replace an existing bundle")
@@ -64,7 +67,7 @@ def collect(config: CollectConfig, *, reporter: Reporter) -> CollectRecap:
     server_url(config.base_url)
     workloads = select_workloads(config.workloads, config.prompts)
     _check_api(workloads, config.api)
-    _check_logs(config.logs)
+    logs = log_sources(config.logs)
     _preflight(config)
     bundle, run = _open_run(config, [w.name for w in workloads])
     settings = RunSettings(
@@ -88,7 +91,7 @@ def collect(config: CollectConfig, *, reporter: Reporter) -> CollectRecap:
     try:
         run = collect_run(bundle, run, settings, reporter=progress)
     finally:
-        _copy_logs(bundle, config)
+        _copy_logs(bundle, config, logs)
     if progress.done < total:  # warm-ups a resume did not repeat, or a run that stopped
         reporter.advance(OVERALL, total - progress.done, status=run.status)
     records = bundle.read_requests(run.arm, run.restart).records
@@ -135,13 +138,6 @@ def _check_api(workloads: list[Workload], api: str) -> None:
                 f"{workload.source}: workload {workload.name!r} holds chat messages; "
                 "measure it with --api chat"
             )
-
-
-def _check_logs(logs: list[Path]) -> None:
-    for path in logs:
-        if not path.is_file():
-            raise DiagnosticError(f"{path}: no such log file (--log); give the server's log file")
-        readable_path(path)
 
 
 def _preflight(config: CollectConfig) -> None:
@@ -235,15 +231,14 @@ def _add_arm(manifest: Manifest, config: CollectConfig) -> Manifest:
     )
 
 
-def _copy_logs(bundle: Bundle, config: CollectConfig) -> None:
-    """Copy --log files into the run (redacted by the bundle): server.log, server-2.log, …"""
-    if not config.logs:
+def _copy_logs(bundle: Bundle, config: CollectConfig, logs: dict[str, Path]) -> None:
+    """Copy the --log files into the run as logs/<source>.log (redacted by the bundle)."""
+    if not logs:
         return
-    names = []
-    for i, path in enumerate(config.logs, start=1):
-        name = SERVER_LOG if i == 1 else f"server-{i}.log"
-        bundle.write_run_file(config.arm, config.restart, name, path.read_bytes())
-        names.append(name)
+    names = {source: log_file(source) for source in logs}
+    for source, path in logs.items():
+        bundle.write_log(config.arm, config.restart, source, path.read_bytes())
     run = bundle.find_run(config.arm, config.restart)
     if run is not None:
-        bundle.write_run(run.model_copy(update={"logs": names}))
+        listed = list(dict.fromkeys([*run.logs, *names.values()]))
+        bundle.write_run(run.model_copy(update={"logs": listed, "sources": names}))

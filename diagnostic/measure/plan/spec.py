@@ -15,6 +15,7 @@ from diagnostic import defaults
 from diagnostic.bundle.redact import redact_mapping, redact_text
 from diagnostic.engines.flags import infer_speculative
 from diagnostic.errors import PlanError
+from diagnostic.measure.plan.commands import Commands
 from diagnostic.measure.plan.templates import TemplateError, substitute
 from diagnostic.measure.workloads import BUILTIN
 from diagnostic.schema.bundle import ArmSpec, ConcurrencyLevels, Engagement, PlanSpec, Target
@@ -86,6 +87,15 @@ class PlanTable(_Table):
         lt=1,
         description="δ: a speedup inside [1/(1+δ), 1+δ] is too small to matter (EQUIVALENT)",
     )
+    stop: str | None = Field(
+        None, description="Stop command template for every arm (default: signal the group)"
+    )
+    health: str | None = Field(
+        None, description="Health command template for every arm, healthy on exit 0"
+    )
+    logs: dict[str, str] = Field(
+        default_factory=dict, description="Log commands for every arm: source = command"
+    )
 
 
 class ArmTable(_Table):
@@ -102,6 +112,21 @@ class ArmTable(_Table):
     aa_of: str | None = Field(None, description="Arm this one repeats (A/A noise arm)")
     speculative: bool | None = Field(
         None, description="Whether the arm speculates (default: inferred from the launch flags)"
+    )
+    stop: str | None = Field(
+        None,
+        description="Stop command template (bash -c), run before the launch's process group "
+        "is signalled; default: signalling it is all",
+    )
+    health: str | None = Field(
+        None,
+        description="Health command template: the server is healthy when it exits 0 "
+        "(default: GET /health, then a 1-token completion)",
+    )
+    logs: dict[str, str] = Field(
+        default_factory=dict,
+        description="Log sources: name = command template whose stdout is that log, run "
+        "once healthy and again after the last request",
     )
 
 
@@ -128,9 +153,11 @@ class Arm(BaseModel):
     )
     speculative: bool = Field(description="Whether the arm speculates")
     aa_of: str | None = Field(None, description="Arm this one repeats")
+    commands: Commands = Field(description="launch, stop, health and log command templates")
 
     def spec(self) -> ArmSpec:
         """The manifest's view of the arm, secrets redacted."""
+        shown = self.commands.shown()
         return ArmSpec(
             name=self.name,
             launch=redact_text(self.launch),
@@ -138,6 +165,9 @@ class Arm(BaseModel):
             params=self.params,
             speculative=self.speculative,
             aa_of=self.aa_of,
+            stop=redact_text(shown.stop) if shown.stop else None,
+            health=redact_text(shown.health) if shown.health else None,
+            logs=redact_mapping(shown.logs),
         )
 
 
@@ -328,7 +358,7 @@ def _expand_arm(source: str, index: int, table: ArmTable, file: PlanFile, port: 
     arms = []
     for combo in itertools.product(*(table.sweep[k] for k in keys)):
         params = dict(zip(keys, combo, strict=True))
-        arms.append(_one_arm(source, where, table, port, params))
+        arms.append(_one_arm(source, where, table, file.plan, params))
     return arms
 
 
@@ -336,9 +366,21 @@ def _mentions_port(launch: str) -> bool:
     return re.search(r"(?<!\{)\{\s*port\s*(?:[+-]\s*\d+\s*)?\}", launch) is not None
 
 
-def _one_arm(source: str, where: str, table: ArmTable, port: int, params: dict[str, Any]) -> Arm:
+def _one_arm(source: str, where: str, table: ArmTable, o: PlanTable, params: dict[str, Any]) -> Arm:
+    port = o.port
     name = _template(source, f"{where} name", table.name, port, **params)
-    launch = _template(source, f"{where} launch", table.launch or "", port, **params)
+    commands = Commands(
+        launch=table.launch or "",
+        stop=table.stop if table.stop is not None else o.stop,
+        health=table.health if table.health is not None else o.health,
+        logs=table.logs or o.logs,
+        values={"port": port, **params, "arm": name},
+    )
+    try:
+        commands.check()
+    except (TemplateError, ValueError) as exc:
+        raise PlanError(f"{source}: {where}: {exc}") from None
+    launch = commands.shown().launch
     env = {
         key: _template(source, f"{where} env.{key}", value, port, **params)
         for key, value in table.env.items()
@@ -353,6 +395,7 @@ def _one_arm(source: str, where: str, table: ArmTable, port: int, params: dict[s
         params=params,
         speculative=speculative,
         aa_of=table.aa_of,
+        commands=commands,
     )
 
 
@@ -391,10 +434,12 @@ def _resolve_aa(source: str, arms: list[Arm]) -> list[Arm]:
                 f"{source}: arm {arm.name!r} repeats {ref.name!r}, itself an A/A arm; "
                 f"set aa_of = {ref.aa_of!r}"
             )
-        if not arm.launch:
-            arm = arm.model_copy(
-                update={"launch": ref.launch, "env": dict(ref.env), "speculative": ref.speculative}
+        if not arm.launch:  # it repeats its reference unchanged: the same commands too
+            commands = ref.commands.model_copy(
+                update={"values": {**ref.commands.values, "arm": arm.name}}
             )
+            update = {"launch": ref.launch, "env": dict(ref.env), "speculative": ref.speculative}
+            arm = arm.model_copy(update={**update, "commands": commands})
         resolved.append(arm)
     return resolved
 

@@ -12,8 +12,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from diagnostic import defaults
 from diagnostic.bundle.redact import redact_mapping, redact_text
-from diagnostic.bundle.store import SERVER_LOG, Bundle, metrics_files
+from diagnostic.bundle.store import Bundle, log_file, metrics_files
 from diagnostic.common.progress import Reporter, WithOverall
 from diagnostic.engines import parse_log
 from diagnostic.errors import DiagnosticError
@@ -23,20 +24,25 @@ from diagnostic.measure.launch import (
     LaunchError,
     ServerProcess,
     host_port,
+    run_shell,
     shell_variables,
     start_server,
     stop_leftover,
+    wait_command,
     wait_healthy,
     wait_port_free,
 )
+from diagnostic.measure.plan.commands import Commands
 from diagnostic.measure.plan.spec import Plan
 from diagnostic.measure.schedule import Start
-from diagnostic.schema.bundle import LaunchInfo, RunInfo, utc_now
+from diagnostic.measure.sweep.logs import capture_logs
+from diagnostic.schema.bundle import MAIN_SOURCE, LaunchInfo, RunInfo, utc_now
 
 __all__ = ["OVERALL", "OutcomeStatus", "RunOutcome", "StartRunner", "capture_facts"]
 
 OVERALL = "sweep"  # the reporter label of the overall bar (steps = requests)
 REQUESTS = "requests.jsonl"
+SERVER = log_file(MAIN_SOURCE)  # the launch command's output: logs/server.log
 OutcomeStatus = Literal["ok", "failed", "interrupted", "skipped", "planned", "decided"]
 
 
@@ -97,9 +103,9 @@ class StartRunner:
             return self._finish(info, None, "failed", busy)
         arm = self.plan.arm(start.arm)
         server = start_server(
-            arm.launch,
+            self._commands(info).launch,
             env=arm.env,
-            log_path=self._path(start, SERVER_LOG),
+            log_path=self._path(start, SERVER),
             marker=self._marker(start),
         )
         assert info.launch is not None
@@ -119,28 +125,63 @@ class StartRunner:
 
     def _measure(self, info: RunInfo, server: ServerProcess, progress: _StartProgress) -> RunInfo:
         o = self.plan.options
+        env = self.plan.arm(info.arm).env
+        health = self._commands(info).health
         try:
-            health = wait_healthy(
-                server,
-                self.plan.base_url,
-                timeout_s=o.health_timeout_s,
-                api=o.api,
-                model=o.model,
-                api_key=self.settings.api_key,
-            )
+            if health is not None:
+                ready = wait_command(
+                    server,
+                    health,
+                    env=env,
+                    timeout_s=o.health_timeout_s,
+                    poll_s=defaults.HEALTH_POLL_S,
+                )
+            else:
+                ready = wait_healthy(
+                    server,
+                    self.plan.base_url,
+                    timeout_s=o.health_timeout_s,
+                    api=o.api,
+                    model=o.model,
+                    api_key=self.settings.api_key,
+                )
         except LaunchError as exc:
             return self._finish(info, server, "failed", str(exc))
         assert info.launch is not None
-        info.launch.startup_s = health.startup_s
+        info.launch.startup_s = ready.startup_s
         self.bundle.write_run(info)
+        info = self._capture_logs(info, "after start-up")
         try:
             info = collect_run(self.bundle, info, self.settings, reporter=progress)
         except DiagnosticError as exc:
+            info = self._capture_logs(info, "after the failed measurement")
             return self._finish(info, server, "failed", self._died(server) or str(exc))
+        info = self._capture_logs(info, "after the last request")
         died = self._died(server)
         if died or info.status != "ok":
             return self._finish(info, server, "failed", died or info.failure)
         return self._finish(info, server, "ok", None)
+
+    def _commands(self, info: RunInfo) -> Commands:
+        return self.plan.arm(info.arm).commands.at(info.restart)
+
+    def _capture_logs(self, info: RunInfo, when: str) -> RunInfo:
+        logs, env = self._commands(info).logs, self.plan.arm(info.arm).env
+        return capture_logs(self.bundle, info, logs, env=env, when=when, reporter=self.reporter)
+
+    def _run_stop(self, info: RunInfo) -> None:
+        """The plan's stop command, before the launch's process group is signalled."""
+        stop = self._commands(info).stop
+        if stop is None:
+            return
+        result = run_shell(
+            stop, env=self.plan.arm(info.arm).env, timeout_s=defaults.SHELL_TIMEOUT_S
+        )
+        if result.returncode != 0:
+            self.reporter.note(
+                f"{info.arm}-r{info.restart}: the stop command failed ({result.why()}); "
+                "signalling the launch's process group all the same"
+            )
 
     def _marker(self, start: Start) -> str:
         return f"{self.bundle.path.resolve()}:{start.arm}-r{start.restart}"
@@ -174,12 +215,14 @@ class StartRunner:
             block=start.block,
             base_url=self.plan.base_url,
             model=self.plan.options.model,
-            launch=LaunchInfo(
-                command=redact_text(arm.launch),
-                env=redact_mapping(arm.env),
-                variables=redact_mapping(_values(arm.launch, arm.env)),
-            ),
-            logs=[*logs, SERVER_LOG],
+            logs=[*logs, SERVER],
+            sources={MAIN_SOURCE: SERVER},
+        )
+        launch = self._commands(info).launch
+        info.launch = LaunchInfo(
+            command=redact_text(launch),
+            env=redact_mapping(arm.env),
+            variables=redact_mapping(_values(launch, arm.env)),
         )
         self.bundle.write_run(info)
         return info
@@ -191,19 +234,20 @@ class StartRunner:
         killed while running) is measured afresh on the new process, warm-up first, and the
         earlier process's records are kept apart, never mixed in or analysed.
         """
-        old = [name for name in (previous.logs if previous else []) if name != SERVER_LOG]
-        n = len(old) + 1
-        names = [SERVER_LOG]
+        current = list(previous.sources.values()) if previous else [SERVER]
+        old = [name for name in (previous.logs if previous else []) if name not in current]
+        n = 1 + max((_attempt(name) for name in old), default=0)
+        names = list(current)
         if previous is not None and previous.status != "ok":
             folder = self._path(start, REQUESTS).parent
             names += [REQUESTS, *metrics_files(sorted(p.name for p in folder.glob("*.prom")))]
         for name in names:
             path = self._path(start, name)
             if path.is_file():
-                stem, dot, ext = name.partition(".")
-                path.rename(path.with_name(f"{stem}.attempt{n}{dot}{ext}"))
-                if name == SERVER_LOG:
-                    old.append(f"{stem}.attempt{n}{dot}{ext}")
+                kept = str(Path(name).with_name(f"{path.stem}.attempt{n}{path.suffix}"))
+                path.rename(self._path(start, kept))
+                if name in current:
+                    old.append(kept)
         return old
 
     def _path(self, start: Start, name: str) -> Path:
@@ -219,6 +263,7 @@ class StartRunner:
         launch = info.launch
         if server is not None:
             assert launch is not None
+            self._run_stop(info)
             launch.exit_code = server.stop(grace_s=self.grace_s)
             if not wait_port_free(self.host, self.port, timeout_s=self.grace_s):
                 self.reporter.note(f"port {self.port} still busy {self.grace_s:g} s after the stop")
@@ -230,7 +275,7 @@ class StartRunner:
                 "status": status,
                 "failure": failure,
                 "ended_at": utc_now(),
-                "capture": capture_facts(self.bundle.run_file(info.arm, info.restart, SERVER_LOG)),
+                "capture": capture_facts(self.bundle.log_sources(current).get(MAIN_SOURCE)),
             }
         )
         self.bundle.write_run(current)
@@ -255,9 +300,9 @@ class _StartProgress(WithOverall):
         self.done = max(self.done, total)
 
 
-def capture_facts(log: Path) -> dict[str, Any] | None:
+def capture_facts(log: Path | None) -> dict[str, Any] | None:
     """The capture facts `diagnose check` resolves from the server log (None without a log)."""
-    if not log.is_file():
+    if log is None or not log.is_file():
         return None
     try:
         return parse_log(log).capture.model_dump(mode="json")
@@ -265,6 +310,13 @@ def capture_facts(log: Path) -> dict[str, Any] | None:
         # A convenience copy: `check` re-reads server.log offline, so a parser failure must
         # not cost a measured run (or the rest of a long sweep).
         return {"error": f"{type(exc).__name__}: {exc}"}
+
+
+def _attempt(name: str) -> int:
+    """N of an earlier attempt's file name (*.attempt<N>.*), 0 for any other file."""
+    stem = Path(name).stem
+    _, dot, n = stem.rpartition(".attempt")
+    return int(n) if dot and n.isdigit() else 0
 
 
 def _startup(info: RunInfo) -> float | None:
