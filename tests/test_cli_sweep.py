@@ -227,7 +227,7 @@ def test_sigterm_stops_the_server_and_marks_the_run_interrupted(tmp_path: Path) 
         stderr=subprocess.STDOUT,
         text=True,
     )
-    log = out / "runs" / "baseline-r0" / "server.log"
+    log = out / "runs" / "baseline-r0" / "logs" / "server.log"
     deadline = time.monotonic() + 60
     while not (log.is_file() and "GET /health" in log.read_text()):
         assert time.monotonic() < deadline and proc.poll() is None, "the server never started"

@@ -297,7 +297,7 @@ def test_a_small_plan_runs_end_to_end_and_resumes_without_duplicates(
         assert len({(r.workload, r.seq) for r in records}) == 3
         bad = [r for r in records if r.error is not None or r.completion_tokens != 16]
         assert not bad, bad
-        log = bundle.run_file(run.arm, run.restart, "server.log").read_text()
+        log = bundle.log_sources(run)["server"].read_text()
         assert "listening on" in log
         after = bundle.run_file(run.arm, run.restart, "metrics_after.prom").read_text()
         if run.arm == "baseline":
@@ -353,7 +353,7 @@ def test_a_server_killed_mid_run_fails_that_run_only_and_resume_redoes_it(
     bundle = Bundle.open(tmp_path / "b")
     redone = bundle.find_run("baseline", 0)
     assert redone is not None and redone.status == "ok" and redone.failure is None
-    assert redone.logs == ["server.attempt1.log", "server.log"]
+    assert redone.logs == ["logs/server.attempt1.log", "logs/server.log"]
     folder = bundle.run_dir("baseline", 0)
     assert (folder / "requests.attempt1.jsonl").is_file()  # the failed attempt, kept aside
     records = bundle.read_requests("baseline", 0).records
@@ -400,7 +400,7 @@ def test_ctrl_c_stops_the_server_and_resume_measures_the_restart_afresh(
     kept = bundle.run_file("baseline", 0, "requests.attempt1.jsonl").read_text().splitlines()
     assert [json.loads(line) for line in kept] == [r.model_dump(mode="json") for r in before]
     run = bundle.find_run("baseline", 0)
-    assert run is not None and run.attempts == 2 and run.logs[0] == "server.attempt1.log"
+    assert run is not None and run.attempts == 2 and run.logs[0] == "logs/server.attempt1.log"
 
 
 # -- capture facts and --adaptive (offline) ----------------------------------------------

@@ -28,7 +28,7 @@ MAX_CONTINUATION = 64
 # switches: a start-up block full of that byte must not spoil the plan for the gigabyte after it.
 _STRIKES = 4
 _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b[@-Z\\-_]")
-_SEGMENT_PREFIX = re.compile(r"^\s*(?:\([^()]*\)\s*)?$")
+_SEGMENT_PREFIX = re.compile(r"^\s*(?:\([^()]*\)\s*)*$")  # Ray nests two
 
 Source = Path | bytes | Iterable[str] | Iterable[bytes]
 

@@ -24,6 +24,7 @@ from diagnostic.schema.logfacts import (
     Evidence,
     Finding,
     LogFacts,
+    RunSources,
     Severity,
 )
 
@@ -72,7 +73,9 @@ class Rule(BaseModel):
     id: str = Field(pattern=r"^[a-z0-9][a-z0-9-]*$", description="Stable id, kebab-case")
     title: str = Field(description="One line naming the problem")
     severity: Severity = Field(description="info, warning or error (error -> exit code 1)")
-    scope: Literal["run", "cross-run"] = Field("run", description="One log, or several together")
+    scope: Literal["run", "cross-run", "sources"] = Field(
+        "run", description="One log, several together, or the log sources of one bundle run"
+    )
     engines: list[str] = Field(
         default_factory=list, description="Engines it applies to; all if empty"
     )
@@ -252,18 +255,25 @@ def _workers_disagree(facts: LogFacts, params: dict[str, Any]) -> CheckResult:
     return {"per_worker": ", ".join(f"{w}: {m}" for w, m in modes.items())}
 
 
+def _nodes_disagree(group: RunSources, params: dict[str, Any]) -> CheckResult:
+    """The log sources of one run (its nodes, their workers) resolved differently."""
+    return {"differences": "; ".join(group.differences)} if group.differences else None
+
+
 RULE_CHECKS: dict[str, Callable[..., Any]] = {
     "draft_too_long": _draft_too_long,
     "workers_disagree": _workers_disagree,
+    "nodes_disagree": _nodes_disagree,
     "spec_capture_differs": lambda runs, params: None,  # cross-run: see _cross_run
 }
 
 
 # -- applying -----------------------------------------------------------------------------
 def apply_rules(
-    rules: Iterable[Rule], runs: list[LogFacts]
+    rules: Iterable[Rule], runs: list[LogFacts], groups: Iterable[RunSources] = ()
 ) -> tuple[list[Finding], list[Comparison]]:
-    """Findings of every rule on every run, then the cross-run ones, and the spec/no-spec pairs."""
+    """Findings of every rule on every run, on every run's log sources (`groups`), then the
+    cross-run ones, and the spec/no-spec pairs."""
     rules = list(rules)
     findings: list[Finding] = []
     for facts in runs:
@@ -274,6 +284,11 @@ def apply_rules(
                 finding = _apply(rule, facts)
                 if finding is not None:
                     findings.append(finding)
+    for group in groups:
+        for rule in (r for r in rules if r.scope == "sources" and r.check is not None):
+            finding = _apply_sources(rule, group, runs)
+            if finding is not None:
+                findings.append(finding)
     comparisons: list[Comparison] = []
     for rule in rules:
         if rule.scope == "cross-run" and rule.check == "spec_capture_differs":
@@ -312,6 +327,31 @@ def _apply(rule: Rule, facts: LogFacts) -> Finding | None:
         advice=render(rule.advice, facts, extra),
         reference=rule.reference,
         run=facts.path,
+    )
+
+
+def _apply_sources(rule: Rule, group: RunSources, runs: list[LogFacts]) -> Finding | None:
+    assert rule.check is not None
+    result = RULE_CHECKS[rule.check](group, rule.params)
+    if result is None:
+        return None
+    by_path = {r.path: r for r in runs}
+    evidence = [  # each source's first capture lines, named: line numbers are per file
+        Evidence(line=e.line, text=f"{s.source}: {e.text}")
+        for s in group.sources
+        for e in (by_path[s.path].capture.evidence + by_path[s.path].spec_evidence)[:2]
+    ]
+    paths = [s.path for s in group.sources]
+    return Finding(
+        rule=rule.id,
+        severity=rule.severity,
+        title=rule.title,
+        message=render(rule.message, group, result),
+        evidence=evidence[:MAX_EVIDENCE],
+        advice=render(rule.advice, group, result),
+        reference=rule.reference,
+        run=paths[0],
+        runs=paths,
     )
 
 
@@ -372,6 +412,7 @@ def pair_runs(runs: list[LogFacts], params: dict[str, Any]) -> list[Comparison]:
             for b in runs
             if b.spec.enabled is False
             and b.engine == spec.engine
+            and (b.run_id is None or b.run_id != spec.run_id)  # two nodes of one run: sources
             and (b.model == spec.model or None in (b.model, spec.model))
         ]
         if not candidates:

@@ -13,6 +13,7 @@ from diagnostic.common.progress import NullReporter, Reporter
 from diagnostic.engines import parse_log
 from diagnostic.errors import DiagnosticError
 from diagnostic.logcheck.rules import apply_rules, line_patterns, load_rules
+from diagnostic.logcheck.sources import run_sources
 from diagnostic.schema.bundle import MAIN_SOURCE
 from diagnostic.schema.logfacts import CheckReport, Evidence, Finding, LogFacts
 
@@ -65,9 +66,12 @@ def check_paths(
         runs.append(facts)
         reporter.advance("check", status=f"{log.label}: {facts.engine} {facts.capture.resolved}")
     _require_usable(runs)
-    findings, comparisons = apply_rules(rules, runs)
+    groups = run_sources(runs)
+    findings, comparisons = apply_rules(rules, runs, groups)
     findings = [_unusable(r) for r in runs if r.engine == "unknown"] + findings
-    report = CheckReport(runs=runs, findings=_ordered(findings), comparisons=comparisons)
+    report = CheckReport(
+        runs=runs, findings=_ordered(findings), comparisons=comparisons, sources=groups
+    )
     for bundle in {log.bundle.path: log.bundle for log in logs if log.bundle}.values():
         path = bundle.write_json(FINDINGS_FILE, _subset(report, bundle.path))
         reporter.note(f"wrote {path}")
@@ -123,6 +127,10 @@ def _bundle_logs(path: Path, reporter: Reporter) -> list[_Log]:
                 f"{bundle.run_dir(run.arm, run.restart)}: no {SERVER_LOG} or logs/*.log; skipped"
             )
         for source, log in sources.items():
+            if len(sources) > 1 and log.stat().st_size == 0:
+                # e.g. a launch over ssh that prints nothing: the nodes' logs say it all
+                reporter.note(f"{log}: empty, beside the run's other log sources; skipped")
+                continue
             main = source == MAIN_SOURCE
             command = run.launch.command if main and run.launch else None
             label = rid if main else f"{rid}/{source}"
@@ -133,8 +141,8 @@ def _bundle_logs(path: Path, reporter: Reporter) -> list[_Log]:
                 out.append(_Log(log, f"{rid}/{log.name}", bundle))
     if not out:
         raise DiagnosticError(
-            f"{path}: no run of this bundle has a {SERVER_LOG} or logs/*.log; copy the server's log into "
-            f"runs/<arm>-r<restart>/{SERVER_LOG} or give the log file itself"
+            f"{path}: no run of this bundle has a {SERVER_LOG} or logs/*.log; copy the server's "
+            f"log into runs/<arm>-r<restart>/{SERVER_LOG} or give the log file itself"
         )
     return out
 
@@ -175,4 +183,5 @@ def _subset(report: CheckReport, root: Path) -> CheckReport:
         runs=[r for r in report.runs if r.path in mine],
         findings=[f for f in report.findings if f.run in mine and all(p in mine for p in f.runs)],
         comparisons=[c for c in report.comparisons if {c.baseline, c.spec} <= mine],
+        sources=[g for g in report.sources if all(s.path in mine for s in g.sources)],
     )

@@ -232,6 +232,31 @@ class Comparison(Strict):
     matched_on: str = Field(description="How the pair was chosen (same settings, only baseline)")
 
 
+class SourceCapture(Strict):
+    """One log source of a bundle run (the server, a node) in check's per-source table."""
+
+    source: str = Field(description="Log source name (server, node1, …)")
+    path: str = Field(description="Its log file")
+    engine: EngineName = Field(description="Engine the log shows")
+    resolved: CaptureMode = Field(description="Capture mode the source resolved")
+    per_worker: dict[str, CaptureMode] = Field(
+        default_factory=dict, description="Mode per worker inside this log (Ray, TP/DP ranks)"
+    )
+    spec: SpecFacts = Field(default_factory=SpecFacts, description="Speculation it ran with")
+
+
+class RunSources(Strict):
+    """Every log source of one bundle run side by side: did all nodes and workers agree?"""
+
+    run_id: str = Field(description="Bundle run, <arm>-r<restart>")
+    sources: list[SourceCapture] = Field(description="One entry per log source")
+    differences: list[str] = Field(
+        default_factory=list,
+        description="What the sources (and their workers) disagree on: capture mode, "
+        "speculation; empty when they agree or only one says",
+    )
+
+
 class CheckReport(Strict):
     """`diagnose check --json` output and the bundle's findings.json."""
 
@@ -240,6 +265,9 @@ class CheckReport(Strict):
     findings: list[Finding] = Field(default_factory=list, description="Rules that fired")
     comparisons: list[Comparison] = Field(
         default_factory=list, description="Spec vs no-spec pairs when several runs were checked"
+    )
+    sources: list[RunSources] = Field(
+        default_factory=list, description="Per bundle run: capture per log source and worker"
     )
 
     def exit_code(self) -> int:

@@ -52,15 +52,23 @@ SIGNATURES: tuple[bytes, ...] = (
     b"(EngineCore",
     b"Worker_TP",
     b"VllmWorker",
+    b"RayWorker",
     b"SpecDecoding metrics",
     b"Capturing CUDA graph",
     b"vllm.",
     b"[api_server.py",
 )
 
-_PROC = re.compile(r"^\((?P<name>[^()]*?) pid=(?P<pid>\d+)\)\s?")
-_EMBEDDED_PROC = re.compile(r"(?<=.)(?=\([A-Za-z_][\w ]*?(?: [\w=]+)*? pid=\d+\) )")
+# Process prefixes, nested under Ray: `(EngineCore_DP0 pid=860) (RayWorkerWrapper pid=3101,
+# ip=10.0.0.2) ` (Ray adds the ip of a process on another node), or from 0.2x
+# `(RayWorkerProc pid=7201, ip=10.0.0.2) (Worker_DP0_TP2 pid=7201) `.
+_PREFIX = r"\((?P<name>[^()]*?) pid=(?P<pid>\d+)(?:, ip=(?P<ip>[^()\s]+))?\)\s?"
+_PROC = re.compile(_PREFIX)
+_EMBEDDED_PROC = re.compile(
+    r"(?<=.)(?<!\) )(?=\([A-Za-z_][\w ]*?(?: [\w=]+)*? pid=\d+(?:, ip=[^()\s]+)?\) )"
+)
 _WORKER_NAME = re.compile(r"Worker|VllmWorkerProcess")
+_RAY_DEDUP = re.compile(r"\[repeated (?P<n>\d+)x across cluster\]")
 _VERSION_BANNER = re.compile(r"vLLM (?:API )?server version (?P<v>\d[\w.+-]*)")
 _SERVING = re.compile(r"serving model (?P<m>\S+)")
 _ENGINE_LINE = re.compile(r"Initializing an? (?:(?P<gen>V[01]) )?LLM engine \(v(?P<v>[^)]+)\)")
@@ -111,8 +119,8 @@ def continues(text: str) -> bool:
 
 
 _RECORD = re.compile(
-    r"^(?:\([^()]*? pid=\d+\)|(?:INFO|WARNING|ERROR|DEBUG|CRITICAL)\b|\[[A-Z]\d{4}"
-    r"|\d{4}-\d\d-\d\d|Capturing |Loading |Traceback|\s*$)"
+    r"^(?:\([^()]*? pid=\d+(?:, ip=[^()\s]+)?\)|(?:INFO|WARNING|ERROR|DEBUG|CRITICAL)\b"
+    r"|\[[A-Z]\d{4}|\d{4}-\d\d-\d\d|Capturing |Loading |Traceback|\s*$)"
 )
 
 
@@ -130,6 +138,7 @@ class Parser(LogParser):
         self.generation: str | None = None
         self.ready = False
         self.command_lines: set[int] = set()
+        self.ray_folded = 0  # lines Ray's log dedup folded into one (other workers' copies)
 
     # -- lines -------------------------------------------------------------------------
     def feed(self, line: Line) -> None:
@@ -153,8 +162,9 @@ class Parser(LogParser):
             return
         if any(c in text for c in _COMMANDS) and self.command(line):
             return
-        m = _PROC.match(text)
-        proc = self._proc(f"{m['name']} pid={m['pid']}" if m else "main")
+        proc = self._proc(_process(text))
+        if "across cluster]" in text and (dedup := _RAY_DEDUP.search(text)):
+            self.ray_folded += int(dedup["n"])
         if "WARNING" in text[:80]:
             self.warning(line)
             if "Async scheduling not supported" in text:
@@ -360,6 +370,12 @@ class Parser(LogParser):
         """Resolve runner, workers and capture; return the facts."""
         facts = self.facts
         self.metrics.finish()
+        if self.ray_folded:
+            facts.notes.append(
+                f"Ray folded {self.ray_folded} copies of lines other workers printed "
+                "('[repeated Nx across cluster]'): those workers' own capture lines are not "
+                "in the log; restart with RAY_DEDUP_LOGS=0 to judge every worker"
+            )
         workers = self._workers()
         self._shared_bars(workers)
         facts.workers = sorted(w.name for w in workers)
@@ -419,6 +435,21 @@ class Parser(LogParser):
                 merged.downgrades += proc.downgrades
                 merged.eager += proc.eager
         return merged
+
+
+def _process(text: str) -> str:
+    """The process a line comes from: its innermost worker prefix (else its last one), with
+    the node's ip when Ray names one; `main` for a line without a prefix."""
+    name = ip = None
+    at = 0
+    while m := _PROC.match(text, at):
+        if name is None or _WORKER_NAME.search(m["name"]) or not _WORKER_NAME.search(name):
+            name = f"{m['name']} pid={m['pid']}"
+        ip = m["ip"] or ip
+        at = m.end()
+    if name is None:
+        return "main"
+    return f"{name} ip={ip}" if ip else name
 
 
 def _mode_name(m: re.Match[str]) -> str | None:
