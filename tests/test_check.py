@@ -11,6 +11,7 @@ from click.testing import CliRunner
 
 from diagnostic.bundle.store import Bundle
 from diagnostic.cli import main
+from diagnostic.common.progress import NullReporter
 from diagnostic.errors import DiagnosticError
 from diagnostic.logcheck.stage import FINDINGS_FILE, check_paths
 from diagnostic.schema.bundle import Manifest, RunInfo
@@ -192,3 +193,78 @@ def test_pasted_command_is_what_was_configured() -> None:
     run = report.runs[0]
     assert run.sources["spec.method"].kind == "command"
     assert run.capture.resolved == "UNKNOWN"  # a command says nothing about what was resolved
+
+
+def _nodes_bundle(root: Path, logs: dict[str, Path]) -> Path:
+    """One run whose log sources are the given files (v2 layout: logs/<source>.log)."""
+    bundle = Bundle.create(root, Manifest(tool_version="test"))
+    sources = {name: f"logs/{name}.log" for name in logs}
+    bundle.write_run(RunInfo(arm="tp16", restart=0, status="ok", sources=sources))
+    for name, log in logs.items():
+        bundle.write_log("tp16", 0, name, log.read_bytes())
+    return root
+
+
+def test_nodes_of_one_run_that_resolved_differently_are_an_error(tmp_path: Path) -> None:
+    # head: vLLM 0.26 over Ray, all four workers captured FULL_AND_PIECEWISE; node2: the
+    # H200 n-gram run that fell to PIECEWISE: another flag and another mode on one "server"
+    root = _nodes_bundle(
+        tmp_path / "b",
+        {
+            "head": CASES / "vllm-v1-0.26-ray-two-nodes-agree.log",
+            "node2": MLA / "mla-triton-ngram3" / "server.log",
+        },
+    )
+    result = CliRunner().invoke(main, ["check", "--json", str(root)])
+    assert result.exit_code == 1, result.output
+    data = json.loads(result.stdout)
+    [table] = data["sources"]
+    assert table["run_id"] == "tp16-r0"
+    assert [(s["source"], s["resolved"]) for s in table["sources"]] == [
+        ("head", "FULL_AND_PIECEWISE"),
+        ("node2", "PIECEWISE"),
+    ]
+    assert table["sources"][0]["per_worker"]["Worker_DP0_TP3 pid=7202 ip=10.0.0.2"] == (
+        "FULL_AND_PIECEWISE"
+    )
+    assert table["differences"] == [
+        "capture mode: FULL_AND_PIECEWISE on head (4 workers); PIECEWISE on node2",
+        "speculation: head off, node2 ngram k=3",
+    ]
+    [nodes] = [f for f in data["findings"] if f["rule"] == "nodes-disagree"]
+    assert nodes["severity"] == "error" and "tp16-r0" in nodes["message"]
+    assert any(e["text"].startswith("node2: ") for e in nodes["evidence"])
+    assert [r["label"] for r in data["runs"]] == ["tp16-r0/head", "tp16-r0/node2"]
+    # two nodes of one run are not a spec/no-spec pair
+    assert not [f for f in data["findings"] if f["rule"] == "spec-capture-differs"]
+
+
+def test_nodes_that_agree_give_no_finding_and_an_empty_launch_log_is_skipped(
+    tmp_path: Path,
+) -> None:
+    head = CASES / "vllm-v1-0.26-ray-two-nodes-agree.log"
+    empty = tmp_path / "empty.log"
+    empty.write_bytes(b"")  # an ssh launch printed nothing: the node logs say it all
+    root = _nodes_bundle(tmp_path / "b", {"server": empty, "node1": head, "node2": head})
+    notes: list[str] = []
+
+    class Notes(NullReporter):
+        def note(self, message: str) -> None:
+            notes.append(message)
+
+    report = check_paths([root], reporter=Notes())
+    assert [r.source for r in report.runs] == ["node1", "node2"]
+    assert not report.sources[0].differences
+    assert not [f for f in report.findings if f.rule in ("nodes-disagree", "unusable-log")]
+    assert any("server.log: empty" in n for n in notes)
+    assert any("RAY_DEDUP_LOGS=0" in n for n in report.runs[0].notes)
+
+
+def test_one_ray_log_names_each_node_s_workers(tmp_path: Path) -> None:
+    # The head's log carries every Ray worker's lines; the remote node's two workers fell to
+    # PIECEWISE (FlashInfer there): before Ray prefixes were read, all four looked alike.
+    report = check_paths([CASES / "vllm-v1-0.11-ray-two-nodes-workers-disagree.log"])
+    [run] = report.runs
+    remote = {w: m for w, m in run.capture.per_worker.items() if "ip=10.0.0.2" in w}
+    assert set(remote.values()) == {"PIECEWISE"} and len(remote) == 2
+    assert "workers-disagree" in {f.rule for f in report.findings}

@@ -12,6 +12,7 @@ from rich.table import Table
 from diagnostic.cli._common import console, console_err
 from diagnostic.common.resources import checklists_dir
 from diagnostic.engines import ENGINES
+from diagnostic.logcheck.sources import SourceRow, source_rows
 from diagnostic.logcheck.stage import check_paths
 from diagnostic.schema.logfacts import CheckReport, Evidence, Finding, LogFacts
 
@@ -83,6 +84,15 @@ def _print(report: CheckReport) -> None:
             f"  [bold]{escape(facts.label or facts.path)}[/]: {escape(facts.capture.reason)}",
             highlight=False,
         )
+    rows = source_rows(report.sources)
+    if rows:
+        console.print(_sources_table(rows))
+        for group in (g for g in report.sources if g.differences):
+            console.print(
+                f"  [bold]{escape(group.run_id)}[/]: [red]"
+                f"{escape('; '.join(group.differences))}[/]",
+                highlight=False,
+            )
     if report.comparisons:
         console.print(_comparison_table(report))
         for c in report.comparisons:
@@ -140,6 +150,17 @@ def _runs_table(runs: list[LogFacts]) -> Table:
             escape(_spec(facts)),
             capture,
             _lines(facts.capture.evidence),
+        )
+    return table
+
+
+def _sources_table(rows: list[SourceRow]) -> Table:
+    table = Table(title="Nodes and workers: capture per log source", title_justify="left")
+    for name in ("Run", "Source", "Worker", "Capture", "Spec"):
+        table.add_column(name, overflow="fold")
+    for r in rows:
+        table.add_row(
+            *(escape(v) for v in (r.run_id, r.source, r.worker or "-", r.resolved, r.spec))
         )
     return table
 

@@ -2,9 +2,38 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from diagnostic.schema.logfacts import LogFacts, RunSources, SourceCapture, SpecFacts
 
-__all__ = ["run_sources"]
+__all__ = ["SourceRow", "run_sources", "source_rows"]
+
+
+@dataclass(frozen=True)
+class SourceRow:
+    """One line of the per-node table: a worker of a source (or the source as a whole)."""
+
+    run_id: str
+    source: str
+    worker: str  # "" when the log names no worker of its own
+    resolved: str
+    spec: str
+
+
+def source_rows(groups: list[RunSources]) -> list[SourceRow]:
+    """The per-node, per-worker capture table of check and of the report; empty when no run
+    has more than one source or worker (the per-run table then says it all)."""
+    several = any(
+        len(g.sources) > 1 or any(len(s.per_worker) > 1 for s in g.sources) for g in groups
+    )
+    if not several:
+        return []
+    return [
+        SourceRow(g.run_id, s.source, worker, mode, _spec(s.spec) or "?")
+        for g in groups
+        for s in g.sources
+        for worker, mode in (s.per_worker.items() if s.per_worker else [("", s.resolved)])
+    ]
 
 
 def run_sources(runs: list[LogFacts]) -> list[RunSources]:
@@ -31,13 +60,19 @@ def _one(facts: LogFacts) -> SourceCapture:
     )
 
 
-def _modes(facts: LogFacts) -> dict[str, str]:
-    """Mode per worker of a source ('node1' alone when its log names no worker)."""
-    name = facts.source or facts.label or facts.path
-    workers = facts.capture.per_worker
-    if workers:
-        return {f"{name} {w}": m for w, m in workers.items()}
-    return {name: facts.capture.resolved}
+def _capture(group: list[LogFacts]) -> str | None:
+    """'FULL on head (4 workers); PIECEWISE on node2', or None when every known mode agrees."""
+    by_mode: dict[str, list[str]] = {}
+    for facts in group:
+        name = facts.source or facts.label or facts.path
+        workers = list(facts.capture.per_worker.values()) or [facts.capture.resolved]
+        for mode in dict.fromkeys(workers):
+            if mode != "UNKNOWN":
+                n = workers.count(mode)
+                by_mode.setdefault(mode, []).append(f"{name} ({n} workers)" if n > 1 else name)
+    if len(by_mode) < 2:
+        return None
+    return "; ".join(f"{mode} on {', '.join(names)}" for mode, names in by_mode.items())
 
 
 def _spec(spec: SpecFacts) -> str | None:
@@ -54,9 +89,9 @@ def _differences(group: list[LogFacts]) -> list[str]:
     out: list[str] = []
     if len(group) < 2:
         return out
-    modes = {w: m for f in group for w, m in _modes(f).items() if m != "UNKNOWN"}
-    if len(set(modes.values())) > 1:
-        out.append("capture mode: " + ", ".join(f"{w} {m}" for w, m in modes.items()))
+    capture = _capture(group)
+    if capture is not None:
+        out.append(f"capture mode: {capture}")
     specs = {f.source or f.path: s for f in group if (s := _spec(f.spec)) is not None}
     if len(set(specs.values())) > 1:
         out.append("speculation: " + ", ".join(f"{n} {s}" for n, s in specs.items()))
