@@ -236,3 +236,27 @@ def test_real_h200_bundle_renders_with_real_log_evidence(tmp_path: Path) -> None
     fallback = next(i for i, line in enumerate(log, 1) if "Model Runner V2 does not" in line)
     assert f'<span class="ln">{fallback}:</span>' in page  # quoted with its line number
     assert "within-process only; restart variance not measured" in page
+
+
+def test_capture_chapter_shows_every_node_and_worker(tmp_path: Path) -> None:
+    # The n-gram run gets a second node whose log is the run without speculation: one server
+    # whose nodes were launched differently. The chapter's table names both, marked.
+    bundle = build_h200_bundle(tmp_path / "h200", H200_PAIR)
+    run = bundle.find_run("ngram3", 0)
+    assert run is not None
+    node2 = (bundle.run_file("base", 0, "server.log")).read_bytes()
+    bundle.write_log("ngram3", 0, "node2", node2)
+    sources = {"server": "server.log", "node2": "logs/node2.log"}
+    bundle.write_run(run.model_copy(update={"sources": sources}))
+    page = build_report(bundle.path, tmp_path / "r.html", "html").read_text(encoding="utf-8")
+    assert '<h3 id="nodes">Nodes and workers</h3>' in page
+    table = page[page.index('id="nodes"') : page.index('id="runs"')]
+    rows = [re.findall(r"<td[^>]*>([^<]*)</td>", r) for r in table.split("<tr>")[2:]]
+    assert [(r[0], r[1], r[4], r[5]) for r in rows] == [
+        ("base-r0", "server", "off", "agree"),
+        ("ngram3-r0", "server", "ngram k=3", "DIFFERS"),
+        ("ngram3-r0", "node2", "off", "DIFFERS"),
+    ]
+    assert all(r[2].startswith("EngineCore pid=") and r[3] == "FULL_AND_PIECEWISE" for r in rows)
+    assert '<td class="wrap bad">DIFFERS</td>' in table
+    assert "Nodes of one server ran differently" in page  # the nodes-disagree finding

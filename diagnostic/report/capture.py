@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
+from diagnostic.logcheck.sources import source_rows
 from diagnostic.report import fmt as f
 from diagnostic.report import launch
 from diagnostic.report.inputs import Inputs
@@ -11,7 +12,15 @@ from diagnostic.report.view import CaptureRun, ComparisonTable, Evidence, Findin
 from diagnostic.schema.logfacts import Evidence as LogLine
 from diagnostic.schema.logfacts import Finding, LogFacts
 
-__all__ = ["capture_note", "capture_runs", "findings", "problems", "spec_pairs", "spec_table"]
+__all__ = [
+    "capture_note",
+    "capture_runs",
+    "findings",
+    "node_table",
+    "problems",
+    "spec_pairs",
+    "spec_table",
+]
 
 _GOOD_CAPTURE = {"FULL_AND_PIECEWISE", "FULL", "CAPTURED"}
 _BAD_CAPTURE = {"NONE", "PIECEWISE", "FULL_DECODE_ONLY"}
@@ -128,6 +137,26 @@ def spec_pairs(inputs: Inputs) -> ComparisonTable | None:
     headers = ["Speculative run", "Method", "Compared with", "Capture without", "Capture with",
                "Capture", "Runs alike"]  # fmt: skip
     return ComparisonTable(headers=headers, rows=rows)
+
+
+def node_table(inputs: Inputs) -> ComparisonTable | None:
+    """Capture per node (log source) and per worker of every run that has several; a run
+    whose nodes or workers disagree is marked in its last column."""
+    check = inputs.check
+    rows = source_rows(check.sources) if check is not None else []
+    if check is None or not rows:
+        return None
+    split = {f.run for f in check.findings if f.rule == "workers-disagree"}
+    mixed = {
+        g.run_id for g in check.sources if g.differences or any(s.path in split for s in g.sources)
+    }
+    verdict = {True: "DIFFERS", False: "agree"}
+    body = [
+        [r.run_id, r.source, r.worker or "—", r.resolved, r.spec, verdict[r.run_id in mixed]]
+        for r in rows
+    ]
+    headers = ["Run", "Node (log source)", "Worker", "Capture resolved", "Speculation", "Run"]
+    return ComparisonTable(headers=headers, rows=body)
 
 
 _FACTS: list[tuple[str, Callable[[Inputs, LogFacts], str]]] = [

@@ -24,6 +24,7 @@ def build_context(inputs: Inputs) -> ReportContext:
         capture_note=capture.capture_note(inputs),
         spec_pairs=capture.spec_pairs(inputs),
         spec_table=capture.spec_table(inputs),
+        node_table=capture.node_table(inputs),
         findings=capture.findings(inputs),
         glance=sections.glance(a, setting=setting),
         before_after=sections.before_after(a, setting=setting, day=day),

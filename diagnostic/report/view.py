@@ -365,6 +365,9 @@ class ReportContext(_View):
     capture_note: str = Field(description="Text when no log evidence exists")
     spec_pairs: ComparisonTable | None = Field(None, description="check's spec/no-spec pairs")
     spec_table: ComparisonTable | None = Field(None, description="Spec vs no spec facts")
+    node_table: ComparisonTable | None = Field(
+        None, description="Capture per node and worker, when a run has several"
+    )
     findings: list[FindingView] = Field(description="check findings")
     glance: Glance | None = Field(None, description="All verdicts in one matrix")
     before_after: list[WorkloadTable] = Field(description="Per workload")
