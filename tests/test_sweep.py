@@ -21,6 +21,7 @@ from diagnostic.analyse.core import analyse
 from diagnostic.bundle.store import Bundle
 from diagnostic.common.progress import NullReporter
 from diagnostic.errors import BundleError, DiagnosticError
+from diagnostic.logcheck.stage import check_paths
 from diagnostic.measure.launch import port_in_use, start_server
 from diagnostic.measure.plan.spec import Plan, load_plan, parse_plan
 from diagnostic.measure.schedule import build_schedule
@@ -558,3 +559,69 @@ def test_resume_stops_a_server_left_running_by_a_killed_sweep(tmp_path: Path) ->
     assert any(f"pid {leftover.pid}" in n for n in recorder.notes)
     # the start then went ahead (and failed on its own account, not on a busy port)
     assert "exited with status 5" in (summary.outcomes[0].failure or "")
+
+
+# -- a cluster: launch, health, logs and stop as shell templates -------------------------------
+
+NODE = "$LLAMA_SERVER -m $MODEL -a gemma --host 127.0.0.1 -t 1 -tb 1 -c 2048 -np 1 --metrics"
+DRAFTS = " -md $MODEL --spec-type draft-simple --spec-draft-n-max 4"  # a flag one node got
+
+
+@pytest.mark.engine
+def test_templates_drive_two_nodes_and_check_finds_that_they_disagree(
+    tmp_path: Path, real_env: None
+) -> None:
+    # Two llama-servers stand for two nodes of one server: node1 answers the requests, node2
+    # was started with a drafter the other node lacks (the patch that reached one node only).
+    # The launch starts both (as an ssh to each node would), `health` asks both, `logs`
+    # fetches each node's log, `stop` ends them; a log command that fails is recorded.
+    d = tmp_path / "nodes"
+    d.mkdir()
+    run = f"{d}/{{arm}}-r{{restart}}"
+    launch = (
+        f"{NODE} --port {{port}} > {run}-node1.log 2>&1 & echo $! > {run}.pids; "
+        f"{NODE}{DRAFTS} --port {{port+1}} > {run}-node2.log 2>&1 & echo $! >> {run}.pids; wait"
+    )
+    extra = "\n".join(
+        [
+            'health = "curl -sf http://127.0.0.1:{port}/health'
+            ' && curl -sf http://127.0.0.1:{port+1}/health"',
+            f'stop = "kill $(cat {run}.pids) && echo stopped > {run}.stopped"',
+            f'logs = {{ node1 = "cat {run}-node1.log", node2 = "cat {run}-node2.log",'
+            ' node3 = "echo ssh: connect to host node3: No route to host >&2; exit 255" }',
+        ]
+    )
+    plan = _plan(tmp_path, _arm("baseline", launch, extra), restarts=1, health_timeout_s=120)
+    port = plan.options.port
+    recorder = Recorder()
+    summary = sweep(plan, out=tmp_path / "b", reporter=recorder)
+    assert [o.status for o in summary.outcomes] == ["ok"], summary.outcomes
+    assert (d / "baseline-r0.stopped").read_text() == "stopped\n"  # the stop template ran
+    assert not port_in_use("127.0.0.1", port) and not port_in_use("127.0.0.1", port + 1)
+
+    bundle = Bundle.open(tmp_path / "b")
+    info = bundle.find_run("baseline", 0)
+    assert info is not None and info.status == "ok" and info.launch is not None
+    assert f"--port {port + 1}" in info.launch.command and "{restart}" not in info.launch.command
+    assert bundle.manifest.plan.arms[0].logs["node1"] == f"cat {d}/baseline-r{{restart}}-node1.log"
+    assert set(info.sources) == {"server", "node1", "node2"}
+    logs = bundle.log_sources(info)
+    assert f"listening on http://127.0.0.1:{port}" in logs["node1"].read_text()
+    assert "loading draft model" in logs["node2"].read_text()
+    # node1's copy was taken after the last request: it holds every measured answer
+    records = bundle.read_requests("baseline", 0).records
+    assert len(records) == 3 and all(r.error is None for r in records)
+    assert logs["node1"].read_text().count("print_timing") >= 4 * len(records)
+    assert info.log_errors["node3"].startswith("after the last request: exit 255: ssh: connect")
+    assert any("'node3' failed after start-up" in n for n in recorder.notes)
+
+    report = check_paths([tmp_path / "b"])
+    [table] = report.sources
+    assert [(s.source, s.spec.enabled) for s in table.sources] == [
+        ("node1", False),
+        ("node2", True),
+    ]
+    assert table.differences == ["speculation: node1 off, node2 draft"]
+    [nodes] = [f for f in report.findings if f.rule == "nodes-disagree"]
+    assert nodes.severity == "error" and "baseline-r0" in nodes.message
+    assert report.exit_code() == 1
