@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+import subprocess
 import tomllib
 from pathlib import Path
 
@@ -416,3 +418,92 @@ def _plan_text(plan: dict[str, object], arms: list[dict[str, object]]) -> str:
     for arm in arms:
         lines += ["", "[[arms]]", *(f"{k} = {value(v)}" for k, v in arm.items())]
     return "\n".join(lines) + "\n"
+
+
+# -- launch, stop, health and log commands: shell templates with {port} {arm} {restart} -------
+
+CLUSTER_ARMS = """
+[[arms]]
+name = "tp16-k{k}"
+launch = "ssh head 'vllm serve M --port {port} --seed {restart}' # {arm}"
+logs = { head = "ssh head cat /var/log/{arm}-{restart}.log" }
+sweep = { k = [3] }
+
+[[arms]]
+name = "tp16-aa"
+aa_of = "tp16-k3"
+"""
+CLUSTER_PLAN = """stop = "ssh head pkill -f 'vllm serve.*--port {port}'"
+health = "ssh head curl -sf localhost:{port}/health"
+logs = { node1 = "ssh node1 cat /var/log/{arm}.log" }
+baseline = "tp16-k3"
+"""
+
+
+def test_commands_are_rendered_per_restart_and_shown_with_restart_left_in() -> None:
+    plan = parse_plan(_plan(CLUSTER_ARMS, CLUSTER_PLAN), source="p.toml")
+    arm = plan.arm("tp16-k3")
+    now = arm.commands.at(4)
+    assert now.launch == "ssh head 'vllm serve M --port 8000 --seed 4' # tp16-k3"
+    assert now.stop == "ssh head pkill -f 'vllm serve.*--port 8000'"
+    assert now.health == "ssh head curl -sf localhost:8000/health"
+    assert now.logs == {"head": "ssh head cat /var/log/tp16-k3-4.log"}  # the arm's own logs
+    assert arm.launch == "ssh head 'vllm serve M --port 8000 --seed {restart}' # tp16-k3"
+    spec = plan.spec().arms[0]
+    assert spec.logs == {"head": "ssh head cat /var/log/tp16-k3-{restart}.log"}
+    assert spec.stop == now.stop and spec.health == now.health
+    # the A/A arm repeats its reference's commands under its own name
+    aa = plan.arm("tp16-aa").commands.at(1)
+    assert aa.launch == "ssh head 'vllm serve M --port 8000 --seed 1' # tp16-aa"
+    assert aa.logs == {"head": "ssh head cat /var/log/tp16-aa-1.log"}
+
+
+def test_plan_wide_commands_apply_to_arms_without_their_own() -> None:
+    plan = parse_plan(_plan(BASE_ARM, CLUSTER_PLAN.replace('baseline = "tp16-k3"', "")), source="p")
+    commands = plan.arm("baseline").commands.at(0)
+    assert commands.logs == {"node1": "ssh node1 cat /var/log/baseline.log"}
+    assert commands.stop is not None and commands.health is not None
+    plain = parse_plan(_plan(BASE_ARM), source="p").arm("baseline").commands.at(0)
+    assert (plain.stop, plain.health, plain.logs) == (None, None, {})  # today's defaults
+
+
+@pytest.mark.parametrize(
+    ("extra", "needle"),
+    [
+        (
+            'logs = { "../x" = "cat x" }',
+            r"\(baseline\): log source name '\.\./x' cannot name a file",
+        ),
+        ('logs = { "a.log" = "cat x" }', "without .log"),
+        ('logs = { a = "cat {node}" }', r"unknown placeholder \{node\}.*\{restart\}"),
+        ('stop = "kill {pid}"', r"\[\[arms\]\] #1 \(baseline\): unknown placeholder \{pid\}"),
+        ('health = "curl {"', "lone '{'"),
+    ],
+)
+def test_command_mistakes_fail_when_the_plan_loads(extra: str, needle: str) -> None:
+    with pytest.raises(PlanError, match=needle):
+        parse_plan(_plan(BASE_ARM + extra + "\n"), source="p.toml")
+
+
+def test_the_ray_sample_plan_is_valid_and_its_commands_parse_in_bash() -> None:
+    plan = load_plan(SAMPLE.with_name("vllm-ray-two-nodes.toml"))
+    assert [a.name for a in plan.arms] == [
+        "baseline",
+        "baseline-aa",
+        "ngram-k2",
+        "ngram-k3",
+        "ngram-k5",
+    ]
+    assert [a.speculative for a in plan.arms] == [False, False, True, True, True]
+    k3 = plan.arm("ngram-k3").commands.at(0)
+    assert "--tensor-parallel-size 16 --distributed-executor-backend ray" in k3.launch
+    assert k3.stop and k3.health and set(k3.logs) == {"gpu2"}
+    for command in (k3.launch, k3.stop, k3.health, *k3.logs.values()):
+        assert subprocess.run(["bash", "-n", "-c", command], check=False).returncode == 0
+    # what the nodes' shells receive (printf in place of ssh): the JSON quoted once more
+    echo = re.sub(r"ssh 10\.0\.0\.\d ", "printf '%s\\n' ", k3.launch)
+    assert "ssh" not in echo
+    remote = subprocess.run(
+        ["bash", "-c", echo], capture_output=True, text=True, check=False, timeout=10
+    ).stdout
+    assert """--speculative-config '{"method":"ngram","num_speculative_tokens":3,""" in remote
