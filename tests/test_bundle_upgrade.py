@@ -16,7 +16,7 @@ from diagnostic.schema.bundle import SCHEMA_VERSION
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
 NAMES = ["llamacpp-cpu-gemma3", "vllm-h200-mla", "vllm-h200-validation"]
-NEW_IN_V2 = {"run_id", "source", "sources", "schema_version"}
+NEW_IN_V2 = {"run_id", "source", "log_sources", "schema_version"}
 
 
 def _copy(name: str, tmp_path: Path) -> Path:
@@ -87,8 +87,8 @@ def test_a_v1_sample_checks_as_its_stored_findings_and_as_its_v2_form(
     assert _check(v2, label) == v1
     # one table per run, one source each, nothing to disagree on
     report = check_paths([v2])
-    assert len(report.sources) == len(report.runs)
-    assert all(len(g.sources) == 1 and not g.differences for g in report.sources)
+    assert len(report.log_sources) == len(report.runs)
+    assert all(len(g.sources) == 1 and not g.differences for g in report.log_sources)
 
 
 @pytest.mark.parametrize("name", NAMES)

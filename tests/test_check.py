@@ -218,7 +218,7 @@ def test_nodes_of_one_run_that_resolved_differently_are_an_error(tmp_path: Path)
     result = CliRunner().invoke(main, ["check", "--json", str(root)])
     assert result.exit_code == 1, result.output
     data = json.loads(result.stdout)
-    [table] = data["sources"]
+    [table] = data["log_sources"]
     assert table["run_id"] == "tp16-r0"
     assert [(s["source"], s["resolved"]) for s in table["sources"]] == [
         ("head", "FULL_AND_PIECEWISE"),
@@ -254,7 +254,7 @@ def test_nodes_that_agree_give_no_finding_and_an_empty_launch_log_is_skipped(
 
     report = check_paths([root], reporter=Notes())
     assert [r.source for r in report.runs] == ["node1", "node2"]
-    assert not report.sources[0].differences
+    assert not report.log_sources[0].differences
     assert not [f for f in report.findings if f.rule in ("nodes-disagree", "unusable-log")]
     assert any("server.log: empty" in n for n in notes)
     assert any("RAY_DEDUP_LOGS=0" in n for n in report.runs[0].notes)

@@ -616,7 +616,7 @@ def test_templates_drive_two_nodes_and_check_finds_that_they_disagree(
     assert any("'node3' failed after start-up" in n for n in recorder.notes)
 
     report = check_paths([tmp_path / "b"])
-    [table] = report.sources
+    [table] = report.log_sources
     assert [(s.source, s.spec.enabled) for s in table.sources] == [
         ("node1", False),
         ("node2", True),

@@ -46,13 +46,15 @@ class _NoteReporter:
 def command(paths: tuple[Path, ...], as_json: bool, engine: str | None) -> None:
     """Read server logs, excerpts or launch commands and report what the engine resolved.
 
-    PATH is a server log, a folder of logs (every *.log below it), a bundle (every run's
-    server.log; findings.json is written into the bundle) or - for text pasted on standard
-    input. Excerpts are read too: a lone warning, metrics lines, a pasted launch command
-    (what was configured, not resolved). For each run: engine, version, speculation,
+    PATH is a server log, a folder of logs (every *.log below it), a bundle (every log
+    source of every run, one per node: capture per node and per worker side by side;
+    findings.json is written into the bundle) or - for text pasted on standard input.
+    Excerpts are read too: a lone warning, metrics lines, a pasted launch command (what was
+    configured, not resolved). For each run: engine, version, speculation,
     configured -> resolved CUDA-graph capture and the lines that show it; then the findings,
     and the spec vs no-spec comparison when several runs are given. In --json every field's
-    source (startup line, command, runtime line or metric) is in `sources`.
+    source (startup line, command, runtime line or metric) is in each run's `sources`; the
+    per-node table of each bundle run in `log_sources`.
 
     Exit code: 0 no error finding, 1 an error finding, 2 unusable input (nothing recognised).
 
@@ -84,10 +86,10 @@ def _print(report: CheckReport) -> None:
             f"  [bold]{escape(facts.label or facts.path)}[/]: {escape(facts.capture.reason)}",
             highlight=False,
         )
-    rows = source_rows(report.sources)
+    rows = source_rows(report.log_sources)
     if rows:
         console.print(_sources_table(rows))
-        for group in (g for g in report.sources if g.differences):
+        for group in (g for g in report.log_sources if g.differences):
             console.print(
                 f"  [bold]{escape(group.run_id)}[/]: [red]"
                 f"{escape('; '.join(group.differences))}[/]",

@@ -184,8 +184,10 @@ def command(
     """Restart the server per configuration, in interleaved blocks, from a plan.
 
     Each scheduled start launches the arm's command (bash -c, own process group, log in
-    runs/<arm>-r<n>/server.log, secrets redacted), waits for health, measures like `collect`,
-    then stops the server and waits for the port. Blocks start every arm once in a seeded
+    runs/<arm>-r<n>/logs/server.log, secrets redacted), waits for health (or the plan's
+    `health` command), fetches the plan's `logs` (one per node), measures like `collect`,
+    fetches them again, then stops the server (the plan's `stop` first) and waits for the
+    port. Blocks start every arm once in a seeded
     random order. A failed start is recorded and the sweep goes on; Ctrl-C stops cleanly and
     --resume continues without repeating a request.
 

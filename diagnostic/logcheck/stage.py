@@ -46,8 +46,8 @@ def check_paths(
 ) -> CheckReport:
     """Check every log the paths lead to; write findings.json into each bundle given.
 
-    A path is a log file, a folder of logs (every *.log below it), a bundle (every run's
-    server.log) or `-`: the text on `stdin` (a paste). `engine` overrides detection. Raises
+    A path is a log file, a folder of logs (every *.log below it), a bundle (every log source
+    of every run) or `-`: the text on `stdin` (a paste). `engine` overrides detection. Raises
     DiagnosticError when no log can be read at all (exit code 2).
     """
     reporter = reporter or NullReporter()
@@ -70,7 +70,7 @@ def check_paths(
     findings, comparisons = apply_rules(rules, runs, groups)
     findings = [_unusable(r) for r in runs if r.engine == "unknown"] + findings
     report = CheckReport(
-        runs=runs, findings=_ordered(findings), comparisons=comparisons, sources=groups
+        runs=runs, findings=_ordered(findings), comparisons=comparisons, log_sources=groups
     )
     for bundle in {log.bundle.path: log.bundle for log in logs if log.bundle}.values():
         path = bundle.write_json(FINDINGS_FILE, _subset(report, bundle.path))
@@ -183,5 +183,5 @@ def _subset(report: CheckReport, root: Path) -> CheckReport:
         runs=[r for r in report.runs if r.path in mine],
         findings=[f for f in report.findings if f.run in mine and all(p in mine for p in f.runs)],
         comparisons=[c for c in report.comparisons if {c.baseline, c.spec} <= mine],
-        sources=[g for g in report.sources if all(s.path in mine for s in g.sources)],
+        log_sources=[g for g in report.log_sources if all(s.path in mine for s in g.sources)],
     )

@@ -143,13 +143,12 @@ def node_table(inputs: Inputs) -> ComparisonTable | None:
     """Capture per node (log source) and per worker of every run that has several; a run
     whose nodes or workers disagree is marked in its last column."""
     check = inputs.check
-    rows = source_rows(check.sources) if check is not None else []
+    rows = source_rows(check.log_sources) if check is not None else []
     if check is None or not rows:
         return None
     split = {f.run for f in check.findings if f.rule == "workers-disagree"}
-    mixed = {
-        g.run_id for g in check.sources if g.differences or any(s.path in split for s in g.sources)
-    }
+    groups = check.log_sources
+    mixed = {g.run_id for g in groups if g.differences or any(s.path in split for s in g.sources)}
     verdict = {True: "DIFFERS", False: "agree"}
     body = [
         [r.run_id, r.source, r.worker or "—", r.resolved, r.spec, verdict[r.run_id in mixed]]

@@ -266,7 +266,7 @@ class CheckReport(Strict):
     comparisons: list[Comparison] = Field(
         default_factory=list, description="Spec vs no-spec pairs when several runs were checked"
     )
-    sources: list[RunSources] = Field(
+    log_sources: list[RunSources] = Field(
         default_factory=list, description="Per bundle run: capture per log source and worker"
     )
 
