@@ -69,7 +69,8 @@ def test_layout_matches_design(bundle: Bundle) -> None:
     run = bundle.path / "runs" / run_id("baseline", 0)
     assert (bundle.path / "manifest.json").is_file()
     assert (run / "run.json").is_file() and (run / "requests.jsonl").is_file()
-    assert json.loads((bundle.path / "manifest.json").read_text())["schema_version"] == SCHEMA_VERSION == 2
+    manifest = json.loads((bundle.path / "manifest.json").read_text())
+    assert manifest["schema_version"] == SCHEMA_VERSION == 2
 
 
 def test_refuses_overwrite_without_force(bundle: Bundle) -> None:
