@@ -17,8 +17,10 @@ from diagnostic.errors import LaunchError
 from diagnostic.measure.launch import (
     host_port,
     port_in_use,
+    run_shell,
     start_server,
     stop_leftover,
+    wait_command,
     wait_healthy,
     wait_port_free,
 )
@@ -226,3 +228,57 @@ def test_a_leftover_server_is_stopped_only_when_it_carries_our_marker(tmp_path: 
     finally:
         server.stop(grace_s=1)
     assert server.popen.returncode == -15
+
+
+# -- plan commands: stop, health, logs -------------------------------------------------------
+
+
+def test_a_plan_command_reports_its_status_output_and_redacted_stderr() -> None:
+    ok = run_shell("echo node1 log; echo $NODE", env={"NODE": "gpu2"}, timeout_s=10)
+    assert (ok.returncode, ok.stdout) == (0, b"node1 log\ngpu2\n")
+    bad = run_shell(f"echo 'ssh: token {SECRET} refused' >&2; exit 255", env={}, timeout_s=10)
+    assert bad.returncode == 255 and SECRET not in bad.stderr_tail
+    assert bad.why().startswith("exit 255: ssh: token ")
+
+
+def test_a_plan_command_that_overruns_is_killed_with_its_children(tmp_path: Path) -> None:
+    pid_file = tmp_path / "child.pid"
+    t0 = time.monotonic()
+    result = run_shell(f"sleep 60 & echo $! > {pid_file}; wait", env={}, timeout_s=1)
+    assert time.monotonic() - t0 < 10
+    assert result.returncode is None and result.why() == "no end within 1 s"
+    deadline = time.monotonic() + 5
+    while _alive(int(pid_file.read_text())):
+        assert time.monotonic() < deadline, "the command's child outlived it"
+        time.sleep(0.05)
+
+
+def test_a_health_command_waits_for_exit_0_and_fails_fast_when_the_launch_exits(
+    tmp_path: Path,
+) -> None:
+    flag = tmp_path / "ready"
+    server = start_server(f"sleep 1; touch {flag}; sleep 60", env={}, log_path=tmp_path / "a.log")
+    health = wait_command(server, f"test -e {flag}", env={}, timeout_s=30, poll_s=0.1)
+    assert 0.5 < health.startup_s < 20
+    server.stop(grace_s=1)
+    gone = start_server("echo starting; exit 4", env={}, log_path=tmp_path / "b.log")
+    with pytest.raises(LaunchError, match="exited with status 4 during start-up"):
+        wait_command(gone, "false", env={}, timeout_s=30, poll_s=0.1)
+    gone.stop(grace_s=1)
+    slow = start_server("sleep 60", env={}, log_path=tmp_path / "c.log")
+    with pytest.raises(LaunchError, match=r"health command did not succeed within 1 s.*exit 1"):
+        wait_command(slow, "false", env={}, timeout_s=1, poll_s=0.1)
+    slow.stop(grace_s=1)
+
+
+def test_the_server_log_masks_a_private_key_across_lines(tmp_path: Path) -> None:
+    key = "MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7"
+    command = (
+        "echo '-----BEGIN PRIVATE KEY-----'; "
+        f"echo {key}; echo '-----END PRIVATE KEY-----'; echo after"
+    )
+    server = start_server(command, env={}, log_path=tmp_path / "server.log")
+    server.popen.wait(timeout=10)
+    server.stop(grace_s=1)
+    text = (tmp_path / "server.log").read_text()
+    assert key not in text and "after" in text

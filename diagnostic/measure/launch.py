@@ -20,7 +20,7 @@ from urllib.parse import urlsplit
 import httpx
 from pydantic import BaseModel, ConfigDict, Field
 
-from diagnostic.bundle.redact import redact_text
+from diagnostic.bundle.redact import LineRedactor, redact_text
 from diagnostic.defaults import SHELL_TIMEOUT_S
 from diagnostic.errors import LaunchError
 
@@ -93,8 +93,9 @@ class ServerProcess:
         # Ctrl-C leaves the log complete up to the last line the server wrote.
         stream = self.popen.stdout
         assert stream is not None
+        redactor = LineRedactor()  # as every log: a private key's body is masked too
         for raw in iter(stream.readline, b""):
-            line = redact_text(raw.decode("utf-8", errors="replace"))
+            line = redactor.line(raw.decode("utf-8", errors="replace"))
             self._log.write(line)
             self._log.flush()
             self._tail.append(line.rstrip("\r\n"))
