@@ -61,7 +61,7 @@ def command(paths: tuple[Path, ...], as_json: bool, engine: str | None) -> None:
     \b
     Examples:
       diagnose check bundle/
-      diagnose check runs/*/server.log --json
+      diagnose check bundle/runs/*/logs/*.log --json
       pbpaste | diagnose check -
       diagnose check notes.txt --engine vllm
     """
