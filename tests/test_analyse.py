@@ -398,6 +398,6 @@ def test_cpu_runs_get_no_cuda_graph_advice_from_the_theory(tmp_path: Path) -> No
         assert sweep is not None and sweep.workloads[0].theory is not None
         return sweep.workloads[0].theory.explanation
 
-    assert "without CUDA graphs" in explanation(None)  # hardware unknown: the GPU trap
+    assert "CUDA graphs lost" in explanation(None)  # hardware unknown: the GPU trap
     cpu = explanation({"gpus": [], "cpu": "AMD EPYC"})
     assert "CUDA" not in cpu and "On a CPU" in cpu
