@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from pathlib import Path
 from types import TracebackType
 from typing import Any
 
@@ -32,6 +34,7 @@ __all__ = [
     "engagement_from",
     "engagement_options",
     "number_option",
+    "output_option",
     "print_labelled",
 ]
 
@@ -99,6 +102,51 @@ def number_option(
     names = (flag, dest) if dest else (flag,)
     return click.option(
         *names, type=kind(min=minimum), default=default, show_default=True, help=help
+    )
+
+
+class _AliasedOption(click.Option):
+    """An option whose old spellings still parse but stay out of --help and error hints."""
+
+    def __init__(self, *args: Any, aliases: tuple[str, ...] = (), **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.aliases = aliases
+
+    @contextlib.contextmanager
+    def _shown(self) -> Iterator[None]:
+        opts = self.opts
+        self.opts = [o for o in opts if o not in self.aliases]
+        try:
+            yield
+        finally:
+            self.opts = opts
+
+    def get_help_record(self, ctx: click.Context) -> tuple[str, str] | None:
+        """The help line, without the aliases."""
+        with self._shown():
+            return super().get_help_record(ctx)
+
+    def get_error_hint(self, ctx: click.Context | None) -> str:
+        """How errors name the option, without the aliases."""
+        with self._shown():
+            return super().get_error_hint(ctx)
+
+
+def output_option(
+    help: str, *, required: bool = False, path_type: type[Any] = Path
+) -> Callable[[Any], Any]:
+    """`-o/--output PATH`, the one spelling of every command's output (bundle folder, report
+    file, export); `--out`, the old spelling of collect, sweep and report, still parses."""
+    return click.option(
+        "-o",
+        "--output",
+        "--out",
+        "output",
+        cls=_AliasedOption,
+        aliases=("--out",),
+        type=click.Path(path_type=path_type),
+        required=required,
+        help=help,
     )
 
 

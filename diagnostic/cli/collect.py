@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import click
@@ -16,12 +18,21 @@ from diagnostic.cli._common import (
     api_key_from_env,
     api_key_option,
     console,
+    console_err,
     engagement_from,
     engagement_options,
     number_option,
+    output_option,
     print_labelled,
 )
 from diagnostic.measure.collect import CollectConfig, CollectRecap, collect
+from diagnostic.measure.serverlog import server_logs
+
+_NO_LOG = (
+    "Warning: no server log is kept: none was given and none found for {url} (scripts/"
+    "real-server's, a container's, the listening process' stdout/stderr on this host), so the "
+    "report will say the server logs were not checked. Add --log PATH (the server's log file)."
+)
 
 
 def _workload_names(value: str | None) -> list[str] | None:
@@ -35,7 +46,7 @@ def _workload_names(value: str | None) -> list[str] | None:
 
 @click.command("collect")
 @click.argument("base_url")
-@click.option("--out", "out", type=click.Path(path_type=Path), required=True, help="Bundle folder.")
+@output_option("Bundle folder.", required=True)
 @click.option("--arm", default="baseline", show_default=True, help="Name of this server config.")
 @number_option(
     "--restart", 0, 0, "Restart index, when the server was restarted by hand for another sample."
@@ -77,7 +88,8 @@ def _workload_names(value: str | None) -> list[str] | None:
     multiple=True,
     metavar="[NAME=]PATH",
     help="Log to copy into the run as logs/NAME.log, redacted (repeatable; PATH may be a "
-    "glob: one source per file, NAME-<stem>; without NAME: server, server-2, …).",
+    "glob: one source per file, NAME-<stem>; without NAME: server, server-2, …; without "
+    "--log: the one the host says a local server writes, else none, with a warning).",
 )
 @api_key_option
 @number_option(
@@ -88,7 +100,7 @@ def _workload_names(value: str | None) -> list[str] | None:
 @engagement_options("stored in the bundle's manifest")
 def command(
     base_url: str,
-    out: Path,
+    output: Path,
     arm: str,
     restart: int,
     workloads: str | None,
@@ -116,15 +128,19 @@ def command(
 
     \b
     Example:
-      diagnose collect http://127.0.0.1:8000 --out bundle --arm baseline
-      diagnose collect http://127.0.0.1:8000 --out bundle --arm ngram-k3 --log server.log
-      diagnose collect http://127.0.0.1:8000 --out bundle --arm load --concurrency 1024
-      diagnose collect http://head:8000 --out bundle --log head=/var/log/vllm.log \\
+      diagnose collect http://127.0.0.1:8000 -o bundle --arm baseline
+      diagnose collect http://127.0.0.1:8000 -o bundle --arm ngram-k3 --log server.log
+      diagnose collect http://127.0.0.1:8000 -o bundle --arm load --concurrency 1024
+      diagnose collect http://head:8000 -o bundle --log head=/var/log/vllm.log \\
         --log 'node=/mnt/logs/node*.log'
+
+    Without --log, collect keeps the log a local server writes when the host says where:
+    scripts/real-server's log, `docker logs` of the container publishing the port, or the
+    listening process' stdout/stderr when they are files; else it warns.
     """
     config = CollectConfig(
         base_url=base_url,
-        out=out,
+        out=output,
         arm=arm,
         restart=restart,
         workloads=_workload_names(workloads),
@@ -143,11 +159,32 @@ def command(
         timeout_s=timeout_s,
         engagement=engagement_from(engagement),
     )
-    with RichReporter() as reporter:
+    with _with_found_logs(config) as config, RichReporter() as reporter:
         summary = collect(config, reporter=reporter)
     _print_summary(summary)
     if summary.status != "ok":
         sys.exit(1)
+
+
+@contextlib.contextmanager
+def _with_found_logs(config: CollectConfig) -> Iterator[CollectConfig]:
+    """`config`, with the logs the host says the server writes when --log gave none (said on
+    stderr); without any, a bold warning naming the flag to add."""
+    if config.logs:
+        yield config
+        return
+    with server_logs(config.base_url) as found:
+        if found is None:
+            console_err.print(Text(_NO_LOG.format(url=config.base_url), style="bold yellow"))
+            yield config
+            return
+        shown = ", ".join(str(p) for p in found.paths)
+        console_err.print(
+            f"Server log: {shown} ({found.how}); --log PATH keeps another.",
+            markup=False,
+            highlight=False,
+        )
+        yield config.model_copy(update={"logs": found.paths})
 
 
 def _fmt(value: float | None, pattern: str) -> str:
