@@ -42,3 +42,16 @@ def test_user_errors_are_one_line_without_traceback(tmp_path: object) -> None:
     assert result.exit_code != 0
     assert "Traceback" not in result.output
     assert "Error:" in result.output or "Usage:" in result.output
+
+
+@pytest.mark.parametrize("name", ["collect", "sweep", "report", "checklist"])
+def test_every_output_is_spelled_o_output(name: str) -> None:
+    """One spelling; the old `--out` of collect, sweep and report parses but is not shown."""
+    out = CliRunner().invoke(main, [name, "--help"]).output
+    assert re.search(r"^\s+-o, --output PATH\s", out, re.M), out
+    assert not re.search(r"--out\b", out), out
+
+
+def test_a_missing_output_is_named_by_its_one_spelling(tmp_path: object) -> None:
+    result = CliRunner().invoke(main, ["collect", "http://127.0.0.1:9"])
+    assert result.exit_code == 2 and "Missing option '-o' / '--output'." in result.output

@@ -97,3 +97,14 @@ def test_exports_to_files(tmp_path: Path, bundle: Path) -> None:
     code, out = _run("--list", "pre-visit", "--format", "pdf", "-o", str(pdf))
     assert code == 0 and "Wrote" in out
     assert "pv-access" in PdfReader(str(pdf)).pages[0].extract_text()
+
+
+def test_an_unwritable_output_fails_before_the_ticks_are_stored(
+    tmp_path: Path, bundle: Path
+) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("x")
+    dest = blocker / "onsite.pdf"
+    code, out = _run(str(bundle), "--tick", "os-gpu-idle", "--format", "pdf", "-o", str(dest))
+    assert code == 2 and f"{dest}: cannot be written" in " ".join(out.split())
+    assert not (bundle / "checklist.json").exists()

@@ -10,6 +10,7 @@ from analyse_bundles import build_h200_bundle
 from click.testing import CliRunner
 
 from diagnostic.cli import main
+from diagnostic.cli._common import RichReporter
 from diagnostic.schema.analysis import Analysis
 
 ARMS = {"base": (False, {}), "ngram3": (True, {"k": 3})}
@@ -45,10 +46,11 @@ def test_out_file_with_client_and_title(bundle: Path, tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("fmt", ["pdf", "html"])
-def test_pdf_and_html_are_written(bundle: Path, fmt: str, tmp_path: Path) -> None:
+def test_pdf_and_html_are_written(bundle: Path, fmt: str, tmp_path: Path, bars: list[str]) -> None:
     out = tmp_path / f"r.{fmt}"
     result = CliRunner().invoke(main, ["report", str(bundle), "-o", str(out), "--client", "ACME"])
     assert result.exit_code == 0, result.output
+    assert bars == ["bars"]  # what the error tests below look for
     head = out.read_bytes()[:5]
     assert head == b"%PDF-" if fmt == "pdf" else b"<!DOC" in head.upper() or b"<html" in head
 
@@ -58,3 +60,99 @@ def test_missing_bundle_is_a_one_line_error(tmp_path: Path) -> None:
     assert result.exit_code == 2
     flat = " ".join(result.output.split())  # rich wraps long lines
     assert "no such bundle folder" in flat and "Traceback" not in result.output
+
+
+@pytest.fixture
+def bars(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Records each start of report's progress display."""
+    started: list[str] = []
+    enter = RichReporter.__enter__
+
+    def record(self: RichReporter) -> RichReporter:
+        started.append("bars")
+        return enter(self)
+
+    monkeypatch.setattr(RichReporter, "__enter__", record)
+    return started
+
+
+@pytest.mark.parametrize("fmt", ["pdf", "json"])
+def test_missing_bundle_fails_before_any_progress_bar(
+    tmp_path: Path, fmt: str, bars: list[str]
+) -> None:
+    result = CliRunner().invoke(main, ["report", str(tmp_path / "nope"), "-o", f"r.{fmt}"])
+    assert result.exit_code == 2 and "no such bundle folder" in result.output
+    assert not bars
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["-o", "report.docx"], "report.docx: the name says no format (.docx); end -o with .pdf, "),
+        (["-o", "report"], "report: the name says no format (.?)"),
+        (["--format", "pdf", "-o", "r.html"], "r.html: the name says html but --format is pdf"),
+        (["--format", "json", "-o", "tables/"], "tables/: the name says csv but --format is json"),
+    ],
+)
+def test_an_output_naming_no_or_another_format_is_refused(
+    bundle: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    args: list[str],
+    message: str,
+    bars: list[str],
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(main, ["report", str(bundle), *args])
+    assert not list(tmp_path.iterdir())  # nothing written
+    flat = " ".join(result.output.split())
+    assert result.exit_code == 2 and message in flat, flat
+    assert ".pdf, .html, .json or .csv, or name a folder/" in flat
+    assert not bars
+
+
+def test_the_format_follows_the_output_name(bundle: Path, tmp_path: Path) -> None:
+    tables = tmp_path / "tables"
+    tables.mkdir()
+    result = CliRunner().invoke(main, ["report", str(bundle), "-o", str(tables)])
+    assert result.exit_code == 0, result.output  # an existing folder: the CSV tables
+    assert sorted(p.name for p in tables.iterdir()) == [
+        "comparisons.csv",
+        "requests.csv",
+        "restarts.csv",
+    ]
+    fresh = f"{tmp_path / 'new'}/"  # a folder to make, said by its trailing slash
+    result = CliRunner().invoke(main, ["report", str(bundle), "-o", fresh])
+    assert result.exit_code == 0 and (tmp_path / "new" / "requests.csv").is_file()
+    named = tmp_path / "a.txt"  # a name saying no format, with --format: as asked
+    result = CliRunner().invoke(main, ["report", str(bundle), "-o", str(named), "--format", "json"])
+    assert result.exit_code == 0 and json.loads(named.read_text())["schema_version"] == 2
+
+
+@pytest.mark.parametrize("fmt", ["pdf", "json", "csv"])
+def test_an_unwritable_output_fails_first_naming_it(
+    bundle: Path, tmp_path: Path, fmt: str, bars: list[str]
+) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("x")
+    dest = blocker / f"report.{fmt}"  # under a file: no one, root included, can write there
+    result = CliRunner().invoke(main, ["report", str(bundle), "-o", str(dest)])
+    flat = " ".join(result.output.split())
+    assert result.exit_code == 2, flat
+    assert f"{dest}: cannot be written, {blocker} is a file, not a folder" in flat
+    assert ".tmp" not in flat and not bars
+
+
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="a kernel file system: Linux only")
+def test_an_output_where_no_file_can_be_made_fails_first(bundle: Path, bars: list[str]) -> None:
+    result = CliRunner().invoke(main, ["report", str(bundle), "-o", "/proc/report.pdf"])
+    flat = " ".join(result.output.split())
+    assert result.exit_code == 2 and "/proc/report.pdf: cannot be written (" in flat
+    assert not bars
+
+
+def test_the_old_out_spelling_still_works(bundle: Path, tmp_path: Path) -> None:
+    out = tmp_path / "a.json"
+    result = CliRunner().invoke(main, ["report", str(bundle), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert json.loads(out.read_text())["schema_version"] == 2

@@ -259,7 +259,7 @@ class Bundle:
             if not force:
                 raise BundleError(
                     f"{path} already exists; use --resume to continue it, --force to replace "
-                    "it, or choose another --out"
+                    "it, or choose another -o"
                 )
             if (path / MANIFEST).is_file() or path.is_file():
                 _remove(path)

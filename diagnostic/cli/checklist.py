@@ -16,7 +16,8 @@ from diagnostic.checklist.lists import (
     run_checklist,
     write_export,
 )
-from diagnostic.cli._common import console, console_err
+from diagnostic.cli._common import console, console_err, output_option
+from diagnostic.common.files import writable_destination
 from diagnostic.errors import DiagnosticError
 
 _STYLE = {"done": "green", "not_done": "red", "not_applicable": "dim"}
@@ -49,9 +50,7 @@ _STYLE = {"done": "green", "not_done": "red", "not_applicable": "dim"}
     show_default=True,
     help="Table on the terminal, Markdown, or PDF (needs -o).",
 )
-@click.option(
-    "-o", "--output", type=click.Path(path_type=Path), help="Write md or pdf to this file."
-)
+@output_option("Write md or pdf to this file.")
 def command(
     bundle: Path | None,
     list_name: str,
@@ -77,6 +76,8 @@ def command(
         raise DiagnosticError("--format pdf writes a file: add -o FILE.pdf")
     if fmt == "table" and output is not None:
         raise DiagnosticError("-o needs --format md or pdf; the table is for the terminal")
+    if output is not None:
+        writable_destination(output)
     checklist, statuses = run_checklist(list_name, bundle, tick=tick, untick=untick, notes=note)
     if output is not None:
         write_export(checklist, fmt, output, statuses if bundle else None)

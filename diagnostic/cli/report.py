@@ -2,45 +2,65 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import click
 
 from diagnostic.bundle.store import Bundle, atomic_write_text
-from diagnostic.cli._common import RichReporter, console, engagement_from, engagement_options
+from diagnostic.cli._common import (
+    RichReporter,
+    console,
+    engagement_from,
+    engagement_options,
+    output_option,
+)
+from diagnostic.common.files import writable_destination
+from diagnostic.errors import DiagnosticError
 
 ANALYSIS_JSON = "analysis.json"
 FORMATS = ("pdf", "html", "json", "csv")
+_NAMES = "end -o with .pdf, .html, .json or .csv, or name a folder/ for the CSV tables"
 
 
-def _format(fmt: str | None, out: Path | None) -> str:
-    if fmt:
+def _format(fmt: str | None, out: str | None) -> str:
+    """--format, else the one -o names (its suffix; a folder: csv), else pdf without -o; an -o
+    naming no format, or another than --format, is refused with the list."""
+    if out is None:
+        return fmt or "pdf"
+    path = Path(out)
+    suffix = path.suffix.lower().lstrip(".")
+    named = "csv" if out.endswith(("/", os.sep)) or path.is_dir() else suffix
+    if named not in FORMATS:
+        if fmt is None:
+            raise DiagnosticError(
+                f"{out}: the name says no format (.{suffix or '?'}); {_NAMES} (or add --format)"
+            )
         return fmt
-    suffix = out.suffix.lower().lstrip(".") if out else ""
-    return suffix if suffix in FORMATS else "pdf"
+    if fmt is not None and fmt != named:
+        raise DiagnosticError(f"{out}: the name says {named} but --format is {fmt}; {_NAMES}")
+    return named
 
 
 @click.command("report")
 @click.argument("bundle", type=click.Path(path_type=Path))
-@click.option(
-    "-o",
-    "--out",
-    type=click.Path(path_type=Path),
-    default=None,
-    help="Output file (default: report.pdf / report.html here; json: BUNDLE/analysis.json); "
-    "csv: the folder for requests.csv, restarts.csv and comparisons.csv (default: here).",
+@output_option(
+    "Output file: .pdf, .html or .json (default: report.pdf / report.html here; json: "
+    "BUNDLE/analysis.json); a folder for csv: requests.csv, restarts.csv and comparisons.csv "
+    "(default: here).",
+    path_type=str,
 )
 @click.option(
     "--format",
     "fmt",
     type=click.Choice(FORMATS),
     default=None,
-    help="pdf, html, json or csv (default: from the -o suffix, else pdf).",
+    help="pdf, html, json or csv (default: from the -o name, else pdf).",
 )
 @engagement_options("overrides the bundle's")
 @click.option("--title", default=None, help="Report title.")
 def command(
-    bundle: Path, out: Path | None, fmt: str | None, title: str | None, **given: str | None
+    bundle: Path, output: str | None, fmt: str | None, title: str | None, **given: str | None
 ) -> None:
     """Render a bundle into the client's report (PDF, HTML, JSON or CSV tables).
 
@@ -59,14 +79,17 @@ def command(
       diagnose report bundle --format csv -o tables/   # tables/requests.csv, …
     """
     engagement = engagement_from(given)
-    kind = _format(fmt, out)
+    kind = _format(fmt, output)
+    opened = Bundle.open(bundle, strict=False)  # a missing bundle fails before any bar is drawn
+    default = {"csv": Path(), "json": bundle / ANALYSIS_JSON}.get(kind, Path(f"report.{kind}"))
+    out = writable_destination(Path(output) if output else default, folder=kind == "csv")
     if kind in ("pdf", "html"):
         from diagnostic.report import build_report  # imported here: WeasyPrint loads slowly
 
         with RichReporter() as reporter:
             path = build_report(
                 bundle,
-                out or Path(f"report.{kind}"),
+                out,
                 "pdf" if kind == "pdf" else "html",
                 engagement=engagement,
                 title=title,
@@ -76,15 +99,14 @@ def command(
         return
     from diagnostic.analyse.core import analyse  # imported here: scipy loads slowly
 
-    opened = Bundle.open(bundle, strict=False)
     analysis = analyse(opened, title=title, client=engagement.client)
     if kind == "csv":
         from diagnostic.report.export import write_csv  # imported here: pandas loads slowly
 
-        for written in write_csv(opened, analysis, out or Path()):
+        for written in write_csv(opened, analysis, out):
             console.print(f"Wrote {written}", markup=False, highlight=False)
         return
-    if out is None:
+    if output is None:
         path = opened.write_json(ANALYSIS_JSON, analysis)
     else:
         path = out

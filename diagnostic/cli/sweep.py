@@ -28,6 +28,7 @@ from diagnostic.cli._common import (
     engagement_from,
     engagement_options,
     number_option,
+    output_option,
     print_labelled,
 )
 from diagnostic.common.progress import duration
@@ -106,7 +107,7 @@ _OUT = click.Path(path_type=Path)
 
 @click.command("sweep")
 @click.argument("plan_file", required=False, type=_OUT)
-@click.option("--out", type=_OUT, help="Bundle folder to write.")
+@output_option("Bundle folder to write.")
 @click.option("--resume", is_flag=True, help="Continue a sweep: skip runs done, redo the others.")
 @click.option("--force", is_flag=True, help="Replace an existing bundle (or --save-plan file).")
 @click.option("--dry-run", is_flag=True, help="Print the schedule and a time estimate only.")
@@ -167,7 +168,7 @@ _OUT = click.Path(path_type=Path)
 def command(
     ctx: click.Context,
     plan_file: Path | None,
-    out: Path | None,
+    output: Path | None,
     resume: bool,
     force: bool,
     dry_run: bool,
@@ -193,10 +194,10 @@ def command(
 
     \b
     Examples:
-      diagnose sweep plan.toml --out bundle --dry-run
-      diagnose sweep plan.toml --out bundle
+      diagnose sweep plan.toml -o bundle --dry-run
+      diagnose sweep plan.toml -o bundle
       diagnose sweep --engine vllm --model M --drafter D --method eagle3 --k 1,2,3,5,7 \\
-          --restarts 5 --out bundle --save-plan plan.toml
+          --restarts 5 -o bundle --save-plan plan.toml
     """
     engagement = engagement_from(preset)
     if plan_file is not None:
@@ -208,12 +209,12 @@ def command(
         plan = _preset(engine, force=force, **preset)
     for warning in plan.warnings:
         print_labelled(console_err, "Warning:", "yellow", warning)
-    if out is None and not dry_run:
+    if output is None and not dry_run:
         if engine is not None:
             return  # the preset was printed (and saved): nothing to run
-        raise click.UsageError("give --out BUNDLE (or --dry-run to see the schedule)")
+        raise click.UsageError("give -o BUNDLE (or --dry-run to see the schedule)")
     options = SweepOptions(
-        out=out,
+        out=output,
         resume=resume,
         force=force,
         stop_on_failure=stop_on_failure,

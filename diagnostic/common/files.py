@@ -1,15 +1,17 @@
-"""Paths a user gives (a log, a folder of logs) checked before they are read: a regular file or
-a folder, never a pipe, a device or a kernel pseudo-file whose size says nothing."""
+"""Paths a user gives, checked first: a log or a folder of logs before it is read (a regular
+file or a folder, never a pipe, a device or a kernel pseudo-file whose size says nothing), and
+an output before anything is rendered for it (a place where a file can be written)."""
 
 from __future__ import annotations
 
 import os
 import stat
+import tempfile
 from pathlib import Path
 
 from diagnostic.errors import DiagnosticError
 
-__all__ = ["readable_path"]
+__all__ = ["readable_path", "writable_destination"]
 
 
 def readable_path(path: Path) -> Path:
@@ -44,3 +46,32 @@ def _reads_something(path: Path) -> bool:
             return bool(fh.read(1))
     except OSError as exc:
         raise DiagnosticError(f"{path}: cannot read ({exc.strerror}); check the path") from None
+
+
+def writable_destination(path: Path, *, folder: bool = False) -> Path:
+    """`path` when the output (a file, or with `folder` a folder of files) can be written there.
+
+    Checked by creating and removing a scratch file in the nearest folder that exists (missing
+    folders are made on writing), so a read-only mount or a root-owned folder fails here, with
+    the destination named, rather than after rendering on a temporary file's name.
+    """
+    if path.is_dir() and not folder:
+        raise DiagnosticError(f"{path}: is a folder; give a file name, e.g. {path / 'report.pdf'}")
+    if path.exists() and not path.is_dir() and folder:
+        raise DiagnosticError(f"{path}: is a file, not a folder; give a folder for the tables")
+    existing = path if folder and path.is_dir() else path.parent
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        raise DiagnosticError(
+            f"{path}: cannot be written, {existing} is a file, not a folder; choose another -o"
+        )
+    try:
+        with tempfile.TemporaryFile(dir=existing, prefix=".diagnose-probe-"):
+            pass
+    except OSError as exc:
+        raise DiagnosticError(
+            f"{path}: cannot be written ({exc.strerror} in {existing}); choose another -o or "
+            "fix the folder's permissions"
+        ) from None
+    return path

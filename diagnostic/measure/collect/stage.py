@@ -210,7 +210,7 @@ def _check_plan(bundle: Bundle, config: CollectConfig, workloads: list[str]) -> 
         if asked != planned:
             raise BundleError(
                 f"{bundle.path} was collected with --{option} {shown}; every arm must be "
-                f"measured the same way: pass --{option} {shown}, or use another --out"
+                f"measured the same way: pass --{option} {shown}, or use another -o"
             )
 
 

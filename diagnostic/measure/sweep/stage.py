@@ -115,7 +115,7 @@ def sweep(
         summary.outcomes = [RunOutcome(start=s, status="planned") for s in schedule]
         return summary
     if out is None:
-        raise DiagnosticError("sweep needs --out BUNDLE (the folder the measurements go to)")
+        raise DiagnosticError("sweep needs -o BUNDLE (the folder the measurements go to)")
     settings = run_settings(plan, api_key=api_key, timeout_s=request_timeout_s)
     _check_shell_vars(plan)
     design = Design(kind="adaptive", looks=summary.looks) if summary.looks else Design()
@@ -306,5 +306,5 @@ def _check_same_plan(bundle: Bundle, manifest: Manifest) -> None:
     if changed:
         raise BundleError(
             f"{bundle.path}: the plan differs from the one this bundle was started with "
-            f"({', '.join(changed)}); resume with the same plan, or start a new --out"
+            f"({', '.join(changed)}); resume with the same plan, or start a new -o"
         )

@@ -1,0 +1,143 @@
+"""measure/serverlog.py and collect without --log: the log a local server writes is found and
+kept (real llama-server: started by scripts/real-server, or by hand with its output to a file);
+none found is a bold warning at the start naming --log PATH."""
+
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from click.testing import CliRunner
+from conftest import SCRIPT, StartServer, free_port
+
+from diagnostic.bundle.store import SERVER_LOG, Bundle
+from diagnostic.cli import main
+from diagnostic.measure.serverlog import server_logs
+
+ROOT = Path(__file__).parents[1]
+TINY = ["--workloads", "code", "--requests", "1", "--warmup", "0", "--max-tokens", "4"]
+
+
+@pytest.fixture(scope="module")
+def hand_started(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
+    """A real llama-server started by hand (not by scripts/real-server), stdout and stderr to a
+    file: its base URL and that file."""
+    paths = subprocess.run(
+        [str(SCRIPT), "path"], capture_output=True, text=True, timeout=60, check=True
+    ).stdout
+    found = dict(line.split("=", 1) for line in paths.splitlines() if "=" in line)
+    port = free_port()
+    log = tmp_path_factory.mktemp("hand") / "llama.log"
+    argv = [found["LLAMA_SERVER"], "-m", found["MODEL"], "--host", "127.0.0.1"]
+    argv += ["--port", str(port), "-t", "2", "-c", "1024", "-np", "1"]
+    with open(log, "wb") as sink:
+        server = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=sink, stderr=sink)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            assert server.poll() is None, log.read_text()[-2000:]
+            assert time.monotonic() < deadline, "llama-server not healthy within 120 s"
+            try:
+                if httpx.get(f"{url}/health", timeout=5).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.25)
+        yield url, log
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
+@pytest.mark.engine
+def test_scripts_real_server_log_is_found(
+    real_server: StartServer, server_log: Callable[[str], Path]
+) -> None:
+    url = real_server()
+    with server_logs(url) as found:
+        assert found is not None
+        assert found.paths == [server_log(url)] and "scripts/real-server" in found.how
+
+
+@pytest.mark.engine
+def test_the_listening_process_stdout_is_found(hand_started: tuple[str, Path]) -> None:
+    url, log = hand_started
+    with server_logs(url) as found:
+        assert found is not None
+        assert found.paths == [log]
+        assert "llama-server" in found.how and "stdout/stderr of pid" in found.how
+
+
+@pytest.mark.engine
+def test_collect_without_log_keeps_the_one_found(
+    tmp_path: Path, hand_started: tuple[str, Path]
+) -> None:
+    url, log = hand_started
+    out = tmp_path / "b"
+    result = CliRunner().invoke(main, ["collect", url, "-o", str(out), *TINY])
+    assert result.exit_code == 0, result.output
+    assert f"Server log: {log}" in result.output and "no server log" not in result.output
+    run = Bundle.open(out).find_run("baseline", 0)
+    assert run is not None and run.logs == [SERVER_LOG]
+    kept = (out / "runs" / "baseline-r0" / SERVER_LOG).read_text()
+    assert "llama_server" in kept  # the engine's own start-up lines
+    assert "stop processing" in kept  # and what it logged while measured
+
+
+def test_none_found_is_a_bold_warning_first_naming_the_flag(tmp_path: Path) -> None:
+    port = free_port()  # nothing listens: no log to find; collect then fails to reach it
+    argv = [sys.executable, "-m", "diagnostic", "collect", f"http://127.0.0.1:{port}"]
+    env = {**os.environ, "FORCE_COLOR": "1", "COLUMNS": "300", "DIAGNOSE_CACHE": str(tmp_path)}
+    done = subprocess.run(
+        [*argv, "-o", str(tmp_path / "b")], capture_output=True, text=True, env=env, timeout=60
+    )
+    assert done.returncode == 2
+    warning = done.stderr.index("Warning: no server log is kept")
+    assert done.stderr[warning - len("\x1b[1;33m") : warning] == "\x1b[1;33m"  # bold yellow
+    assert "Add --log PATH (the server's log file)." in done.stderr
+    assert warning < done.stderr.index("cannot reach")
+
+
+def test_a_container_publishing_the_port_is_followed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """docker (no daemon on the test machine: a stand-in on PATH answering as docker does)."""
+    port = free_port()
+    docker = tmp_path / "bin" / "docker"
+    docker.parent.mkdir()
+    docker.write_text(
+        "#!/bin/sh\n"
+        f'if [ "$1" = ps ] && [ "$3" = publish={port} ]; then echo vllm-a; exit 0; fi\n'
+        'if [ "$1 $2 $3" = "logs -f vllm-a" ]; then\n'
+        "  echo 'INFO vLLM API server version 0.12.0'; echo 'a stderr line' >&2; exec sleep 60\n"
+        "fi\n"
+        "exit 1\n"
+    )
+    docker.chmod(docker.stat().st_mode | stat.S_IXUSR)
+    monkeypatch.setenv("PATH", f"{docker.parent}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("DIAGNOSE_CACHE", str(tmp_path))
+    with server_logs(f"http://localhost:{port}") as found:
+        assert found is not None and found.how == "docker logs of container vllm-a"
+        (path,) = found.paths
+        deadline = time.monotonic() + 10
+        while "a stderr line" not in path.read_text():
+            assert time.monotonic() < deadline, path.read_text()
+            time.sleep(0.05)
+        assert "vLLM API server version 0.12.0" in path.read_text()
+    assert not path.exists()  # the scratch file goes once the run has copied it
+    with server_logs(f"http://localhost:{free_port()}") as other:
+        assert other is None  # docker publishes nothing there, nothing listens
+
+
+def test_a_remote_server_is_not_asked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DIAGNOSE_CACHE", str(tmp_path))
+    with server_logs("http://192.0.2.1:8000") as found:  # TEST-NET-1: never this host
+        assert found is None
