@@ -29,6 +29,7 @@ from pathlib import Path
 import httpx
 
 from diagnostic import defaults
+from diagnostic.measure.client import server_url
 
 __all__ = ["FoundLogs", "server_logs"]
 
@@ -46,8 +47,9 @@ class FoundLogs:
 @contextlib.contextmanager
 def server_logs(base_url: str) -> Iterator[FoundLogs | None]:
     """The logs of the server at `base_url`, valid inside the block (a container's log is
-    followed into a scratch file until the block ends); None when none was found."""
-    url = httpx.URL(base_url)
+    followed into a scratch file until the block ends); None when none was found. A URL that
+    collect refuses (not one, or holding credentials) is refused here first, the same way."""
+    url = httpx.URL(server_url(base_url))
     port = url.port or (443 if url.scheme == "https" else 80)
     if not _is_local(url.host):
         yield None
