@@ -5,6 +5,7 @@ none found is a bold warning at the start naming --log PATH."""
 from __future__ import annotations
 
 import os
+import socket
 import stat
 import subprocess
 import sys
@@ -141,3 +142,34 @@ def test_a_remote_server_is_not_asked(tmp_path: Path, monkeypatch: pytest.Monkey
     monkeypatch.setenv("DIAGNOSE_CACHE", str(tmp_path))
     with server_logs("http://192.0.2.1:8000") as found:  # TEST-NET-1: never this host
         assert found is None
+
+
+def test_a_deleted_or_unnamed_output_is_not_taken_for_a_log(tmp_path: Path) -> None:
+    """A listener writing to a deleted file (rotated away, or a TemporaryFile) or a pipe."""
+    port = free_port()
+    serve = f"import socket,time; s=socket.create_server(('127.0.0.1',{port})); time.sleep(60)"
+    out = tmp_path / "gone.log"
+    with open(out, "wb") as sink:
+        child = subprocess.Popen([sys.executable, "-c", serve], stdout=sink, stderr=subprocess.PIPE)
+    try:
+        url = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 30
+        while not _listening(port):
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        with server_logs(url) as found:
+            assert found is not None and found.paths == [out]  # stdout; stderr is a pipe
+        out.unlink()
+        with server_logs(url) as found:
+            assert found is None
+    finally:
+        child.kill()
+        child.communicate()
+
+
+def _listening(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=1):
+            return True
+    except OSError:
+        return False

@@ -152,10 +152,11 @@ def _listener_logs(port: int) -> FoundLogs | None:
     for fd in (1, 2):
         try:
             target = Path(os.readlink(f"/proc/{pid}/fd/{fd}"))
-            regular = stat.S_ISREG(os.stat(f"/proc/{pid}/fd/{fd}").st_mode)
-        except OSError:
+            held, named = os.stat(f"/proc/{pid}/fd/{fd}"), os.stat(target)
+        except OSError:  # gone, not ours to inspect, or deleted since ("/tmp/x (deleted)")
             continue
-        if regular and target.is_absolute() and target not in paths:
+        same = (held.st_dev, held.st_ino) == (named.st_dev, named.st_ino)
+        if stat.S_ISREG(held.st_mode) and same and target not in paths:
             paths.append(target)
     if not paths:
         return None
