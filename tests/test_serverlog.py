@@ -173,3 +173,17 @@ def _listening(port: int) -> bool:
             return True
     except OSError:
         return False
+
+
+def test_a_stale_real_server_pid_file_is_not_believed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    port = free_port()
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / f"server-{port}.pid").write_text(f"{os.getpid()}\n")  # a pid, not a llama-server
+    (run / f"server-{port}.log").write_text("an old server's log\n")
+    monkeypatch.setenv("DIAGNOSE_CACHE", str(tmp_path))
+    monkeypatch.setenv("PATH", str(tmp_path))  # and no docker to ask
+    with server_logs(f"http://127.0.0.1:{port}") as found:
+        assert found is None

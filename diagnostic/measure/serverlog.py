@@ -91,16 +91,20 @@ def _real_server_log(port: int) -> FoundLogs | None:
     except (OSError, ValueError):
         return None
     log = run / f"server-{port}.log"
-    if not _runs(pid, "llama-server") or not log.is_file():
-        return None
+    if not _serves(pid, port) or not log.is_file():
+        return None  # a stale pid file, or the pid is another process's now
     return FoundLogs([log], f"scripts/real-server's log of llama-server (pid {pid})")
 
 
-def _runs(pid: int, program: str) -> bool:
+def _serves(pid: int, port: int) -> bool:
+    """Whether `pid` is a llama-server started with `--port PORT` (as real-server starts it)."""
     try:
-        return program.encode() in Path(f"/proc/{pid}/cmdline").read_bytes()
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
     except OSError:
         return False
+    flag = [i for i, arg in enumerate(argv[:-1]) if arg == b"--port"]
+    named = any(argv[i + 1] == str(port).encode() for i in flag)
+    return bool(argv) and argv[0].endswith(b"llama-server") and named
 
 
 def _container(port: int) -> tuple[str, str] | None:
