@@ -270,7 +270,7 @@ def missing(a: Analysis) -> str:
         return (
             f"This bundle holds one arm ({only}) and nothing to compare it with, so it cannot "
             "say whether speculation pays. Measure a speculative arm into the same bundle "
-            "(diagnose collect URL --out BUNDLE --arm ngram-k3 against the server restarted "
+            "(diagnose collect URL -o BUNDLE --arm ngram-k3 against the server restarted "
             "with speculation on), or let diagnose sweep run both."
         )
     if not any(c.kind == "spec" for c in a.comparisons):
