@@ -18,9 +18,10 @@ import pytest
 from click.testing import CliRunner
 from conftest import SCRIPT, StartServer, free_port
 
-from diagnostic.bundle.store import SERVER_LOG, Bundle
+from diagnostic.bundle.store import Bundle, log_file
 from diagnostic.cli import main
 from diagnostic.measure.serverlog import server_logs
+from diagnostic.schema.bundle import MAIN_SOURCE
 
 ROOT = Path(__file__).parents[1]
 TINY = ["--workloads", "code", "--requests", "1", "--warmup", "0", "--max-tokens", "4"]
@@ -87,8 +88,8 @@ def test_collect_without_log_keeps_the_one_found(
     assert result.exit_code == 0, result.output
     assert f"Server log: {log}" in result.output and "no server log" not in result.output
     run = Bundle.open(out).find_run("baseline", 0)
-    assert run is not None and run.logs == [SERVER_LOG]
-    kept = (out / "runs" / "baseline-r0" / SERVER_LOG).read_text()
+    assert run is not None and run.sources == {MAIN_SOURCE: log_file(MAIN_SOURCE)}
+    kept = (out / "runs" / "baseline-r0" / log_file(MAIN_SOURCE)).read_text()
     assert "llama_server" in kept  # the engine's own start-up lines
     assert "stop processing" in kept  # and what it logged while measured
 
