@@ -48,6 +48,7 @@ def test_cover_leaves_out_what_was_not_recorded(contexts: dict[str, ReportContex
     assert contexts["llamacpp-cpu-gemma3"].cover.model == "gemma-3-270m-q4_k_m.gguf"
     env = {kv.key: kv.value for kv in contexts["llamacpp-cpu-gemma3"].environment}
     assert env["Model"] == "/root/.cache/diagnose/models/gemma-3-270m-q4_k_m.gguf"  # all of it
+    assert contexts["vllm-h200-gemma3"].cover.model == "/root/g3/hf"  # short: whole, not "hf"
 
 
 def test_report_options_override_the_bundle(tmp_path: Path) -> None:

@@ -59,9 +59,15 @@ def cover(inputs: Inputs) -> Cover:
     )
 
 
+COVER_PATH_CHARS = 24  # a longer model path shows by its name on the cover
+
+
 def _short(path: str | None) -> str | None:
-    """A file or folder path by its name on the cover (the appendix gives the whole path)."""
-    return PurePosixPath(path).name or path if path and path.startswith("/") else path
+    """A long file or folder path by its name on the cover (the appendix gives the whole
+    path); a short one whole, so that a folder such as /root/g3/hf keeps its context."""
+    if not path or not path.startswith("/") or len(path) <= COVER_PATH_CHARS:
+        return path
+    return PurePosixPath(path).name or path
 
 
 def _model(inputs: Inputs) -> str | None:
