@@ -67,8 +67,9 @@ DEFINITIONS = [
     ),
     (
         "A/A arm",
-        "The baseline configuration run as a second arm; its ratio to the baseline "
-        "measures the noise band δ.",
+        "The baseline configuration run as a second arm: a check of the design. Its ratio "
+        "to the baseline must contain 1; its width is the restart noise measured. The "
+        "margin δ comes from the plan, not from it.",
     ),
     (
         "Speedup",
