@@ -359,9 +359,10 @@ def _root_box(inputs: Inputs, problems: list[FindingView]) -> tuple[list[Cause],
     ]
     bears = [p for p in problems if p not in explains and lead in p.arm_ids]
     others = len(problems) - len(explains) - len(bears)
+    recommended = any(c.arm == lead and c.verdict == "WIN" for c in best.values())
+    role = "the recommended arm" if recommended else "the arm the headline speaks of"
     causes = [_cause(p, lost) for p in explains] + [
-        Cause(text=f"On the recommended arm ({lead}) too: {p.title or p.message} ({p.arms}).")
-        for p in bears
+        Cause(text=f"On {role} ({lead}) too: {p.title or p.message} ({p.arms}).") for p in bears
     ]
     rest = (
         f" {others} other problem(s), in chapter 1, do not bear on the headline." if others else ""
@@ -375,7 +376,7 @@ def _root_box(inputs: Inputs, problems: list[FindingView]) -> tuple[list[Cause],
     )
     note = f"{found} explain the headline: no arm that lost has a problem the others lack."
     if bears:
-        return causes, LOGS, note + rest + " Bearing on the recommended arm, though:"
+        return causes, LOGS, f"{note}{rest} Bearing on {role}, though:"
     return causes, LOGS, note + " See chapter 1."
 
 
