@@ -60,15 +60,16 @@ import pandas as pd
 from scipy import stats as sps
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT)]
+sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
+
+from time_to_verdict import EQUIVALENT, INCONCLUSIVE, LOSS, VERDICTS, WIN  # noqa: E402
+from time_to_verdict import decide as verdicts  # noqa: E402
 
 from diagnostic import defaults  # noqa: E402
 from diagnostic.analyse import stats  # noqa: E402
 from diagnostic.measure.sweep import planner  # noqa: E402
 
 ALPHA = 0.05
-VERDICTS = ("WIN", "LOSS", "EQUIVALENT", "INCONCLUSIVE")
-WIN, LOSS, EQUIVALENT, INCONCLUSIVE = range(4)
 FIRST_REQUESTS = defaults.REQUESTS  # blocks 1-2: the plan's requests, before m* is known
 DRIFT_CV = 0.01
 
@@ -107,20 +108,6 @@ def summaries(case: Case, d: Draw, m: np.ndarray) -> np.ndarray:
     """Log restart summaries with m[s, b] requests per restart in block b."""
     sq = math.sqrt(math.log1p(case.request_cv**2))
     return d.level + d.noise * sq / np.sqrt(m[:, None, :])
-
-
-def verdicts(x: np.ndarray, alpha: float, delta: float) -> np.ndarray:
-    """Verdict codes of paired block log ratios x (..., n) at level 1 − alpha."""
-    n = x.shape[-1]
-    mean = x.mean(axis=-1)
-    half = float(sps.t.isf(alpha / 2, n - 1)) * x.std(axis=-1, ddof=1) / math.sqrt(n)
-    low, high = np.exp(mean - half), np.exp(mean + half)
-    upper, lower = 1.0 + delta, 1.0 / (1.0 + delta)
-    return np.select(
-        [low > upper, high < lower, (lower <= low) & (high <= upper)],
-        [WIN, LOSS, EQUIVALENT],
-        INCONCLUSIVE,
-    )
 
 
 def upper_end(x: np.ndarray, alpha: float) -> np.ndarray:

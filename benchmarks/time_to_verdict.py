@@ -116,9 +116,14 @@ def simulate(rng: np.random.Generator, sc: Scenario, sims: int, blocks: int) -> 
 def verdicts(d: np.ndarray, n: int, alpha: float, delta: float) -> np.ndarray:
     """Verdict codes after n blocks: paired t interval at level 1 − alpha on d[:, :n], the
     block log ratios, decided as stats.verdict decides (δ = 0: the bare test)."""
-    x = d[:, :n]
-    mean = x.mean(axis=1)
-    half = float(sps.t.isf(alpha / 2, n - 1)) * x.std(axis=1, ddof=1) / math.sqrt(n)
+    return decide(d[:, :n], alpha, delta)
+
+
+def decide(x: np.ndarray, alpha: float, delta: float) -> np.ndarray:
+    """Verdict codes of paired block log ratios x (..., n) at level 1 − alpha."""
+    n = x.shape[-1]
+    mean = x.mean(axis=-1)
+    half = float(sps.t.isf(alpha / 2, n - 1)) * x.std(axis=-1, ddof=1) / math.sqrt(n)
     low, high = np.exp(mean - half), np.exp(mean + half)
     upper, lower = 1.0 + delta, 1.0 / (1.0 + delta)
     return np.select(

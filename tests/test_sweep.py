@@ -24,7 +24,7 @@ from diagnostic.errors import BundleError, DiagnosticError
 from diagnostic.logcheck.stage import check_paths
 from diagnostic.measure.launch import port_in_use, start_server
 from diagnostic.measure.plan.spec import Plan, load_plan, parse_plan
-from diagnostic.measure.schedule import build_schedule
+from diagnostic.measure.schedule import Start, build_schedule
 from diagnostic.measure.sweep import OVERALL, SweepResult, adaptive_looks, capture_facts, sweep
 from diagnostic.report.design import design_rows
 from diagnostic.schema.bundle import RunInfo
@@ -454,13 +454,7 @@ def test_adaptive_stops_at_the_first_look_where_everything_is_decided(
     for start in build_schedule([a.name for a in plan.arms], restarts=8, seed=3)[:12]:
         tps = 150.0 if start.arm == "spec" else 100.0
         tps *= 1 + spread * (start.restart - 1) * (1 if start.arm == "spec" else -1)
-        bundle.write_run(
-            RunInfo(arm=start.arm, restart=start.restart, block=start.block, status="ok")
-        )
-        for seq in range(16):
-            bundle.append_request(
-                synthetic_record(start.arm, start.restart, seq, tps, warmup=seq == 0)
-            )
+        _measured(bundle, start, tps)
     recorder = Recorder()
     summary = sweep(plan, out=out, resume=True, adaptive=True, reporter=recorder)
     assert summary.looks == [4, 8]
@@ -491,13 +485,7 @@ def test_adaptive_stops_each_arm_once_its_comparisons_are_decided(tmp_path: Path
     spread = {"fast": 0.005, "same": 0.3, "baseline": 0.005, "baseline-aa": 0.005}
     for start in build_schedule([a.name for a in plan.arms], restarts=8, seed=3)[:16]:
         tps = 100.0 * level[start.arm] * (1 + spread[start.arm] * (-1) ** start.restart)
-        bundle.write_run(
-            RunInfo(arm=start.arm, restart=start.restart, block=start.block, status="ok")
-        )
-        for seq in range(16):
-            bundle.append_request(
-                synthetic_record(start.arm, start.restart, seq, tps, warmup=seq == 0)
-            )
+        _measured(bundle, start, tps)
     recorder = Recorder()
     summary = sweep(plan, out=out, resume=True, adaptive=True, reporter=recorder)
     later = summary.outcomes[16:]
@@ -625,3 +613,10 @@ def test_templates_drive_two_nodes_and_check_finds_that_they_disagree(
     [nodes] = [f for f in report.findings if f.rule == "nodes-disagree"]
     assert nodes.severity == "error" and "baseline-r0" in nodes.message
     assert report.exit_code() == 1
+
+
+def _measured(bundle: Bundle, start: Start, tps: float) -> None:
+    """A start recorded as measured: its run and 1 warm-up + 15 requests at `tps`."""
+    bundle.write_run(RunInfo(arm=start.arm, restart=start.restart, block=start.block, status="ok"))
+    for seq in range(16):
+        bundle.append_request(synthetic_record(start.arm, start.restart, seq, tps, warmup=seq == 0))

@@ -280,17 +280,14 @@ def wait_command(
             return Health(startup_s=round(time.monotonic() - server.started, 3))
         code = server.poll()
         if code is not None:
-            raise LaunchError(
-                f"the launch command exited with status {code} during start-up; last log "
-                f"lines:\n{_indent(server.tail())}\nfull log: {server.log_path}",
-                tail=server.tail(),
+            raise _start_failed(
+                server, f"the launch command exited with status {code} during start-up"
             )
         if time.monotonic() + poll_s >= deadline:
-            raise LaunchError(
+            raise _start_failed(
+                server,
                 f"the health command did not succeed within {timeout_s:g} s (last: "
-                f"{result.why()}); raise [plan] health_timeout_s if it is only slow; "
-                f"last log lines:\n{_indent(server.tail())}\nfull log: {server.log_path}",
-                tail=server.tail(),
+                f"{result.why()}); raise [plan] health_timeout_s if it is only slow",
             )
         time.sleep(poll_s)
 
@@ -348,12 +345,7 @@ def wait_healthy(
         while True:
             code = server.poll()
             if code is not None:
-                raise LaunchError(
-                    f"the server exited with status {code} during start-up; last log lines:\n"
-                    + _indent(server.tail())
-                    + f"\nfull log: {server.log_path}",
-                    tail=server.tail(),
-                )
+                raise _start_failed(server, f"the server exited with status {code} during start-up")
             remaining = deadline - time.monotonic()
             if probe.step(client, remaining):
                 return Health(
@@ -362,13 +354,21 @@ def wait_healthy(
                     model=probe.model,
                 )
             if time.monotonic() >= deadline:
-                raise LaunchError(
+                raise _start_failed(
+                    server,
                     f"the server did not become healthy within {timeout_s:g} s "
                     f"(last check: {probe.last}); raise [plan] health_timeout_s if it is only "
-                    f"slow; last log lines:\n{_indent(server.tail())}\nfull log: {server.log_path}",
-                    tail=server.tail(),
+                    "slow",
                 )
             time.sleep(poll_s)
+
+
+def _start_failed(server: ServerProcess, why: str) -> LaunchError:
+    """A failed start-up, with the launch log's last lines and where the whole log is."""
+    tail = server.tail()
+    return LaunchError(
+        f"{why}; last log lines:\n{_indent(tail)}\nfull log: {server.log_path}", tail=tail
+    )
 
 
 def _indent(lines: list[str]) -> str:
