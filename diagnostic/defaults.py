@@ -30,6 +30,14 @@ READ_TIMEOUT_S = 120.0  # longest silence within a stream
 CONNECT_TIMEOUT_S = 10.0
 MAX_OUTPUT_BYTES = 32 * 1024 * 1024  # stream bytes kept per request before giving up
 MARGIN = 0.02  # δ: EQUIVALENT inside [1/(1+δ), 1+δ] when no A/A arm calibrates the band
+# The speedup an adaptive sweep is powered to find (+10%). At an interim look a comparison
+# whose data reject it (one-sided t test at FUTILITY_ALPHA: the 95% interval's upper end below
+# 1 + TARGET) can stop, INCONCLUSIVE: more restarts could not make it the win worth having.
+# The stop is non-binding (it only ever ends an arm undecided), so it leaves the false-decision
+# rate of the Pocock bound as it is and costs power, which the plan's maximum pays back
+# (benchmarks/README.md "Time on site").
+TARGET = 0.10
+FUTILITY_ALPHA = 0.025
 # Greedy output that first differs from the baseline's within this many characters (a few
 # tokens) is suspect: a bug in drafting or acceptance shows there. Later differences are the
 # expected numerics of batched verify (near-ties flip when k+1 tokens share one forward pass).

@@ -244,3 +244,24 @@ def test_drift_check_flags_slow_first_requests() -> None:
     assert d.flagged and d.ratio == pytest.approx(81.0 / np.mean(values[3:]))
     steady = stats.drift_check([100.0, 99.0, 101.0, 100.5, 99.5, 100.0, 100.2, 99.8])
     assert not steady.flagged
+
+
+def test_futility_p_rejects_the_target_exactly_when_the_95_interval_excludes_it() -> None:
+    """One-sided p of 'ratio ≥ 1.10' below 2.5% ⇔ the paired 95% interval's upper end < 1.10;
+    by hand: p = T_df.cdf((log ratio − log 1.1) / SE)."""
+    rng = np.random.default_rng(3)
+    seen = set()
+    for _ in range(200):
+        base = rng.normal(5.0, 0.05, 6)
+        arm = base + rng.normal(0.03, 0.06, 6)
+        ci = stats.paired_ratio_ci(arm, base, 0.95)
+        p = stats.futility_p(ci, 0.10)
+        assert p is not None and ci.high is not None and ci.se_log and ci.df
+        d = arm - base
+        by_hand = sps.t.cdf((d.mean() - math.log(1.1)) / (d.std(ddof=1) / math.sqrt(6)), 5)
+        assert p == pytest.approx(by_hand, rel=1e-9)
+        assert (p < 0.025) == (ci.high < 1.10)
+        seen.add(p < 0.025)
+    assert seen == {True, False}
+    one = stats.paired_ratio_ci([5.0], [5.1], 0.95)
+    assert stats.futility_p(one, 0.10) is None

@@ -4,6 +4,8 @@ every one of its comparisons is decided; the baseline and the A/A arm go on whil
 
 from __future__ import annotations
 
+import json
+import math
 import shutil
 from pathlib import Path
 
@@ -51,11 +53,85 @@ def test_arms_decided_on_every_comparison_stop_and_the_baseline_goes_on(
     code = [c for c in comparisons if c.workload == "code"]
     closed = open_arms(code, arms, {}, look=1)
     assert closed == {
-        "ngram-k2": "decided at look 1 (LOSS)",
-        "selfdraft-k4": "decided at look 1 (LOSS)",
+        "ngram-k2": "stopped at look 1 (LOSS)",
+        "selfdraft-k4": "stopped at look 1 (LOSS)",
     }
     # Once every speculative arm is decided, every arm closes (the sweep stops).
     spec_arms = {c.arm for c in code if c.kind == "spec"}
     everything = open_arms(code, arms, {a: "earlier look" for a in spec_arms}, look=2)
     assert set(everything) == set(arms)
     assert everything["baseline"] == "every comparison decided at look 2"
+
+
+def test_a_futile_arm_stops_undecided_and_a_promising_one_goes_on(tmp_path: Path) -> None:
+    """With the plan's target (+10%) recorded, look 1 also closes an arm whose every
+    comparison rejects a +10% speedup (one-sided t test at 2.5%), INCONCLUSIVE: ngram-k1
+    (0.99× on both workloads) stops; ngram-k3 (1.11× on prose) keeps its restarts."""
+    path = tmp_path / "b"
+    shutil.copytree(SAMPLE, path)
+    bundle = Bundle.open(path)
+    design = Design(kind="adaptive", looks=[3, 6], target=0.10)
+    plan = bundle.manifest.plan.model_copy(update={"design": design, "restarts": 6})
+    bundle.write_manifest(bundle.manifest.model_copy(update={"plan": plan}))
+    comparisons = analyse(Bundle.open(path)).comparisons
+    by = {(c.arm, c.workload): c for c in comparisons if c.kind == "spec"}
+    k1 = by["ngram-k1", "prose"]
+    assert k1.verdict == "INCONCLUSIVE" and k1.stopping and k1.stopping.futile
+    assert k1.stopping.can_stop and "futility stop at look 1" in k1.stopping.reason
+    k3 = by["ngram-k3", "prose"]
+    assert k3.stopping and not k3.stopping.futile and not k3.stopping.can_stop
+    # A decided comparison is never called futile.
+    k2 = by["ngram-k2", "code"]
+    assert k2.verdict == "LOSS" and k2.stopping and not k2.stopping.futile
+    closed = open_arms(comparisons, [a.name for a in plan.arms], {}, look=1)
+    assert (
+        closed["ngram-k1"] == "stopped at look 1 (futility stop on all, code, prose, against +10%)"
+    )
+    assert (
+        closed["ngram-k2"] == "stopped at look 1 (LOSS; futility stop on all, prose, against +10%)"
+    )
+    assert "ngram-k3" not in closed and "baseline" not in closed
+
+
+def test_a_pooled_design_compares_with_the_mean_of_the_baseline_and_its_repeat(
+    tmp_path: Path,
+) -> None:
+    """pool_aa: each block's reference is the mean of the baseline's and baseline-aa's log
+    restart means; recomputed by hand from requests.jsonl (pandas), ttest_rel on the block
+    differences. The A/A check still compares the two starts."""
+    import pandas as pd
+    from scipy import stats as sps
+
+    path = tmp_path / "b"
+    shutil.copytree(SAMPLE, path)
+    bundle = Bundle.open(path)
+    design = Design(kind="adaptive", looks=[3], target=0.10, pool_aa=True)
+    bundle.write_manifest(
+        bundle.manifest.model_copy(
+            update={"plan": bundle.manifest.plan.model_copy(update={"design": design})}
+        )
+    )
+    comparisons = analyse(Bundle.open(path)).comparisons
+    rows = [
+        pd.read_json(run / "requests.jsonl", lines=True).assign(
+            block=json.loads((run / "run.json").read_text())["block"]
+        )
+        for run in sorted(path.glob("runs/*"))
+    ]
+    frame = pd.concat(rows)
+    frame = frame[(frame["workload"] == "code") & ~frame["warmup"].astype(bool)]
+    frame = frame[frame["error"].isna()]
+    # DESIGN.md: (completion tokens − the first chunk's) / (last − first chunk time)
+    first = frame["chunk_tokens"].map(lambda t: t[0] if isinstance(t, list) else 1)
+    span = frame["chunk_times_s"].map(lambda t: t[-1] - t[0])
+    frame = frame.assign(decode_tps=(frame["completion_tokens"] - first) / span)
+    run_logs = frame.groupby(["arm", "block"])["decode_tps"].mean().map(math.log).unstack("arm")
+    reference = run_logs[["baseline", "baseline-aa"]].mean(axis=1)
+    res = sps.ttest_rel(run_logs["ngram-k3"], reference)
+    c = next(c for c in comparisons if (c.arm, c.workload) == ("ngram-k3", "code"))
+    assert c.ratio == pytest.approx(math.exp((run_logs["ngram-k3"] - reference).mean()))
+    level = res.confidence_interval(c.ci_level)
+    assert (c.ci_low, c.ci_high) == pytest.approx((math.exp(level.low), math.exp(level.high)))
+    assert c.n_restarts_baseline == 6  # three blocks, two baseline starts each
+    aa = next(c for c in comparisons if c.kind == "aa" and c.workload == "code")
+    assert (aa.arm, aa.baseline, aa.n_restarts_baseline) == ("baseline-aa", "baseline", 3)

@@ -46,6 +46,15 @@ class Side:
         """restart → block, for restarts that carry a block number."""
         return {r: g[0].block for r, g in self.groups.items() if g and g[0].block is not None}
 
+    def block_logs(self) -> dict[int, float]:
+        """block → log mean of its restart: the mean of their log means when a block holds
+        several (a baseline joined by its A/A repeat)."""
+        logs = self.log_means()
+        by_block: dict[int, list[float]] = {}
+        for r, b in self.blocks().items():
+            by_block.setdefault(b, []).append(logs[r])
+        return {b: statistics.fmean(v) for b, v in by_block.items()}
+
 
 @dataclass(frozen=True)
 class RatioResult:
@@ -57,13 +66,11 @@ class RatioResult:
 
 
 def _paired_logs(arm: Side, base: Side) -> tuple[list[float], list[float]] | None:
-    a_by_block = {b: r for r, b in arm.blocks().items()}
-    b_by_block = {b: r for r, b in base.blocks().items()}
-    common = sorted(set(a_by_block) & set(b_by_block))
+    a_log, b_log = arm.block_logs(), base.block_logs()
+    common = sorted(set(a_log) & set(b_log))
     if len(common) < 2:
         return None
-    a_log, b_log = arm.log_means(), base.log_means()
-    return [a_log[a_by_block[k]] for k in common], [b_log[b_by_block[k]] for k in common]
+    return [a_log[k] for k in common], [b_log[k] for k in common]
 
 
 def ratio_ci(arm: Side, base: Side, *, blocked: bool, level: float = 0.95) -> RatioResult:
@@ -155,11 +162,14 @@ def _level(p: Pending, m: int, design: Design) -> tuple[float, str, StoppingStat
     look = reached[-1] if reached else 1
     label = f"Pocock-adjusted {1 - design.alpha:.0%} CI, look {look} of {len(looks)}"
     label += f", simultaneous{over}" if m > 1 else ""
+    futility = stats.futility_p(p.result.ci, design.target) if design.target is not None else None
     status = StoppingStatus(
         planned_looks=list(looks),
         n_now=p.result.n_now,
         look_number=look if reached else None,
         per_look_alpha=alpha_look,
+        target=design.target,
+        futility_p=futility,
     )
     return 1.0 - alpha_look, label, status
 
@@ -200,7 +210,7 @@ def _finish(p: Pending, p_adj: float | None, m: int, delta: float, design: Desig
         more_restarts_needed=_more_restarts(p.result, verdict, delta, level, within),
     )
     if stopping is not None:
-        c.stopping = _stopping(stopping, verdict)
+        c.stopping = _stopping(stopping, verdict, design.futility_alpha)
     return c
 
 
@@ -221,18 +231,29 @@ def _more_restarts(
     return stats.restarts_to_decide(ci.se_log, result.n_now, ci.ratio, delta, level=level)
 
 
-def _stopping(status: StoppingStatus, verdict: str) -> StoppingStatus:
+def _stopping(status: StoppingStatus, verdict: str, futility_alpha: float) -> StoppingStatus:
+    """Whether the comparison may stop at this look: decided (WIN, LOSS, EQUIVALENT), the
+    last look, or futile — undecided at an interim look while a one-sided t test rejects the
+    target speedup (non-binding: it only ever ends a comparison INCONCLUSIVE)."""
     looks, look = status.planned_looks, status.look_number
     decided = verdict != "INCONCLUSIVE"
     last = status.n_now >= looks[-1]
+    p = status.futility_p
+    interim = look is not None and not decided and not last
+    status.futile = interim and p is not None and p < futility_alpha
     status.verdict_at_look = verdict  # type: ignore[assignment]
-    status.can_stop = look is not None and (decided or last)
+    status.can_stop = look is not None and (decided or last or status.futile)
     if look is None:
         status.reason = f"before the first look: next look at {looks[0]} restarts per arm"
     elif decided:
         status.reason = f"decided at look {look}: {verdict}"
     elif last:
         status.reason = "last planned look reached: stop, INCONCLUSIVE"
+    elif status.futile:
+        status.reason = (
+            f"futility stop at look {look}: one-sided p = {p:.2g} < {futility_alpha:g} against "
+            f"a speedup of {status.target:+.0%} (the plan's target); stop, INCONCLUSIVE"
+        )
     else:
         status.reason = f"look {look} does not decide: continue to {looks[look]}"
     return status

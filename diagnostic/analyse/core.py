@@ -44,6 +44,7 @@ from diagnostic.schema.bundle import MAIN_SOURCE, ArmSpec, PlanSpec, RunInfo, ut
 __all__ = ["analyse"]
 
 Key = tuple[str, str, int]  # (arm, workload, concurrency)
+_REPEAT_KEYS = 1_000_000  # restart keys of a pooled A/A repeat: i·this + its restart
 
 
 @dataclass
@@ -68,6 +69,21 @@ class Context:
     def side(self, arm: str, workload: str, level: int) -> Side:
         """Samples of one arm on one workload key and level, by restart."""
         return Side(arm, by_restart(self.index.get((arm, workload, level), [])))
+
+    def reference(self, base: str, workload: str, level: int) -> Side:
+        """What a speculative arm is compared with: the baseline, joined by its A/A repeats
+        (arms with aa_of = base) when the design pools them — each block's reference is then
+        the mean of their log restart means (two starts of the same configuration per block:
+        a ratio's baseline variance halves). The repeats' restarts are keyed apart."""
+        side = self.side(base, workload, level)
+        if not self.bundle.manifest.plan.design.pool_aa:
+            return side
+        groups = dict(side.groups)
+        repeats = [a for a in self.arms if (s := self.specs.get(a)) and s.aa_of == base]
+        for i, arm in enumerate(repeats, 1):
+            for r, g in self.side(arm, workload, level).groups.items():
+                groups[i * _REPEAT_KEYS + r] = g
+        return Side(base, groups)
 
 
 def analyse(
@@ -326,7 +342,8 @@ def _pending(
     out = []
     for level in ctx.levels:
         for w in ctx.keys:
-            a, b = ctx.side(arm, w, level), ctx.side(base, w, level)
+            a = ctx.side(arm, w, level)
+            b = ctx.reference(base, w, level) if kind == "spec" else ctx.side(base, w, level)
             if a.groups and b.groups:
                 out.append(
                     start_comparison(

@@ -22,6 +22,7 @@ __all__ = [
     "bh_adjust",
     "delta_from_aa",
     "drift_check",
+    "futility_p",
     "look_number",
     "means_ratio_ci",
     "median_ci",
@@ -243,6 +244,17 @@ def verdict(low: float | None, high: float | None, delta: float) -> VerdictName:
     if lower <= low and high <= upper:
         return "EQUIVALENT"
     return "INCONCLUSIVE"
+
+
+def futility_p(ci: RatioCI, target: float) -> float | None:
+    """One-sided p-value of the t test of H: ratio ≥ 1 + target (the speedup a plan is powered
+    to find), on the interval's own log ratio, SE and df (paired: blocks − 1; Welch:
+    Welch-Satterthwaite). Below α exactly when the two-sided 1 − 2α interval's upper end lies
+    below 1 + target. None without a standard error (one restart on a side)."""
+    if not ci.se_log or ci.df is None or ci.ratio <= 0:
+        return None
+    t = (math.log(ci.ratio) - math.log1p(target)) / ci.se_log
+    return float(sps.t.cdf(t, ci.df))
 
 
 def delta_from_aa(low: float, high: float, floor: float = 0.01) -> float:

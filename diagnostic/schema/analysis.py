@@ -89,7 +89,21 @@ class StoppingStatus(_Model):
     verdict_at_look: Verdict | None = Field(
         None, description="Verdict of the comparison's interval (at the per-look level)"
     )
-    can_stop: bool = Field(False, description="True at a look whose interval decides, or last look")
+    can_stop: bool = Field(
+        False, description="True at a look whose interval decides, at a futile one, or the last"
+    )
+    target: float | None = Field(
+        None, description="Speedup the plan is powered to find (0.1 = +10%); None: no futility"
+    )
+    futility_p: float | None = Field(
+        None,
+        description="One-sided p-value of 'ratio ≥ 1 + target' at this look (t test on the "
+        "comparison's log ratio); below futility_alpha at an interim look: futile",
+    )
+    futile: bool = Field(
+        False,
+        description="Stopped for futility: undecided, and the data reject the target speedup",
+    )
     reason: str = Field("", description="Why it can or cannot stop")
 
 

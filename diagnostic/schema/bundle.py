@@ -145,6 +145,26 @@ class Design(Strict):
     alpha: float = Field(
         0.05, gt=0, lt=1, description="Overall two-sided level, before multiplicity"
     )
+    target: float | None = Field(
+        None,
+        gt=0,
+        lt=10,
+        description="Adaptive: the relative speedup the plan is powered to find (0.1 = +10%); "
+        "at an interim look a comparison whose data reject a speedup this large (one-sided t "
+        "test at futility_alpha) can stop, INCONCLUSIVE. None: no futility stop",
+    )
+    futility_alpha: float = Field(
+        defaults.FUTILITY_ALPHA,
+        gt=0,
+        lt=0.5,
+        description="One-sided level of the futility test at each interim look",
+    )
+    pool_aa: bool = Field(
+        False,
+        description="Adaptive: a speculative arm is compared with the mean of its baseline "
+        "and the baseline's A/A repeat in each block (two starts of the baseline per block); "
+        "the A/A check still compares the two",
+    )
 
 
 class PlanSpec(Stored):

@@ -87,6 +87,13 @@ class PlanTable(_Table):
         lt=1,
         description="δ: a speedup inside [1/(1+δ), 1+δ] is too small to matter (EQUIVALENT)",
     )
+    target: float = Field(
+        defaults.TARGET,
+        gt=0,
+        lt=10,
+        description="The speedup --adaptive is powered to find (0.1 = +10%): at a look, a "
+        "comparison whose data reject a speedup this large stops (futility, INCONCLUSIVE)",
+    )
     stop: str | None = Field(
         None, description="Stop command template for every arm (default: signal the group)"
     )

@@ -118,7 +118,16 @@ def sweep(
         raise DiagnosticError("sweep needs -o BUNDLE (the folder the measurements go to)")
     settings = run_settings(plan, api_key=api_key, timeout_s=request_timeout_s)
     _check_shell_vars(plan)
-    design = Design(kind="adaptive", looks=summary.looks) if summary.looks else Design()
+    design = (
+        Design(
+            kind="adaptive",
+            looks=summary.looks,
+            target=plan.options.target,
+            pool_aa=any(a.aa_of for a in plan.arms),
+        )
+        if summary.looks
+        else Design()
+    )
     bundle = _open_bundle(
         plan, settings, Path(out), resume=resume, force=force, engagement=engagement, design=design
     )

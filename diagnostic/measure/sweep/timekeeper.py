@@ -26,8 +26,9 @@ def open_arms(
 ) -> dict[str, str]:
     """Arms that stop getting restarts after this look, with why: a speculative arm once
     every one of its comparisons (all workloads and levels) can stop — WIN, LOSS or
-    EQUIVALENT at the Pocock per-look level; every other arm (the baseline, the A/A arm)
-    once no speculative arm is left open. Returns `closed` with the new ones added."""
+    EQUIVALENT at the Pocock per-look level, or futile (undecided while its data reject the
+    plan's target speedup); every other arm (the baseline, the A/A arm) once no speculative
+    arm is left open. Returns `closed` with the new ones added."""
     by_arm: dict[str, list[Comparison]] = {}
     for c in comparisons:
         if c.kind == "spec":
@@ -36,12 +37,23 @@ def open_arms(
     for arm, cs in by_arm.items():
         if arm in out or not all(c.stopping is not None and c.stopping.can_stop for c in cs):
             continue
-        verdicts = ", ".join(sorted({c.verdict for c in cs}))
-        out[arm] = f"decided at look {look} ({verdicts})"
+        out[arm] = f"stopped at look {look} ({_why(cs)})"
     if by_arm and all(arm in out for arm in by_arm):
         for arm in arms:
             out.setdefault(arm, f"every comparison decided at look {look}")
     return out
+
+
+def _why(comparisons: Sequence[Comparison]) -> str:
+    """'WIN', 'LOSS; futility stop on prose, against +10%': what closed an arm."""
+    decided = sorted({c.verdict for c in comparisons if not (c.stopping and c.stopping.futile)})
+    futile = [c for c in comparisons if c.stopping and c.stopping.futile]
+    target = next((c.stopping.target for c in futile if c.stopping), None)
+    parts = [", ".join(decided)] if decided else []
+    if futile:
+        where = ", ".join(sorted({c.workload for c in futile}))
+        parts.append(f"futility stop on {where}, against {target:+.0%}")
+    return "; ".join(parts)
 
 
 class TimeKeeper:
