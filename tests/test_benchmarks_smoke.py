@@ -159,12 +159,13 @@ def test_sequential_bound_reproduces_pococks_constants() -> None:
 
 def test_time_on_site_runs_a_few_simulations(capsys: pytest.CaptureFixture[str]) -> None:
     """Tiny run: the fixed plan's minutes are 8 arms × 5 blocks × (90 + 16 · 2 s) = 81.3; the
-    vectorised verdicts were re-checked against stats (it exits otherwise)."""
+    vectorised verdicts and futility stops were re-checked against stats (it exits
+    otherwise)."""
     tos = load_benchmark("time_on_site")
     argv = ["--sims", "30", "--restart-cv", "0.05", "--request-cv", "0.03"]
-    argv += ["--effect", "0.1", "0.2", "--max-blocks", "40", "--check", "2", "--futility", "1.1"]
+    argv += ["--effect", "0.1", "0.2", "--max-blocks", "40", "--check", "2"]
     tos.main(argv)
     out = capsys.readouterr().out
     assert "| 5% | 3% | +10% | 5 × 15, 81.3 |" in out and "| 5% | 3% | +20% |" in out
     assert "Mean saving over the 2 cases" in out and "Both sized for 90% power" in out
-    assert "What-if, not in the tool" in out
+    assert "| no futility stop |" in out and "| neither (the design before) |" in out
