@@ -450,6 +450,8 @@ def test_adaptive_stops_at_the_first_look_where_everything_is_decided(
     bundle = Bundle.open(out)
     assert bundle.manifest.plan.design.kind == "adaptive"
     assert bundle.manifest.plan.design.looks == [4, 8]
+    # The plan's target (default +10%) for the futility stop; the A/A arm joins the reference.
+    assert bundle.manifest.plan.design.target == 0.10 and bundle.manifest.plan.design.pool_aa
     # Four blocks already measured: spec 1.5x faster, tight restart-to-restart noise.
     for start in build_schedule([a.name for a in plan.arms], restarts=8, seed=3)[:12]:
         tps = 150.0 if start.arm == "spec" else 100.0
@@ -493,17 +495,17 @@ def test_adaptive_stops_each_arm_once_its_comparisons_are_decided(tmp_path: Path
     assert {o.status for o in later if o.start.arm == "fast"} == {"decided"}
     assert {o.status for o in later if o.start.arm != "fast"} == {"failed"}
     assert len(later) == 16 and summary.stopped_at_look is None
-    assert any("fast decided, no more restarts" in n for n in recorder.notes)
+    assert any("fast stopped at look 1 (WIN), no more restarts" in n for n in recorder.notes)
     assert any("verdicts decided 1/2" in s for s in recorder.statuses)
     time_plan = Bundle.open(out).manifest.time_plan
     assert time_plan is not None and time_plan.design == "adaptive"
-    assert time_plan.stopped["fast"].startswith("decided at look 1 (WIN)")
+    assert time_plan.stopped["fast"] == "stopped at look 1 (WIN)"
     assert time_plan.restarts == {"baseline": 4, "baseline-aa": 4, "fast": 4, "same": 4}
     # The report's methodology says which design ran, what each arm got and why.
     final = Bundle.open(out)
     rows = {r.key: r.value for r in design_rows(final.manifest, analyse(final))}
     assert rows["Design"].startswith("adaptive (group-sequential): looks after blocks 4, 8")
-    assert "fast 4 (decided at look 1 (WIN))" in rows["Restarts per arm (run)"]
+    assert "fast 4 (stopped at look 1 (WIN))" in rows["Restarts per arm (run)"]
     assert rows["Wall-clock: planned against taken"].startswith("planned ")
 
 

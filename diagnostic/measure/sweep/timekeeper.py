@@ -178,9 +178,9 @@ class TimeKeeper:
         if len(self.closed) == len(self.arms):
             self.reporter.note(f"look after block {blocks}: every comparison decided; stopping")
         elif new:
+            stopped = "; ".join(f"{a} {self.closed[a]}" for a in new)
             self.reporter.note(
-                f"look after block {blocks}: {', '.join(new)} decided, no more restarts for "
-                "them; the others go on"
+                f"look after block {blocks}: {stopped}, no more restarts; the others go on"
             )
         else:
             self.reporter.note(f"look after block {blocks}: no arm decided yet; going on")
