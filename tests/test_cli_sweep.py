@@ -86,6 +86,9 @@ def test_dry_run_prints_schedule_and_estimate() -> None:
     out = " ".join(out.split())
     assert "fixed plan: 15 requests per restart, every start: about 37 min" in out
     assert re.search(r"adaptive plan \(--adaptive\): \d+ requests per restart from block 3", out)
+    # 7 speculative arms × (code, prose, all): 21 comparisons share the 5% error rate
+    power = r"power to find \+10% \(a WIN over 21 comparisons\): fixed plan \d+%, adaptive \d+%"
+    assert re.search(power + r"; 90% needs restarts = \d+ \(fixed\) or \d+ \(adaptive", out)
 
 
 def test_dry_run_with_a_pilot_takes_its_costs_and_noise(tmp_path: Path) -> None:

@@ -369,15 +369,17 @@ def planned_looks(max_blocks: int, max_looks: int = 4, first: int = 4) -> list[i
     return [math.floor(max_blocks * i / k + 0.5) for i in range(1, k + 1)]
 
 
-def t_look_paths(looks: Sequence[int], shift: float) -> tuple[np.ndarray, np.ndarray]:
+def t_look_paths(
+    looks: Sequence[int], shift: float, paths: int = _SEQ_PATHS
+) -> tuple[np.ndarray, np.ndarray]:
     """Seeded paths of i.i.d. N(shift, 1) block differences: (mean, standard error) at each
     look, shape (paths, K). Each segment between looks is drawn as its sum (normal) and its
     within-segment sum of squares (χ², independent of the sum): the exact joint law of the
     looks' t statistics without drawing every block."""
     rng = np.random.default_rng(_SEQ_SEED)
     sizes = np.diff(np.asarray([0, *looks], dtype=float))
-    sums = rng.standard_normal((_SEQ_PATHS, len(sizes))) * np.sqrt(sizes) + shift * sizes
-    within = rng.chisquare(np.maximum(sizes - 1, 1), (_SEQ_PATHS, len(sizes))) * (sizes > 1)
+    sums = rng.standard_normal((paths, len(sizes))) * np.sqrt(sizes) + shift * sizes
+    within = rng.chisquare(np.maximum(sizes - 1, 1), (paths, len(sizes))) * (sizes > 1)
     n = np.cumsum(sizes)
     total = np.cumsum(sums, axis=1)
     ss = np.cumsum(within + sums**2 / sizes, axis=1) - total**2 / n

@@ -38,6 +38,7 @@ from diagnostic.measure.plan.serialise import to_toml
 from diagnostic.measure.plan.spec import Plan, expand_plan, load_plan
 from diagnostic.measure.schedule import EstimateAssumptions
 from diagnostic.measure.sweep import OVERALL, SweepResult, sweep
+from diagnostic.measure.sweep.planner import Power
 from diagnostic.schema.bundle import Engagement
 
 CURRENT = "  this run"
@@ -226,12 +227,12 @@ def command(
         engagement=engagement,
     )
     if dry_run:
-        planned = sweep(plan, dry_run=True, **options.kwargs())
+        planned = sweep(plan, dry_run=True, power=True, **options.kwargs())
         for warning in planned.warnings[len(plan.warnings) :]:  # the stage's own doubts
             print_labelled(console_err, "Warning:", "yellow", warning)
         _print_schedule(planned)
         return
-    _print_day(sweep(plan, dry_run=True, **options.kwargs()), adaptive=adaptive)
+    _print_day(sweep(plan, dry_run=True, power=True, **options.kwargs()), adaptive=adaptive)
     with _terminate_as_interrupt(), RichReporter() as reporter:
         summary = sweep(plan, reporter=_TwoBars(reporter), **options.kwargs())
     _print_outcomes(summary)
@@ -350,6 +351,22 @@ def _print_day(summary: SweepResult, *, adaptive: bool) -> None:
         markup=False,
     )
     console.print(f"  why {d.adaptive.requests}: {d.adaptive.why}", highlight=False, markup=False)
+    if d.power is not None:
+        console.print(_power_line(d.power), highlight=False, markup=False)
+
+
+def _power_line(p: Power) -> str:
+    """'power to find +10% …: fixed 11%, adaptive 15%; 90% needs restarts = 18 …'."""
+
+    def need(n: int | None) -> str:
+        return f"{n}" if n is not None else "over 100"
+
+    return (
+        f"power to find {p.target:+.0%} (a WIN over {p.family} comparisons): fixed plan "
+        f"{p.fixed:.0%}, adaptive {p.adaptive:.0%}; {p.wanted:.0%} needs restarts = "
+        f"{need(p.fixed_restarts)} (fixed) or {need(p.adaptive_restarts)} (adaptive maximum; "
+        "it usually stops sooner)"
+    )
 
 
 _STYLES = {"ok": "green", "failed": "red", "interrupted": "yellow", "decided": "cyan"}

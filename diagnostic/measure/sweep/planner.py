@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import datetime as dt
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -21,6 +21,7 @@ if TYPE_CHECKING:  # pandas and scipy load slowly: imported where used, not for 
 __all__ = [
     "Costs",
     "DayEstimate",
+    "Power",
     "RequestsPlan",
     "assumed_costs",
     "assumed_noise",
@@ -29,6 +30,7 @@ __all__ = [
     "measured_costs",
     "noise_components",
     "plan_requests",
+    "power_estimate",
     "remaining_s",
     "wall_clock",
 ]
@@ -192,6 +194,22 @@ def assumed_noise(assumptions: EstimateAssumptions) -> pd.DataFrame:
     return pd.DataFrame([{"arm": "assumed", "workload": "all", "s1_sq": s1_sq, "t2_sq": t2_sq}])
 
 
+class Power(BaseModel):
+    """Power to find the plan's target speedup, for the plan's restarts and for 90%."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    target: float = Field(description="The speedup looked for (0.1 = +10%)")
+    family: int = Field(description="Comparisons sharing the 5% error rate (Bonferroni)")
+    fixed: float = Field(description="WIN rate at the target, fixed design, the plan's restarts")
+    adaptive: float = Field(description="The same, adaptive design (looks, futility stop)")
+    fixed_restarts: int | None = Field(
+        description="Fewest restarts for the asked power; None: > cap"
+    )
+    adaptive_restarts: int | None = Field(description="Smallest adaptive maximum for it")
+    wanted: float = Field(description="The power asked (0.9)")
+
+
 class DayEstimate(BaseModel):
     """Expected wall-clock of the fixed and the adaptive plan, before a sweep."""
 
@@ -205,6 +223,7 @@ class DayEstimate(BaseModel):
     adaptive_by_look_s: list[float] = Field(
         description="Adaptive: seconds if every arm is decided at each look (the last: all)"
     )
+    power: Power | None = Field(None, description="Power at the target, both designs")
 
 
 def day_estimate(
@@ -267,3 +286,106 @@ def likely_end(seconds: float, now: dt.datetime | None = None) -> str:
     """The local clock time `seconds` from now, as HH:MM."""
     now = now or dt.datetime.now().astimezone()
     return (now + dt.timedelta(seconds=seconds)).strftime("%H:%M")
+
+
+POWER_PATHS = 1 << 15  # simulated comparisons per power figure: MC SE ≤ 0.3%
+
+
+def power_estimate(
+    noise: pd.DataFrame,
+    *,
+    restarts: int,
+    requests: int,
+    adaptive_requests: int,
+    family: int,
+    pooled: bool,
+    target: float = defaults.TARGET,
+    margin: float = defaults.MARGIN,
+    wanted: float = 0.9,
+    cap: int = 100,
+) -> Power:
+    """Chance of a WIN when the true speedup is the target, for the fixed design (one look,
+    1 − α/family) and the adaptive one (Pocock looks, futility stop, the reference pooled
+    with the A/A repeat when `pooled`), and the restarts each needs for `wanted`. A block's
+    log ratio has variance (1 + 1/r)·(T2² + S1²/m), r the reference's starts per block; the
+    looks' t statistics are drawn exactly (stats.t_look_paths, seeded)."""
+    s1_sq = float(noise["s1_sq"].mean())
+    t2_sq = max(float(noise["t2_sq"].mean()), 0.0)
+
+    def sd(m: int, r: int) -> float:
+        return math.sqrt((1 + 1 / r) * (t2_sq + s1_sq / m))
+
+    sd_fixed, sd_adaptive = sd(requests, 1), sd(adaptive_requests, 2 if pooled else 1)
+
+    def fixed(n: int) -> float:
+        return win_rate([n], sd_fixed, family, target, margin, futility=False)
+
+    def adaptive(n: int) -> float:
+        from diagnostic.analyse import stats
+
+        looks = stats.planned_looks(n)
+        return win_rate(looks, sd_adaptive, family, target, margin, futility=True)
+
+    return Power(
+        target=target,
+        family=family,
+        fixed=fixed(restarts),
+        adaptive=adaptive(restarts),
+        fixed_restarts=(n_fixed := _fewest(fixed, wanted, defaults.MIN_RESTARTS, cap)),
+        # the looks cost power and the pooled reference gains some: near the fixed plan's
+        adaptive_restarts=_fewest(
+            adaptive, wanted, max(defaults.MIN_RESTARTS, (n_fixed or cap) * 3 // 4), cap
+        ),
+        wanted=wanted,
+    )
+
+
+def win_rate(
+    looks: Sequence[int],
+    sd_log: float,
+    family: int,
+    target: float,
+    margin: float,
+    *,
+    futility: bool,
+    alpha: float = 0.05,
+) -> float:
+    """P(WIN) at a true ratio 1 + target with block log ratios of SD sd_log: a comparison
+    stops at the first look whose Pocock-level interval (1 − α/family at one look) is above
+    1 + margin (WIN) or, with `futility`, at an interim look whose one-sided t test rejects
+    the target (defaults.FUTILITY_ALPHA)."""
+    import numpy as np
+    from scipy import stats as sps
+
+    from diagnostic.analyse import stats
+
+    if sd_log <= 0:
+        return 1.0
+    shift = math.log1p(target) / sd_log
+    mean, se = stats.t_look_paths(looks, shift, POWER_PATHS)
+    level = stats.sequential_alpha(looks, alpha / family)
+    df = np.asarray(looks, dtype=float) - 1
+    with np.errstate(divide="ignore", invalid="ignore"):
+        q = np.where(df >= 1, sps.t.isf(level / 2, np.maximum(df, 1)), np.inf)
+        win = mean - q * se > math.log1p(margin) / sd_log
+        futile = sps.t.cdf((mean - shift) / se, np.maximum(df, 1)) < defaults.FUTILITY_ALPHA
+    futile &= futility & (df >= 1)
+    futile[:, -1] = False  # the last look stops anyway
+    open_ = np.ones(len(mean), dtype=bool)
+    wins = 0
+    for i in range(len(looks)):
+        wins += int((open_ & win[:, i]).sum())
+        open_ &= ~(win[:, i] | futile[:, i])
+    return wins / len(mean)
+
+
+def _fewest(power: Callable[[int], float], wanted: float, low: int, cap: int) -> int | None:
+    """The fewest restarts in [low, cap] whose power reaches `wanted`, by bisection (power
+    grows with restarts, up to simulation noise); None beyond `cap`; `low` if it reaches."""
+    high = cap
+    if power(high) < wanted:
+        return None
+    while low < high:
+        mid = (low + high) // 2
+        low, high = (low, mid) if power(mid) >= wanted else (mid + 1, high)
+    return low

@@ -83,6 +83,7 @@ def sweep(
     grace_s: float = 30.0,
     assumptions: EstimateAssumptions | None = None,
     pilot: Path | None = None,
+    power: bool = False,
 ) -> SweepResult:
     """Run `plan` into the bundle `out`: every scheduled start launched, measured and stopped.
 
@@ -93,7 +94,9 @@ def sweep(
     the bundle at planned looks (block counts): an arm whose comparisons are all decided gets
     no more restarts, and the sweep stops once every arm is; from block 3 on it measures
     m* requests per restart from its own costs and noise. `pilot`: a bundle whose costs and
-    noise the time estimate (SweepResult.day) uses instead of the assumptions.
+    noise the time estimate (SweepResult.day) uses instead of the assumptions. `power`: the
+    estimate also gives both designs' power at the plan's target and the restarts for 90%
+    (seconds of simulation: the CLI asks for it, and prints it).
     """
     reporter = reporter or NullReporter()
     o = plan.options
@@ -106,7 +109,7 @@ def sweep(
         estimate=_estimate(plan, len(schedule), assumptions),
         warnings=list(plan.warnings),
         looks=adaptive_looks(plan) if adaptive else None,
-        day=day_estimate(plan, assumptions, pilot),
+        day=day_estimate(plan, assumptions, pilot, power=power),
     )
     if summary.looks is not None and len(summary.looks) < 2:
         summary.warnings.append(_NO_INTERIM.format(restarts=o.restarts))
@@ -177,10 +180,11 @@ def adaptive_looks(plan: Plan) -> list[int]:
 
 
 def day_estimate(
-    plan: Plan, assumptions: EstimateAssumptions | None, pilot: Path | None
+    plan: Plan, assumptions: EstimateAssumptions | None, pilot: Path | None, *, power: bool = False
 ) -> planner.DayEstimate:
     """The fixed and the adaptive plan's expected wall-clock, from the assumptions or from the
-    costs and variance components a pilot bundle measured."""
+    costs and variance components a pilot bundle measured; with `power`, each design's power
+    at the plan's target over the family of speculative comparisons."""
     from diagnostic.analyse import stats  # imported here: scipy loads slowly
 
     o = plan.options
@@ -189,7 +193,7 @@ def day_estimate(
     noise = planner.assumed_noise(a)
     if pilot is not None:
         costs, noise = _pilot(pilot, o.workloads, a)
-    return planner.day_estimate(
+    day = planner.day_estimate(
         costs,
         noise,
         arms=len(plan.arms),
@@ -199,6 +203,22 @@ def day_estimate(
         warmup=o.warmup,
         levels=len(o.concurrency),
     )
+    if not power:
+        return day
+    spec = [a for a in plan.arms if a.name != plan.baseline and not a.aa_of]
+    keys = len(o.workloads) + (len(o.workloads) > 1)  # the report adds "all" workloads
+    family = max(1, len(spec) * keys * len(o.concurrency))
+    estimate = planner.power_estimate(
+        noise,
+        restarts=o.restarts,
+        requests=o.requests,
+        adaptive_requests=day.adaptive.requests,
+        family=family,
+        pooled=any(a.aa_of for a in plan.arms),
+        target=o.target,
+        margin=o.margin,
+    )
+    return day.model_copy(update={"power": estimate})
 
 
 def _pilot(
