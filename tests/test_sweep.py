@@ -432,6 +432,11 @@ def test_adaptive_warns_when_the_plan_is_too_short_for_an_interim_look(tmp_path:
     assert short.looks == [5] and any("no interim look" in w for w in short.warnings)
     long = sweep(_plan(tmp_path, arms, restarts=16), out=None, dry_run=True, adaptive=True)
     assert long.looks == [4, 8, 12, 16] and not any("interim" in w for w in long.warnings)
+    # No A/A arm: said, since one would join the reference and shorten the sweep.
+    assert any('no A/A arm (aa_of = "baseline")' in w for w in long.warnings)
+    with_aa = arms + '[[arms]]\nname = "baseline-aa"\naa_of = "baseline"\n\n'
+    paired = sweep(_plan(tmp_path, with_aa, restarts=16), out=None, dry_run=True, adaptive=True)
+    assert not any("A/A" in w for w in paired.warnings)
 
 
 @pytest.mark.parametrize(("spread", "decided"), [(0.005, True), (0.3, False)])

@@ -35,9 +35,13 @@ __all__ = ["SweepResult", "adaptive_looks", "day_estimate", "run_settings", "swe
 
 _NO_INTERIM = (
     "--adaptive: restarts = {restarts} leaves no interim look (one needs 4 blocks before it "
-    "and as many after), so every block runs; restarts is the maximum: size it for power, "
-    "about 1.2-1.3x the restarts a fixed plan needs (a report's 'restarts per arm would "
-    "settle it')"
+    "and as many after), so every block runs; restarts is the maximum: size it for power "
+    "(`sweep --dry-run` prints the restarts 90% power needs)"
+)
+_NO_AA = (
+    '--adaptive: the plan has no A/A arm (aa_of = "{baseline}"); with one, each block '
+    "compares with the mean of two baseline starts, which shortens an adaptive sweep "
+    '(benchmarks/README.md "Time on site")'
 )
 
 
@@ -113,6 +117,9 @@ def sweep(
     )
     if summary.looks is not None and len(summary.looks) < 2:
         summary.warnings.append(_NO_INTERIM.format(restarts=o.restarts))
+        reporter.note(summary.warnings[-1])
+    if summary.looks is not None and not any(a.aa_of for a in plan.arms):
+        summary.warnings.append(_NO_AA.format(baseline=plan.baseline))
         reporter.note(summary.warnings[-1])
     if dry_run:
         summary.outcomes = [RunOutcome(start=s, status="planned") for s in schedule]
