@@ -28,11 +28,13 @@ The designs:
   plan.restarts = the last look. The bundle grows block by block; at each planned look it is
   analysed, and the experiment stops at the first look where every speculative comparison
   is decided (verdict not INCONCLUSIVE), else at the last look (the sweep before issue 22);
-- per-arm: the same design, stopping per comparison as `sweep --adaptive` does since issue
-  22: at each look, a spec arm whose comparison is decided (WIN, LOSS or EQUIVALENT, the
-  last a futility stop) gets no more blocks; the baseline and the open arms go on until
-  every arm is decided or the last look. The verdict of a stopped arm is the one of its
-  look (paired on the blocks both sides have, its interval no longer changes).
+- per-arm: the design `sweep --adaptive` records since issue 22 — the same looks, plus the
+  baseline's A/A repeat ("base-aa", aa_of "base") in every block, pooled into the reference
+  (plan.design.pool_aa), and the plan's target (+10%) for the futility stop; at each look a
+  spec arm whose comparison can stop (Comparison.stopping.can_stop: WIN, LOSS or
+  EQUIVALENT, or futile) gets no more blocks; the baseline, its repeat and the open arms go
+  on until every arm has stopped or the last look. The verdict of a stopped arm is the one
+  of its look (paired on the blocks both sides have, its interval no longer changes).
 
 What is read from each Comparison (the rewrite of issue 18 renames the fields; both work):
 - after the rewrite (Comparison has `ci_level`): verdict, [ci_low, ci_high] at ci_level,
@@ -83,6 +85,7 @@ WORKLOAD = "code"
 SERVE = "vllm serve meta-llama/Llama-3.1-8B-Instruct --port {port}"
 SPEC = """ --speculative-config '{{"method":"ngram","num_speculative_tokens":{k}}}'"""
 ALPHA = 0.05
+TARGET = 0.10  # the speedup the per-arm design is powered to find (defaults.TARGET)
 REWRITTEN = "ci_level" in Comparison.model_fields
 """The analysis rewrite (one interval per comparison, ci_level, withheld, matched) landed."""
 VERDICTS = ("WIN", "LOSS", "EQUIVALENT", "INCONCLUSIVE")
@@ -109,15 +112,29 @@ def _sigma(cv: float) -> float:
     return math.sqrt(math.log1p(cv * cv))
 
 
-def plan_spec(truth: Truth, *, blocks: int, looks: Sequence[int] | None, margin: float) -> PlanSpec:
-    """The manifest's plan: baseline + spec arms, blocked order, the margin and the design.
+def plan_spec(
+    truth: Truth,
+    *,
+    blocks: int,
+    looks: Sequence[int] | None,
+    margin: float,
+    per_arm: bool = False,
+) -> PlanSpec:
+    """The manifest's plan: baseline + spec arms, blocked order, the margin and the design;
+    `per_arm`: the A/A repeat, pooled into the reference, and the futility target too.
     Fields this version of the schema lacks (margin, design before issue 18) are left out."""
     arms = [ArmSpec(name="base", speculative=False, launch=SERVE)]
+    if per_arm:
+        arms.append(ArmSpec(name="base-aa", speculative=False, launch=SERVE, aa_of="base"))
     arms += [
         ArmSpec(name=a, speculative=True, launch=SERVE + SPEC.format(k=i + 2))
         for i, a in enumerate(truth.arms)
     ]  # launches that differ only in speculation flags: each spec arm matches the baseline
-    design = {"kind": "adaptive", "looks": list(looks), "alpha": ALPHA} if looks else None
+    design: dict[str, Any] | None = (
+        {"kind": "adaptive", "looks": list(looks), "alpha": ALPHA} if looks else None
+    )
+    if design is not None and per_arm:
+        design |= {"target": TARGET, "pool_aa": True}
     fields: dict[str, Any] = {
         "arms": arms,
         "workloads": [WORKLOAD],
@@ -143,11 +160,13 @@ class SimulatedBundle:
         self.blocks = 0
         self.drift = 0.0
         self.ratio = {"base": 1.0} | dict(zip(truth.arms, truth.ratios, strict=True))
+        self.references = [a.name for a in plan.arms if a.name == "base" or a.aa_of == "base"]
+        self.ratio |= dict.fromkeys(self.references, 1.0)
 
     def add_block(self, stopped: frozenset[str] = frozenset()) -> None:
         t, rng, b = self.truth, self.rng, self.blocks
         self.drift += rng.gauss(0.0, _sigma(t.drift_cv)) if b else 0.0
-        order = ["base", *(a for a in t.arms if a not in stopped)]
+        order = [*self.references, *(a for a in t.arms if a not in stopped)]
         rng.shuffle(order)
         for arm in order:
             level = BASE_TPS * self.ratio[arm] * math.exp(self.drift)
@@ -253,8 +272,13 @@ def simulate(case: Case, index: int, seed: int, tmp: Path) -> Outcome:
     rng = random.Random(f"{seed}/{case.key}/{index}")
     adaptive = case.design in ("adaptive", "per-arm")
     looks = case.looks if adaptive else (case.restarts,)
+    per_arm = case.design == "per-arm"
     plan = plan_spec(
-        case.truth, blocks=looks[-1], looks=case.looks if adaptive else None, margin=case.margin
+        case.truth,
+        blocks=looks[-1],
+        looks=case.looks if adaptive else None,
+        margin=case.margin,
+        per_arm=per_arm,
     )
     path = Path(tempfile.mkdtemp(prefix="b", dir=tmp))
     arms = case.truth.arms
@@ -271,7 +295,8 @@ def simulate(case: Case, index: int, seed: int, tmp: Path) -> Outcome:
             )
             decided = tuple(deciding(c, adaptive) for c in comparisons)
             done = {a for a, d in zip(arms, decided, strict=True) if d.verdict != "INCONCLUSIVE"}
-            if case.design == "per-arm":
+            if per_arm:  # decided or futile: what the sweep's timekeeper stops on
+                done = {c.arm for c in comparisons if c.stopping and c.stopping.can_stop}
                 stopped = stopped | done
             if len(done) == len(arms):
                 break
