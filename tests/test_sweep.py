@@ -476,36 +476,46 @@ def test_adaptive_stops_at_the_first_look_where_everything_is_decided(
 
 def test_adaptive_stops_each_arm_once_its_comparisons_are_decided(tmp_path: Path) -> None:
     """Per-comparison stopping: after look 1 (4 blocks), the arm that is 1.5x faster with
-    tight noise is decided (WIN) and gets no more restarts; the undecided arm, the baseline
-    and the A/A arm go on (their starts fail here: `exit 1`). The manifest records it."""
+    tight noise is decided (WIN) and gets no more restarts; the arm at 1.0x with 3% noise is
+    undecided but futile (+10% rejected: one-sided p < 2.5%) and stops too; the noisy arm,
+    the baseline and the A/A arm go on (their starts fail here: `exit 1`). The manifest
+    records it."""
     arms = (
         _arm("baseline", "exit 1 # {port}")
         + '[[arms]]\nname = "baseline-aa"\naa_of = "baseline"\n\n'
         + _arm("fast", "exit 1 # {port} --spec-type ngram-simple", "speculative = true")
         + _arm("same", "exit 1 # {port} --spec-type ngram-mod", "speculative = true")
+        + _arm("flat", "exit 1 # {port} --spec-type ngram-map-k", "speculative = true")
     )
     plan = _plan(tmp_path, arms, restarts=8, requests=15, max_tokens=256)
     out = tmp_path / "b"
     sweep(plan, out=out, stop_on_failure=True, adaptive=True)
     bundle = Bundle.open(out)
-    level = {"fast": 1.5, "same": 1.0, "baseline": 1.0, "baseline-aa": 1.0}
-    spread = {"fast": 0.005, "same": 0.3, "baseline": 0.005, "baseline-aa": 0.005}
-    for start in build_schedule([a.name for a in plan.arms], restarts=8, seed=3)[:16]:
+    level = {"fast": 1.5, "same": 1.0, "flat": 1.0, "baseline": 1.0, "baseline-aa": 1.0}
+    spread = {"fast": 0.005, "same": 0.3, "flat": 0.03, "baseline": 0.005, "baseline-aa": 0.005}
+    for start in build_schedule([a.name for a in plan.arms], restarts=8, seed=3)[:20]:
         tps = 100.0 * level[start.arm] * (1 + spread[start.arm] * (-1) ** start.restart)
         _measured(bundle, start, tps)
     recorder = Recorder()
     summary = sweep(plan, out=out, resume=True, adaptive=True, reporter=recorder)
-    later = summary.outcomes[16:]
-    assert [o.status for o in summary.outcomes[:16]] == ["skipped"] * 16
-    assert {o.status for o in later if o.start.arm == "fast"} == {"decided"}
-    assert {o.status for o in later if o.start.arm != "fast"} == {"failed"}
-    assert len(later) == 16 and summary.stopped_at_look is None
-    assert any("fast stopped at look 1 (WIN), no more restarts" in n for n in recorder.notes)
-    assert any("verdicts decided 1/2" in s for s in recorder.statuses)
+    later = summary.outcomes[20:]
+    assert [o.status for o in summary.outcomes[:20]] == ["skipped"] * 20
+    assert {o.status for o in later if o.start.arm in ("fast", "flat")} == {"decided"}
+    assert {o.status for o in later if o.start.arm not in ("fast", "flat")} == {"failed"}
+    assert len(later) == 20 and summary.stopped_at_look is None
+    assert any("fast stopped at look 1 (WIN)" in n for n in recorder.notes)
+    assert any("verdicts decided 1/3 · 1 futile" in s for s in recorder.statuses)
     time_plan = Bundle.open(out).manifest.time_plan
     assert time_plan is not None and time_plan.design == "adaptive"
     assert time_plan.stopped["fast"] == "stopped at look 1 (WIN)"
-    assert time_plan.restarts == {"baseline": 4, "baseline-aa": 4, "fast": 4, "same": 4}
+    assert time_plan.stopped["flat"] == "stopped at look 1 (futility stop on code, against +10%)"
+    assert time_plan.restarts == {
+        "baseline": 4,
+        "baseline-aa": 4,
+        "fast": 4,
+        "same": 4,
+        "flat": 4,
+    }
     # The report's methodology says which design ran, what each arm got and why.
     final = Bundle.open(out)
     rows = {r.key: r.value for r in design_rows(final.manifest, analyse(final))}

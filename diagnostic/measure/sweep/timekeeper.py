@@ -78,7 +78,7 @@ class TimeKeeper:
         self.costs = day.costs  # assumed, or a pilot's, until the first block is measured
         self.stop_s = day.costs.stop_s
         self.closed: dict[str, str] = {}
-        self.decided: tuple[int, int] | None = None  # (decided, all) at the last look
+        self.decided: tuple[int, int, int] | None = None  # (decided, futile, all), last look
         self.began = time.monotonic()
         prior = bundle.manifest.time_plan
         self.took_before = (prior.took_s or 0.0) if prior is not None else 0.0
@@ -147,7 +147,11 @@ class TimeKeeper:
         """The overall bar's summary: verdicts decided (adaptive) and the likely end."""
         likely = self.record.likely_s
         left = max((likely or 0.0) - self._elapsed(), 0.0)
-        parts = [f"verdicts decided {self.decided[0]}/{self.decided[1]}"] if self.decided else []
+        parts = []
+        if self.decided:
+            decided, futile, every = self.decided
+            parts.append(f"verdicts decided {decided}/{every}")
+            parts += [f"{futile} futile"] if futile else []
         return " · ".join([*parts, f"likely done {planner.likely_end(left)}"])
 
     def finish(self) -> TimePlan:
@@ -170,13 +174,13 @@ class TimeKeeper:
         spec = [c for c in comparisons if c.kind == "spec"]
         before = set(self.closed)
         self.closed = open_arms(comparisons, self.arms, self.closed, look)
-        self.decided = (
-            sum(c.stopping is not None and c.stopping.can_stop for c in spec),
-            len(spec),
-        )
+        stops = [c.stopping for c in spec if c.stopping is not None and c.stopping.can_stop]
+        futile = sum(st.futile for st in stops)
+        self.decided = (len(stops) - futile, futile, len(spec))
         new = [a for a in self.arms if a in self.closed and a not in before]
         if len(self.closed) == len(self.arms):
-            self.reporter.note(f"look after block {blocks}: every comparison decided; stopping")
+            how = "decided or futile" if futile else "decided"
+            self.reporter.note(f"look after block {blocks}: every comparison {how}; stopping")
         elif new:
             stopped = "; ".join(f"{a} {self.closed[a]}" for a in new)
             self.reporter.note(
