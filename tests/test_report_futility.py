@@ -83,7 +83,7 @@ def test_the_methodology_names_the_futility_rule_and_the_pooled_reference(
         "each block's reference: the mean of baseline and baseline-aa, two starts of the same "
         "configuration"
     )
-    # The pooled reference counts 6 starts; the row gives each arm's own 3.
+    # The pooled reference counts 6 starts (baseline and baseline-aa); each arm ran 3.
     assert any(c.n_restarts_baseline == 6 for c in futile.analysis.comparisons)
     assert futile.rows()["Restarts per arm (run)"] == "3 for every arm"
 

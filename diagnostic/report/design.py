@@ -20,7 +20,7 @@ def design_rows(manifest: Manifest, a: Analysis) -> list[KeyValue]:
         design = _adaptive(p)
     else:
         design = f"fixed: every planned restart ({p.restarts} per arm), decided once"
-    rows = [("Design", design), ("Restarts per arm (run)", _restarts(a, t, p.design.pool_aa))]
+    rows = [("Design", design), ("Restarts per arm (run)", _restarts(a, t))]
     if t is not None:
         rows.append(("Requests per restart (planned on site)", f"{t.requests}: {t.requests_why}"))
         took = duration(t.took_s) if t.took_s is not None else "not recorded"
@@ -85,16 +85,14 @@ def futility(c: Comparison) -> str:
     )
 
 
-def _restarts(a: Analysis, t: TimePlan | None, pooled: bool) -> str:
+def _restarts(a: Analysis, t: TimePlan | None) -> str:
     """Restarts each arm contributed ('baseline 8; ngram-k3 4 (decided at look 1 (WIN))'),
-    or one number when every arm got the same. A pooled reference's count (baseline and
-    its repeat together) is not the baseline's own."""
+    or one number when every arm got the same."""
     counts: dict[str, int] = dict(t.restarts) if t is not None else {}
     stopped = t.stopped if t is not None else {}
     if not counts:
         for c in a.comparisons:
-            if not (pooled and c.kind == "spec"):
-                counts.setdefault(c.baseline, c.n_restarts_baseline)
+            counts.setdefault(c.baseline, c.n_restarts_baseline)
             counts.setdefault(c.arm, c.n_restarts_arm)
     if not counts:
         return f.MISSING
