@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from diagnostic.schema.analysis import Analysis, Methods
+from diagnostic.schema.bundle import Design
 
 __all__ = ["methods", "notes"]
 
 
-def methods(first_chunk_assumed: bool) -> Methods:
-    """The method text; says so when some requests lacked per-chunk token counts."""
+def methods(first_chunk_assumed: bool, design: Design | None = None) -> Methods:
+    """The method text; says so when some requests lacked per-chunk token counts, and how
+    an adaptive design's reference and futility stop worked when it recorded them."""
     first = (
         " Where the server did not report tokens per chunk, the first chunk counts as 1 token."
         if first_chunk_assumed
@@ -42,7 +44,7 @@ def methods(first_chunk_assumed: bool) -> Methods:
             "matched baseline: the arm whose launch differs only in speculation flags (or the "
             "one the plan names). With one restart on a side the ratio is of the two means, "
             "its interval uses the requests of one process (delta method), is labelled "
-            "within-process only, and gets no verdict."
+            "within-process only, and gets no verdict." + _adaptive_ratio(design)
         ),
         verdict=(
             "With [L, U] the interval printed beside the verdict — the one that decided it, at "
@@ -73,6 +75,25 @@ def methods(first_chunk_assumed: bool) -> Methods:
             "requests (vLLM's request decode-time histogram, llama.cpp's answer timings)."
         ),
     )
+
+
+def _adaptive_ratio(design: Design | None) -> str:
+    """What the adaptive design adds to the speedup interval: the pooled reference, the
+    futility test; '' when it recorded neither."""
+    out = ""
+    if design is not None and design.pool_aa:
+        out += (
+            " Each block's reference is the mean of the baseline's and its A/A repeat's log "
+            "restart means (two starts of the same configuration); the A/A check still "
+            "compares the two."
+        )
+    if design is not None and design.target is not None:
+        out += (
+            " At an interim look, an undecided comparison whose one-sided t test (the same log "
+            f"ratio, SE and df) rejects a speedup of +{design.target:.0%}, the plan's target, at "
+            f"{design.futility_alpha:.1%} stops for futility; its verdict stays INCONCLUSIVE."
+        )
+    return out
 
 
 def notes(analysis: Analysis, first_chunk_assumed: int, baseline_note: str | None) -> list[str]:

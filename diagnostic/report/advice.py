@@ -13,7 +13,7 @@ from diagnostic.report import fmt as f
 from diagnostic.report import launch, quality
 from diagnostic.report import select as sel
 from diagnostic.report.budget import Day
-from diagnostic.report.design import design_rows
+from diagnostic.report.design import design_rows, futility
 from diagnostic.report.view import (
     ChecklistRow,
     FindingView,
@@ -107,6 +107,7 @@ def _profile_recs(a: Analysis, describe: Describe) -> list[Recommendation]:
         c = sel.lead_comparison(a, w)
         if c is not None:
             kind = "UNDECIDED" if c.verdict == "INCONCLUSIVE" else str(c.verdict)
+            kind = "FUTILE" if futility(c) else kind
             grouped.setdefault((kind, c.arm), []).append(c)
     out = []
     for (kind, arm), comps in grouped.items():
@@ -117,9 +118,16 @@ def _profile_recs(a: Analysis, describe: Describe) -> list[Recommendation]:
             "EQUIVALENT": f"Serve {ws} without speculation: it does not pay.",
             "UNDECIDED": f"Serve {ws} without speculation until more restarts show whether "
             f"{name} pays.",
+            "FUTILE": f"Serve {ws} without speculation: {name} is unlikely to pay.",
         }[kind]
-        out.append(Recommendation(text=text, evidence="; ".join(_measured(c) for c in comps)))
+        out.append(Recommendation(text=text, evidence="; ".join(_evidence(c) for c in comps)))
     return out
+
+
+def _evidence(c: Comparison) -> str:
+    """What was measured, and for a futile comparison why the sweep stopped it."""
+    stop = futility(c)
+    return f"{_measured(c)}; {stop}" if stop else _measured(c)
 
 
 def _sweep_recs(a: Analysis) -> list[Recommendation]:
@@ -146,14 +154,39 @@ def _sweep_recs(a: Analysis) -> list[Recommendation]:
     return out
 
 
-def _repeat_recs(a: Analysis, day: Day) -> list[Recommendation]:
-    """Repeat the undecided comparisons a day can settle; name the ones it cannot."""
-    pending = [
+def _undecided(a: Analysis) -> list[Comparison]:
+    """The undecided comparisons of the workloads page 1 names, at its concurrency."""
+    return [
         c
-        for w in sel.workloads(a)  # the workloads page 1 names, at its concurrency
+        for w in sel.workloads(a)
         for c in sel.spec_comparisons(a, w)
-        if c.verdict == "INCONCLUSIVE" and c.more_restarts_needed
+        if c.verdict == "INCONCLUSIVE"
     ]
+
+
+def _futility_recs(a: Analysis) -> list[Recommendation]:
+    """No more restarts for the comparisons the adaptive sweep stopped for futility."""
+    futile = [c for c in _undecided(a) if futility(c)]
+    if not futile:
+        return []
+    by_arm: dict[str, list[str]] = {}
+    for c in futile:
+        by_arm.setdefault(c.arm, []).append(c.workload)
+    names = [f"{arm} on {f.join(ws)}" for arm, ws in by_arm.items()]
+    target = futile[0].stopping.target if futile[0].stopping else None
+    return [
+        Recommendation(
+            text=f"Plan no more restarts for {f.join(names)}: the sweep stopped them for "
+            f"futility, a speedup of +{f.pct(target, 0)} (the plan's target) is unlikely.",
+            evidence="; ".join(_evidence(c) for c in futile[:3]),
+        )
+    ]
+
+
+def _repeat_recs(a: Analysis, day: Day) -> list[Recommendation]:
+    """Repeat the undecided comparisons a day can settle; name the ones it cannot. A
+    comparison stopped for futility is not repeated (_futility_recs)."""
+    pending = [c for c in _undecided(a) if c.more_restarts_needed and not futility(c)]
     arms = list(dict.fromkeys(c.arm for c in pending))
     # Repeating them all restarts every arm named and the baseline, alike.
     fit = day.restarts(len(arms) + 1)
@@ -184,8 +217,7 @@ def _repeat_recs(a: Analysis, day: Day) -> list[Recommendation]:
 
 
 def _measurement_recs(a: Analysis, day: Day) -> list[Recommendation]:
-    out = []
-    out += _repeat_recs(a, day)
+    out = _futility_recs(a) + _repeat_recs(a, day)
     if any(c.within_process_only for c in a.comparisons):
         out.append(
             Recommendation(

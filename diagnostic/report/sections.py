@@ -10,6 +10,7 @@ from diagnostic.report import charts
 from diagnostic.report import fmt as f
 from diagnostic.report import select as sel
 from diagnostic.report.budget import Day
+from diagnostic.report.design import futility
 from diagnostic.report.view import (
     ArmRow,
     Chart,
@@ -78,6 +79,8 @@ def _arm_row(
         notes.append(f"also differs: {c.differs}")
     if c is not None and c.label:
         notes.append(c.label)
+    elif c is not None and (stop := futility(c)):
+        notes.append(stop)
     elif c is not None and c.verdict == "INCONCLUSIVE" and c.more_restarts_needed:
         notes.append(day.settle(c.more_restarts_needed))
     note = "; ".join(notes)

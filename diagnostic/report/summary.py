@@ -13,6 +13,7 @@ from diagnostic.report import capture as cap
 from diagnostic.report import fmt as f
 from diagnostic.report import select as sel
 from diagnostic.report.budget import Day
+from diagnostic.report.design import futility
 from diagnostic.report.inputs import Inputs
 from diagnostic.report.view import (
     Cause,
@@ -198,7 +199,9 @@ def _verdict_line(a: Analysis, workload: str, describe: Describe, day: Day) -> V
     }[c.verdict]
     interval = f.decided_ci(c)
     tail = f"{'no verdict' if c.withheld else c.verdict}, {restarts}"
-    if c.verdict == "INCONCLUSIVE" and c.more_restarts_needed:
+    if stop := futility(c):
+        tail += f"; {stop}"
+    elif c.verdict == "INCONCLUSIVE" and c.more_restarts_needed:
         tail += f"; {day.settle(c.more_restarts_needed)}"
     if c.within_process_only:
         tail += f"; {c.label or WITHIN_PROCESS_LABEL}"
