@@ -182,3 +182,8 @@ def test_the_rendered_page_carries_the_futility_note(futile: Report) -> None:
     assert c is not None
     assert _stopped(c) in html
     assert "+10%, the plan&#39;s target, at 2.5%" in html  # autoescaped, not by hand
+
+
+def test_the_analysis_carries_the_method_text_of_its_design(futile: Report) -> None:
+    """analyse() passes the manifest's design to the method text (core.py)."""
+    assert futile.analysis.methods.ratio_interval == methods(False, DESIGN).ratio_interval

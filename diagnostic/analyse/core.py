@@ -131,7 +131,7 @@ def analyse(
         family_size=max((c.family_size for c in spec if not c.withheld), default=0),
         design=plan.design.kind,
         adaptive=_adaptive(spec, plan.design.looks) if plan.design.kind == "adaptive" else None,
-        methods=methods(ctx.loaded.first_chunk_assumed > 0),
+        methods=methods(ctx.loaded.first_chunk_assumed > 0, plan.design),
     )
     analysis.notes = notes(analysis, ctx.loaded.first_chunk_assumed, _baseline_note(ctx))
     return analysis
