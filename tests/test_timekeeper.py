@@ -132,6 +132,6 @@ def test_a_pooled_design_compares_with_the_mean_of_the_baseline_and_its_repeat(
     assert c.ratio == pytest.approx(math.exp((run_logs["ngram-k3"] - reference).mean()))
     level = res.confidence_interval(c.ci_level)
     assert (c.ci_low, c.ci_high) == pytest.approx((math.exp(level.low), math.exp(level.high)))
-    assert c.n_restarts_baseline == 6  # three blocks, two baseline starts each
+    assert (c.n_restarts_baseline, c.pooled_with) == (3, "baseline-aa")  # 2 starts a block
     aa = next(c for c in comparisons if c.kind == "aa" and c.workload == "code")
     assert (aa.arm, aa.baseline, aa.n_restarts_baseline) == ("baseline-aa", "baseline", 3)

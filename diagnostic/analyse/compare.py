@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from diagnostic import defaults
 from diagnostic.analyse import stats
@@ -31,6 +31,12 @@ class Side:
 
     name: str
     groups: dict[int, list[Sample]]
+    pooled: dict[str, int] = field(default_factory=dict)  # A/A repeats in the groups: restarts
+
+    @property
+    def own_restarts(self) -> int:
+        """Restarts of the arm itself, its pooled repeats' left out."""
+        return len(self.groups) - sum(self.pooled.values())
 
     def log_means(self) -> dict[int, float]:
         """log of each restart's mean decode tok/s, by restart."""
@@ -204,7 +210,8 @@ def _finish(p: Pending, p_adj: float | None, m: int, delta: float, design: Desig
         p_adjusted=p_adj,
         family_size=m if p.in_family else 1,
         n_restarts_arm=len(p.arm.groups),
-        n_restarts_baseline=len(p.base.groups),
+        n_restarts_baseline=p.base.own_restarts,
+        pooled_with=", ".join(p.base.pooled) or None,
         within_process_only=within,
         label=WITHIN_PROCESS_LABEL if within else None,
         more_restarts_needed=_more_restarts(p.result, verdict, delta, level, within),

@@ -78,12 +78,13 @@ class Context:
         side = self.side(base, workload, level)
         if not self.bundle.manifest.plan.design.pool_aa:
             return side
-        groups = dict(side.groups)
+        groups, pooled = dict(side.groups), {}
         repeats = [a for a in self.arms if (s := self.specs.get(a)) and s.aa_of == base]
         for i, arm in enumerate(repeats, 1):
-            for r, g in self.side(arm, workload, level).groups.items():
-                groups[i * _REPEAT_KEYS + r] = g
-        return Side(base, groups)
+            extra = self.side(arm, workload, level).groups
+            groups |= {i * _REPEAT_KEYS + r: g for r, g in extra.items()}
+            pooled[arm] = len(extra)
+        return Side(base, groups, {a: n for a, n in pooled.items() if n})
 
 
 def analyse(

@@ -86,7 +86,7 @@ def futility(c: Comparison) -> str:
 
 
 def _restarts(a: Analysis, t: TimePlan | None) -> str:
-    """Restarts each arm contributed ('baseline 8; ngram-k3 4 (decided at look 1 (WIN))'),
+    """Restarts each arm contributed ('baseline 8; ngram-k3 4 (stopped at look 1 (WIN))'),
     or one number when every arm got the same."""
     counts: dict[str, int] = dict(t.restarts) if t is not None else {}
     stopped = t.stopped if t is not None else {}

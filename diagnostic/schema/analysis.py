@@ -150,6 +150,11 @@ class Comparison(_Model):
     family_size: int = Field(1, description="Comparisons whose verdicts share the 5% error rate")
     n_restarts_arm: int = Field(description="Restarts of the arm used")
     n_restarts_baseline: int = Field(description="Restarts of the baseline used")
+    pooled_with: str | None = Field(
+        None,
+        description="A/A repeat(s) averaged with the baseline in each block (design.pool_aa); "
+        "their restarts are not in n_restarts_baseline",
+    )
     within_process_only: bool = Field(
         False, description="True when a side has one restart: the interval is of one process"
     )
