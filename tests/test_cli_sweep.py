@@ -15,6 +15,7 @@ from analyse_bundles import synthetic_record
 from click.testing import CliRunner
 from conftest import ROOT, free_port
 
+from diagnostic.analyse.core import analyse
 from diagnostic.bundle.store import Bundle
 from diagnostic.cli import main
 from diagnostic.measure.plan.spec import load_plan
@@ -212,6 +213,40 @@ def test_a_real_adaptive_sweep_plans_its_requests_from_its_own_first_blocks(
         measured = [r for r in bundle.read_requests(arm, 2).records if not r.warmup]
         first = [r for r in bundle.read_requests(arm, 0).records if not r.warmup]
         assert len(first) == 2 and len(measured) == t.requests, (arm, t.requests_why)
+
+
+@pytest.mark.engine
+def test_a_real_adaptive_sweep_stops_at_the_first_look_that_decides(tmp_path: Path) -> None:
+    """Baseline, its A/A repeat and the model as its own drafter (k = 4, about half the
+    baseline's speed on this CPU), up to 8 blocks with looks after 4 and 8: at look 1 the
+    drafter is a LOSS against the mean of the two baseline starts of each block, so it gets
+    no more restarts, and with no speculative arm left open the sweep ends after 4 of 8
+    blocks. The manifest records the pooled design."""
+    server = "$LLAMA_SERVER -m $MODEL --host 127.0.0.1 --port {port} -t 2 -c 1024 --metrics"
+    draft = " -md $MODEL --spec-type draft-simple --spec-draft-n-max 4"
+    plan = tmp_path / "plan.toml"
+    plan.write_text(
+        '[plan]\nrestarts = 8\nrequests = 3\nwarmup = 1\nmax_tokens = 16\nworkloads = ["code"]\n'
+        f'port = {free_port()}\n[[arms]]\nname = "baseline"\nlaunch = "{server}"\n'
+        f'[[arms]]\nname = "baseline-aa"\naa_of = "baseline"\nlaunch = "{server}"\n'
+        f'[[arms]]\nname = "selfdraft"\nspeculative = true\nlaunch = "{server}{draft}"\n'
+    )
+    argv = [DIAGNOSE, "sweep", str(plan), "--adaptive", "--out", str(tmp_path / "b")]
+    env = {**os.environ, **_real_server_env()}
+    result = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=900)
+    assert result.returncode == 0, result.stdout + result.stderr
+    out = " ".join((result.stdout + result.stderr).split())
+    assert "look after block 4: every comparison decided; stopping" in out, out[-3000:]
+    assert "--adaptive: every comparison decided after 4 blocks." in out
+    bundle = Bundle.open(tmp_path / "b")
+    design = bundle.manifest.plan.design
+    assert design.looks == [4, 8] and design.pool_aa and design.target == 0.10
+    t = bundle.manifest.time_plan
+    assert t is not None and t.restarts == {"baseline": 4, "baseline-aa": 4, "selfdraft": 4}
+    assert t.stopped["selfdraft"] == "stopped at look 1 (LOSS)"
+    c = next(c for c in analyse(bundle).comparisons if c.kind == "spec")
+    assert (c.verdict, c.pooled_with, c.n_restarts_baseline) == ("LOSS", "baseline-aa", 4)
+    assert c.stopping is not None and c.stopping.reason == "decided at look 1: LOSS"
 
 
 def _static_server(tmp_path: Path) -> str:

@@ -363,7 +363,8 @@ def _power_line(p: Power) -> str:
         return f"{n}" if n is not None else "over 100"
 
     return (
-        f"power to find {p.target:+.0%} (a WIN over {p.family} comparisons): fixed plan "
+        f"power to find {p.target:+.0%} (a WIN over {p.family} "
+        f"comparison{'s' if p.family > 1 else ''}): fixed plan "
         f"{p.fixed:.0%}, adaptive {p.adaptive:.0%}; {p.wanted:.0%} needs restarts = "
         f"{need(p.fixed_restarts)} (fixed) or {need(p.adaptive_restarts)} (adaptive maximum; "
         "it usually stops sooner)"
