@@ -178,7 +178,7 @@ def _verdict_line(a: Analysis, workload: str, describe: Describe, day: Day) -> V
     arm = sel.arm_by_id(a, c.arm)
     name = describe(arm) if arm else c.arm
     restarts = (
-        f"{c.n_restarts_arm} restart(s) per arm"
+        f"{c.n_restarts_arm} restart{'s' if c.n_restarts_arm != 1 else ''} per arm"
         if c.n_restarts_arm == c.n_restarts_baseline
         else f"{c.n_restarts_arm} vs {c.n_restarts_baseline} restarts"
     )
