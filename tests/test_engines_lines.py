@@ -6,6 +6,7 @@ import random
 from pathlib import Path
 from typing import get_args
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -139,3 +140,31 @@ def test_parse_log_streams_a_file_path(tmp_path: Path) -> None:
     log.write_bytes(b"")
     facts = parse_log(log)
     assert (facts.engine, facts.lines, facts.capture.reason) == ("unknown", 0, "empty log")
+
+
+@pytest.mark.parametrize("cut", ["P", "PIECE", "FULL_DEC", "CUDAGraphMode.PI"])
+def test_a_mode_name_cut_mid_word_is_no_evidence(cut: str) -> None:
+    """A pasted excerpt can end inside the downgrade warning's mode name (hypothesis found
+    'cudagraph_mode=P' read as a mode): only a whole name counts; the full line still does."""
+    head = (
+        "(EngineCore pid=1369) INFO 11-29 10:23:40 [__init__.py:1] vLLM version 0.26.0\n"
+        "(EngineCore pid=1369) WARNING 11-29 10:23:44 [compilation.py:1443] "
+        "CUDAGraphMode.FULL_AND_PIECEWISE is not supported with spec-decode for attention "
+        "backend TritonMLABackend (support: AttentionCGSupport.UNIFORM_SINGLE_TOKEN_DECODE); "
+        "setting cudagraph_mode="
+    )
+    assert parse_log((head + cut).encode()).capture.resolved == "UNKNOWN"
+    assert parse_log((head + "PIECEWISE").encode()).capture.resolved == "PIECEWISE"
+
+
+def test_a_config_mode_cut_mid_name_is_no_mode() -> None:
+    """The config line's repr spliced mid-name ('<CUDAGraphMode.FULL_AND_PIEC…>', found by
+    mutating real lines) configures nothing; the whole name does."""
+    line = (
+        "(EngineCore_DP0 pid=860) INFO 12-01 09:00:05 [core.py:93] Initializing a V1 LLM engine "
+        "(v0.12.0) with config: model='m', compilation_config={'cudagraph_mode': "
+        "<CUDAGraphMode.NAME: (2, 1)>}"
+    )
+    assert parse_log(line.replace("NAME", "FULL_AND_PIEC").encode()).capture.configured is None
+    whole = parse_log(line.replace("NAME", "FULL_AND_PIECEWISE").encode()).capture
+    assert whole.configured == "FULL_AND_PIECEWISE"

@@ -89,10 +89,12 @@ _BAR_DRAFT = re.compile(r"Capturing (?P<what>[a-z][\w -]*?) CUDA graphs")
 _FINISHED = re.compile(
     r"Graph capturing finished in (?P<s>[\d.]+) secs?(?:, took (?P<gib>[\d.]+) GiB)?"
 )
-_SETTING = re.compile(r"setting cudagraph_mode=(?:CUDAGraphMode\.)?(?P<to>[A-Z_]+)")
+# Only a whole mode name counts: a line cut mid-word ("cudagraph_mode=P", a pasted excerpt)
+# is no evidence of what the engine set.
+_MODE = r"(?:CUDAGraphMode\.)?(?P<{}>FULL_AND_PIECEWISE|FULL_DECODE_ONLY|PIECEWISE|FULL|NONE)\b"
+_SETTING = re.compile("setting cudagraph_mode=" + _MODE.format("to"))
 _OVERRIDE = re.compile(
-    r"[Oo]verriding cudagraph_mode (?:from (?:CUDAGraphMode\.)?(?P<from>[A-Z_]+) )?"
-    r"to (?:CUDAGraphMode\.)?(?P<to>[A-Z_]+)"
+    "[Oo]verriding cudagraph_mode (?:from " + _MODE.format("from") + " )?to " + _MODE.format("to")
 )
 _PROFILING = re.compile(r"Profiling CUDA graph memory: (?P<modes>.*)")
 _BACKEND = re.compile(
@@ -453,8 +455,8 @@ def _process(text: str) -> str:
 
 
 def _mode_name(m: re.Match[str]) -> str | None:
-    if m["name"]:
-        return m["name"]
+    if m["name"]:  # a repr cut or spliced mid-name ('FULL_AND_PIEC') names no mode
+        return m["name"] if m["name"] in _MODE_NUMBERS.values() else None
     if m["a"] is not None:
         return _MODE_NUMBERS.get(f"{m['a']},{m['b']}")
     if m["n"] is not None:

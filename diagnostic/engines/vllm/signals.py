@@ -44,7 +44,10 @@ SIGNALS: tuple[Signal, ...] = (
         "compilation enabled on NPU",
         {"capture.configured": "{mode}", "backend": "npu"},
         "startup",
-        re.compile(r"(?P<mode>[A-Z_]+) compilation enabled on NPU"),
+        re.compile(
+            r"\b(?P<mode>FULL_AND_PIECEWISE|FULL_DECODE_ONLY|PIECEWISE|FULL|NONE) compilation "
+            r"enabled on NPU"
+        ),
     ),
 )
 
