@@ -303,6 +303,62 @@ def verdict(low: float, high: float, delta: float) -> str:
     return "INCONCLUSIVE"
 
 
+# -- R12-R14: the adaptive design ----------------------------------------------------------------
+POCOCK_PATHS = 1 << 20
+POCOCK_SEED = 12  # not the package's seed: an independent draw
+
+
+def pocock_level(looks: list[int], alpha: float) -> float:
+    """R13: the two-sided per-look level c of a Pocock design on paired t intervals: under no
+    difference (i.i.d. normal block differences), P(the t interval at some look excludes 0 at
+    level 1 − c) = alpha. Whole block sequences are drawn (numpy, own seed), the p-value of
+    every look computed, and c is the alpha quantile of the smallest one."""
+    if len(looks) < 2:
+        return alpha
+    rng = np.random.default_rng(POCOCK_SEED)
+    smallest = []
+    for _ in range(POCOCK_PATHS // (1 << 16)):
+        x = rng.standard_normal((1 << 16, looks[-1]))
+        p_min = np.ones(len(x))
+        for n in looks:
+            if n < 2:
+                continue
+            t = x[:, :n].mean(axis=1) / (x[:, :n].std(axis=1, ddof=1) / math.sqrt(n))
+            p_min = np.minimum(p_min, 2 * stats.t.sf(np.abs(t), n - 1))
+        smallest.append(p_min)
+    return float(np.quantile(np.concatenate(smallest), alpha))
+
+
+def pooled_reference(cells: dict, plan: dict[str, Any], base: str, key: str, level: int) -> dict:
+    """R12: the baseline's restarts and those of every arm repeating it (aa_of), one cell."""
+    out = {("base", r): c for r, c in cells.get((base, key, level), {}).items()}
+    for arm in plan.get("arms") or []:
+        if arm.get("aa_of") == base:
+            rows = cells.get((arm["name"], key, level), {})
+            out |= {(arm["name"], r): c for r, c in rows.items()}
+    return out
+
+
+def futility_p(a: dict, b: dict, target: float, blocks: bool) -> float | None:
+    """R14: one-sided p of 'ratio ≥ 1 + target': the t statistic of the mean log ratio against
+    log(1 + target), with the interval's own SE and df (paired, or Welch)."""
+    pairs = common_blocks(a, b) if blocks else []
+    if len(pairs) >= 2:
+        d = np.asarray([p[0] - p[1] for p in pairs])
+        se, df = float(d.std(ddof=1)) / math.sqrt(len(d)), len(d) - 1
+        mean = float(d.mean())
+    else:
+        la = np.log(list(restart_means(a).values()))
+        lb = np.log(list(restart_means(b).values()))
+        va, vb = la.var(ddof=1) / len(la), lb.var(ddof=1) / len(lb)
+        se = math.sqrt(va + vb)
+        df = (va + vb) ** 2 / (va**2 / (len(la) - 1) + vb**2 / (len(lb) - 1))
+        mean = float(la.mean() - lb.mean())
+    if se == 0:
+        return None
+    return float(stats.t.cdf((mean - math.log1p(target)) / se, df))
+
+
 # -- everything --------------------------------------------------------------------------------
 def compute(bundle_dir: str | Path) -> dict[str, Any]:
     bundle = Path(bundle_dir)
@@ -330,6 +386,8 @@ def compute(bundle_dir: str | Path) -> dict[str, Any]:
             arms_out[arm] = rows
 
     # R6-R8: the comparisons, the spec family first counted, then intervals at their level.
+    design = plan.get("design") or {}
+    looks = list(design.get("looks") or []) if design.get("kind") == "adaptive" else []
     pending = []
     for arm, base, kind, matched in comparison_plan(plan):
         for key in keys_of.get(arm, []):
@@ -337,18 +395,41 @@ def compute(bundle_dir: str | Path) -> dict[str, Any]:
                 a, b = cells.get((arm, key, level)), cells.get((base, key, level))
                 if not a or not b:
                     continue
+                if kind == "spec" and design.get("pool_aa"):
+                    b = pooled_reference(cells, plan, base, key, level)
                 within = len(a) == 1 or len(b) == 1
                 pending.append((arm, base, kind, matched, key, level, a, b, within))
     m = sum(1 for p in pending if p[2] == "spec" and not p[8])
+    per_look = pocock_level(looks, 0.05 / m) if looks and m else None
     comparisons = []
     for arm, base, kind, matched, key, level, a, b, within in pending:
         family = kind == "spec" and not within
         ci_level = 1 - 0.05 / m if family else 0.95
         label = f"simultaneous 95% CI over {m} comparisons" if family and m > 1 else "95% CI"
+        look = None
+        if family and per_look is not None:  # R13: the look this comparison's blocks reach
+            n_now = len(common_blocks(a, b)) if blocks else min(len(a), len(b))
+            reached = [i for i, n in enumerate(looks, 1) if n <= n_now]
+            look = reached[-1] if reached else 1
+            ci_level = 1 - per_look
+            label = f"Pocock-adjusted 95% CI, look {look} of {len(looks)}"
+            label += f", simultaneous over {m} comparisons" if m > 1 else ""
         if within:
             ratio, low, high = within_process_ratio(a, b, ci_level)
         else:
             ratio, low, high = ratio_interval(a, b, ci_level, blocks)
+        extra: dict[str, Any] = {}
+        if look is not None:
+            target = design.get("target")
+            p = futility_p(a, b, target, blocks) if target is not None else None
+            decided = verdict(low, high, delta) != "INCONCLUSIVE"
+            interim = reached and reached[-1] < len(looks)
+            alpha_f = design.get("futility_alpha", 0.025)
+            extra = {
+                "look": look if reached else None,
+                "futility_p": p,
+                "futile": bool(interim and not decided and p is not None and p < alpha_f),
+            }
         comparisons.append(
             {
                 "arm": arm,
@@ -364,6 +445,7 @@ def compute(bundle_dir: str | Path) -> dict[str, Any]:
                 "ci_label": label,
                 "verdict": "INCONCLUSIVE" if within else verdict(low, high, delta),
                 "withheld": within,
+                **extra,
             }
         )
 
