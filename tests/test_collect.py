@@ -80,6 +80,29 @@ def test_jobs_cycle_prompts_in_fixed_order_after_warmups_from_the_end() -> None:
     assert {j.label.concurrency for j in measured4} == {4}
 
 
+def test_a_block_serving_fewer_requests_than_prompts_rotates_through_them() -> None:
+    """m = 2 requests of 5 prompts: block b starts at prompt 2b mod 5, the same for every arm
+    of the block (pairing), so 5 blocks measure each prompt exactly twice; the warm-up is the
+    prompt before the block's first. Without a block (collect) or with m ≥ n: unchanged."""
+    prompts = [f"p{i}" for i in range(5)]
+    settings = RunSettings(base_url="http://x", workloads=[("w", prompts)], requests=2, warmup=1)
+    w = settings.workloads[0]
+    seen = []
+    for block in range(5):
+        runs = [RunInfo(arm=arm, restart=block, block=block) for arm in ("base", "spec")]
+        jobs = [plan_jobs(run, settings, w) for run in runs]
+        per_arm = [[j.prompt for j in measured] for _, measured in jobs]
+        assert per_arm[0] == per_arm[1] == [f"p{2 * block % 5}", f"p{(2 * block + 1) % 5}"]
+        assert jobs[0][0][0].prompt == f"p{(2 * block - 1) % 5}"  # warm-up: the one before
+        seen += per_arm[0]
+    assert sorted(seen) == sorted(prompts * 2)
+    _, plain = plan_jobs(RunInfo(arm="a", restart=3), settings, w)
+    assert [j.prompt for j in plain] == ["p0", "p1"]
+    whole = settings.model_copy(update={"requests": 5})
+    _, blocked = plan_jobs(RunInfo(arm="a", restart=3, block=3), whole, w)
+    assert [j.prompt for j in blocked] == prompts
+
+
 def test_summary_of_real_vllm_requests_matches_their_readme() -> None:
     """Decode tok/s of the recorded H200 runs: README says base ~590, ngram3 ~1070-1170."""
     medians = {}

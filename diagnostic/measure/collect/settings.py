@@ -112,12 +112,17 @@ def plan_jobs(
     """Warm-up and measured jobs of one workload at one concurrency level (index into
     settings.concurrency), in their fixed order, numbered by seq.
 
-    Measured request i uses prompt i mod n (cycling); warm-ups take prompts from the end of
-    the list, so a measured request does not find its own prompt in the prefix cache. Each
+    Measured request i uses prompt (s + i) mod n (cycling), s = 0 unless a run of a block
+    serves fewer requests than the workload has prompts (an adaptive sweep's m*): then block
+    b starts at s = b·m mod n, so every arm of a block gets the same prompts (the pairing
+    holds) and the blocks rotate through the whole set instead of measuring its first m
+    prompts only. Warm-ups take the prompts just before s (from the end of the list when
+    s = 0), so a measured request does not find its own prompt in the prefix cache. Each
     level's seqs follow the previous level's, so (workload, seq) names one request.
     """
     n = len(workload.prompts)
     base = level * (settings.warmup + settings.requests)
+    start = (run.block or 0) * settings.requests % n if settings.requests < n else 0
 
     def job(seq: int, prompt: Prompt, warmup: bool) -> Job:
         label = RequestLabel(
@@ -131,9 +136,11 @@ def plan_jobs(
         )
         return Job(label=label, prompt=prompt.prompt, messages=prompt.messages)
 
-    warm = [job(base + j, workload.prompts[(n - 1 - j) % n], True) for j in range(settings.warmup)]
+    warm = [
+        job(base + j, workload.prompts[(start - 1 - j) % n], True) for j in range(settings.warmup)
+    ]
     measured = [
-        job(base + settings.warmup + i, workload.prompts[i % n], False)
+        job(base + settings.warmup + i, workload.prompts[(start + i) % n], False)
         for i in range(settings.requests)
     ]
     return warm, measured
