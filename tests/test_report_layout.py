@@ -18,7 +18,13 @@ from diagnostic.report.render import keep_names
 from diagnostic.report.view import Chart
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
-NAMES = ("llamacpp-cpu-gemma3", "vllm-h200-mla", "vllm-h200-validation", "vllm-h200-gemma3")
+NAMES = (
+    "llamacpp-cpu-gemma3",
+    "llamacpp-cpu-adaptive",
+    "vllm-h200-mla",
+    "vllm-h200-validation",
+    "vllm-h200-gemma3",
+)
 _FOOTER = re.compile(r"^Page \d+ of \d+$|^diagnose \S+$")
 
 

@@ -117,3 +117,39 @@ def test_gemma3_real_weights_show_what_random_weights_cannot(tmp_path: Path) -> 
         Path(f.run or "").parent.name for f in report.findings if f.rule == "model-runner-fallback"
     }
     assert fallback == {f"ngram-k{k}-r{r}" for k in (1, 3, 5) for r in range(3)}
+
+
+def test_the_adaptive_sample_stopped_the_decided_arm_and_rotated_its_prompts() -> None:
+    """samples/llamacpp-cpu-adaptive/README.md: looks after 4 and 8 blocks, the A/A repeat
+    pooled, +10% target; selfdraft-k4 a LOSS at look 1 with 4 restarts, the others 8; m* = 6,
+    7, then 5 requests from block 3, the blocks rotating through the 23 code prompts; WIN for
+    ngram-k2 on prose at look 2; the A/A check passes; it took under half the planned time."""
+    bundle = Bundle.open(SAMPLES / "llamacpp-cpu-adaptive")
+    design, t = bundle.manifest.plan.design, bundle.manifest.time_plan
+    assert (design.kind, design.looks, design.pool_aa, design.target) == (
+        "adaptive",
+        [4, 8],
+        True,
+        0.10,
+    )
+    assert t is not None and t.stopped == {"selfdraft-k4": "stopped at look 1 (LOSS)"}
+    assert t.restarts["selfdraft-k4"] == 4
+    assert all(n == 8 for arm, n in t.restarts.items() if arm != "selfdraft-k4")
+    assert t.took_s is not None and t.took_s < t.estimated_s / 2
+    code = {}
+    for block in range(8):  # the baseline's restart r ran in block r
+        records = bundle.read_requests("baseline", block).records
+        measured = [r for r in records if not r.warmup and r.workload == "code"]
+        code[block] = [r.prompt_id for r in measured]
+    assert [len(code[b]) for b in range(8)] == [15, 15, 6, 7, 5, 5, 5, 5]
+    assert code[1][0] != code[0][0]  # block 1 starts at prompt 15 of 23
+    assert len({p for ids in code.values() for p in ids}) == 23  # every code prompt measured
+    a = analyse(bundle)
+    by = {(c.arm, c.workload): c for c in a.comparisons if c.kind == "spec"}
+    k2 = by["ngram-k2", "prose"]
+    assert k2.verdict == "WIN" and k2.stopping and k2.stopping.look_number == 2
+    assert k2.pooled_with == "baseline-aa" and k2.ci_label.startswith("Pocock-adjusted 95% CI")
+    draft = by["selfdraft-k4", "code"]
+    assert draft.verdict == "LOSS" and draft.n_restarts_arm == 4
+    assert draft.stopping and draft.stopping.look_number == 1
+    assert a.noise_band.aa_check is True
