@@ -6,6 +6,8 @@ import os
 import re
 import socket
 import subprocess
+import sys
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -24,6 +26,23 @@ NGRAM_FLAGS = (
 
 StartServer = Callable[..., str]
 _LOGS: dict[str, Path] = {}  # base URL -> the log scripts/real-server writes for it
+
+
+def collect_until(args: list[str], records: Path, lines: int) -> subprocess.Popen[bytes]:
+    """`diagnose collect ARGS` in a child process, returned once `records` (a run's
+    requests.jsonl) holds `lines` records: for tests that kill collect mid-run."""
+    child = subprocess.Popen(
+        [sys.executable, "-m", "diagnostic", "collect", *args],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 180
+    while not (records.is_file() and records.read_text().count("\n") >= lines):
+        assert child.poll() is None, "collect ended before it could be killed"
+        assert time.monotonic() < deadline, "no records within 180 s"
+        time.sleep(0.02)
+    return child
 
 
 def free_port() -> int:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import multiprocessing
 import os
 import signal
-import subprocess
 import sys
 import threading
 import time
@@ -16,6 +15,7 @@ from pathlib import Path
 import pytest
 import sse_server
 from click.testing import CliRunner
+from conftest import collect_until
 
 from diagnostic import defaults
 from diagnostic.bundle.store import Bundle
@@ -23,8 +23,6 @@ from diagnostic.cli import main
 from diagnostic.errors import WorkerFailed
 from diagnostic.measure.client import ClientOptions, Job, RequestLabel, process_count, run_streams
 from diagnostic.schema.bundle import RequestRecord
-
-ROOT = Path(__file__).parents[1]
 
 
 def _jobs(n: int, concurrency: int = 1) -> list[Job]:
@@ -175,18 +173,8 @@ def test_multiprocess_collect_resumes_after_sigkill_without_loss_or_duplicates(
         "--processes",
         "2",
     ]
-    child = subprocess.Popen(
-        [sys.executable, "-m", "diagnostic", "collect", *args],
-        cwd=ROOT,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
     path = out / "runs" / "baseline-r0" / "requests.jsonl"
-    deadline = time.monotonic() + 180
-    while not (path.is_file() and path.read_text().count("\n") >= 4):
-        assert child.poll() is None, "collect ended before it could be killed"
-        assert time.monotonic() < deadline, "no records within 180 s"
-        time.sleep(0.02)
+    child = collect_until(args, path, 4)
     workers = [c for c in _children(child.pid) if b"spawn_main" in _cmdline(c)]
     os.kill(child.pid, signal.SIGKILL)
     child.wait()

@@ -6,14 +6,12 @@ import json
 import os
 import re
 import signal
-import subprocess
-import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from conftest import collect_until
 from real_runs import REAL_RUNS
 
 from diagnostic.bundle.store import METRICS_AFTER, METRICS_BEFORE, Bundle, workload_metrics
@@ -313,18 +311,8 @@ def test_resume_after_sigkill_completes_without_duplicates(
         "--max-tokens",
         str(MAX_TOKENS),
     ]
-    child = subprocess.Popen(
-        [sys.executable, "-m", "diagnostic", "collect", *args],
-        cwd=ROOT,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
     requests = out / "runs" / "baseline-r0" / "requests.jsonl"
-    deadline = time.monotonic() + 180
-    while not (requests.is_file() and requests.read_text().count("\n") >= 2):
-        assert child.poll() is None, "collect ended before it could be killed"
-        assert time.monotonic() < deadline, "no records within 180 s"
-        time.sleep(0.05)
+    child = collect_until(args, requests, 2)
     os.kill(child.pid, signal.SIGKILL)
     child.wait()
     with requests.open("ab") as fh:  # a record cut mid-write, as a kill can leave it

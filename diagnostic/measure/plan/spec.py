@@ -202,6 +202,11 @@ class Plan(BaseModel):
                 return arm
         raise KeyError(name)
 
+    @property
+    def has_aa(self) -> bool:
+        """Whether an arm repeats another (aa_of): an adaptive sweep pools it into the reference."""
+        return any(a.aa_of for a in self.arms)
+
     def spec(self) -> PlanSpec:
         """The manifest's plan (secrets redacted)."""
         o = self.options

@@ -118,7 +118,7 @@ def sweep(
     if summary.looks is not None and len(summary.looks) < 2:
         summary.warnings.append(_NO_INTERIM.format(restarts=o.restarts))
         reporter.note(summary.warnings[-1])
-    if summary.looks is not None and not any(a.aa_of for a in plan.arms):
+    if summary.looks is not None and not plan.has_aa:
         summary.warnings.append(_NO_AA.format(baseline=plan.baseline))
         reporter.note(summary.warnings[-1])
     if dry_run:
@@ -133,7 +133,7 @@ def sweep(
             kind="adaptive",
             looks=summary.looks,
             target=plan.options.target,
-            pool_aa=any(a.aa_of for a in plan.arms),
+            pool_aa=plan.has_aa,
         )
         if summary.looks
         else Design()
@@ -221,7 +221,7 @@ def day_estimate(
         requests=o.requests,
         adaptive_requests=day.adaptive.requests,
         family=family,
-        pooled=any(a.aa_of for a in plan.arms),
+        pooled=plan.has_aa,
         target=o.target,
         margin=o.margin,
     )
