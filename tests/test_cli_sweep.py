@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -19,6 +20,7 @@ from diagnostic.analyse.core import analyse
 from diagnostic.bundle.store import Bundle
 from diagnostic.cli import main
 from diagnostic.measure.plan.spec import load_plan
+from diagnostic.schema.analysis import Comparison
 from diagnostic.schema.bundle import Manifest, RunInfo
 
 SAMPLE = ROOT / "samples" / "plans" / "llamacpp-cpu.toml"
@@ -216,12 +218,17 @@ def test_a_real_adaptive_sweep_plans_its_requests_from_its_own_first_blocks(
 
 
 @pytest.mark.engine
-def test_a_real_adaptive_sweep_stops_at_the_first_look_that_decides(tmp_path: Path) -> None:
+def test_a_real_adaptive_sweep_does_at_its_first_look_what_the_data_decide(tmp_path: Path) -> None:
     """Baseline, its A/A repeat and the model as its own drafter (k = 4, about half the
-    baseline's speed on this CPU), up to 8 blocks with looks after 4 and 8: at look 1 the
-    drafter is a LOSS against the mean of the two baseline starts of each block, so it gets
-    no more restarts, and with no speculative arm left open the sweep ends after 4 of 8
-    blocks. The manifest records the pooled design."""
+    baseline's speed on an idle CPU), up to 8 blocks with looks after 4 and 8.
+
+    Whether look 1 decides depends on the noise of the machine the test runs on (under load
+    the drafter's LOSS can stay undecided), so this test does not assert a verdict: it
+    recomputes look 1 from the bundle's first 4 blocks and checks that the sweep did what
+    that analysis says (stopped after 4 blocks with the reason recorded, or went on to all
+    8), and that the manifest, the notes and the final analysis agree. The decision itself
+    is exercised on recorded figures through the same sweep code in
+    tests/test_sweep.py::test_adaptive_stops_at_the_first_look_where_everything_is_decided."""
     server = "$LLAMA_SERVER -m $MODEL --host 127.0.0.1 --port {port} -t 2 -c 1024 --metrics"
     draft = " -md $MODEL --spec-type draft-simple --spec-draft-n-max 4"
     plan = tmp_path / "plan.toml"
@@ -233,20 +240,44 @@ def test_a_real_adaptive_sweep_stops_at_the_first_look_that_decides(tmp_path: Pa
     )
     argv = [DIAGNOSE, "sweep", str(plan), "--adaptive", "--out", str(tmp_path / "b")]
     env = {**os.environ, **_real_server_env()}
-    result = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=900)
+    result = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=1800)
     assert result.returncode == 0, result.stdout + result.stderr
     out = " ".join((result.stdout + result.stderr).split())
-    assert "look after block 4: every comparison decided; stopping" in out, out[-3000:]
-    assert "--adaptive: every comparison decided after 4 blocks." in out
     bundle = Bundle.open(tmp_path / "b")
     design = bundle.manifest.plan.design
     assert design.looks == [4, 8] and design.pool_aa and design.target == 0.10
+    assert {r.status for r in bundle.runs()} == {"ok"}, [(r.arm, r.failure) for r in bundle.runs()]
+    at_look_1 = _spec_comparison(_first_blocks(bundle, 4, tmp_path / "look1"))
+    assert at_look_1.stopping is not None and at_look_1.stopping.look_number == 1
+    assert at_look_1.pooled_with == "baseline-aa" and at_look_1.n_restarts_baseline == 4
+    final = _spec_comparison(bundle)
     t = bundle.manifest.time_plan
-    assert t is not None and t.restarts == {"baseline": 4, "baseline-aa": 4, "selfdraft": 4}
-    assert t.stopped["selfdraft"] == "stopped at look 1 (LOSS)"
-    c = next(c for c in analyse(bundle).comparisons if c.kind == "spec")
-    assert (c.verdict, c.pooled_with, c.n_restarts_baseline) == ("LOSS", "baseline-aa", 4)
-    assert c.stopping is not None and c.stopping.reason == "decided at look 1: LOSS"
+    assert t is not None
+    if at_look_1.stopping.can_stop:  # decided (or futile) at look 1: no more restarts
+        assert "look after block 4: every comparison decided" in out, out[-3000:]
+        assert t.restarts == {"baseline": 4, "baseline-aa": 4, "selfdraft": 4}
+        assert t.stopped["selfdraft"].startswith("stopped at look 1 (")
+        assert (final.verdict, final.stopping) == (at_look_1.verdict, at_look_1.stopping)
+    else:  # look 1 did not decide: all 8 blocks, the last look decides what it can
+        assert "look after block 4: no arm decided yet; going on" in out, out[-3000:]
+        assert t.restarts == {"baseline": 8, "baseline-aa": 8, "selfdraft": 8}
+        assert final.stopping is not None and final.stopping.look_number == 2
+        assert final.stopping.can_stop  # the last planned look always ends the arm
+
+
+def _first_blocks(bundle: Bundle, blocks: int, copy: Path) -> Bundle:
+    """A copy of the bundle holding only the runs of its first `blocks` blocks (what a look
+    after block `blocks` saw)."""
+    shutil.copytree(bundle.path, copy)
+    trimmed = Bundle.open(copy)
+    for run in trimmed.runs():
+        if run.block is None or run.block >= blocks:  # blocks count from 0
+            shutil.rmtree(trimmed.run_dir(run.arm, run.restart))
+    return Bundle.open(copy)
+
+
+def _spec_comparison(bundle: Bundle) -> Comparison:
+    return next(c for c in analyse(bundle).comparisons if c.kind == "spec")
 
 
 def _static_server(tmp_path: Path) -> str:

@@ -300,10 +300,8 @@ def test_slow_endless_stream_stops_at_the_total_timeout() -> None:
             time.sleep(0.02)
             yield sse(text_event("t"))[0]
 
-    start = time.perf_counter()
     record = run_one(mock(trickle), total_timeout_s=0.3)
-    assert record.error and "total timeout" in record.error
-    assert time.perf_counter() - start < 2
+    assert record.error and "total timeout" in record.error  # the stream never ends by itself
 
 
 # -- the async pool --------------------------------------------------------------------------

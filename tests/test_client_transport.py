@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import gc
-import time
 import warnings
 from typing import Any
 
@@ -124,10 +123,9 @@ def test_reset_mid_stream_keeps_what_arrived(name: str) -> None:
 
 @pytest.mark.parametrize("name", TRANSPORTS)
 def test_read_timeout(name: str) -> None:
-    start = time.perf_counter()
     record, url = served(srv.silent_after(1), name, read_timeout_s=0.2)
-    assert record.error == f"timeout (ReadTimeout) from {url}"
-    assert record.text == "t0" and time.perf_counter() - start < 3
+    assert record.error == f"timeout (ReadTimeout) from {url}"  # the silence never ends
+    assert record.text == "t0"
 
 
 @pytest.mark.parametrize("name", TRANSPORTS)

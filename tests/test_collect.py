@@ -205,11 +205,10 @@ def check_run(bundle: Bundle, arm: str, n_records: int) -> list[RequestRecord]:
         assert r.completion_tokens == MAX_TOKENS and r.token_source == "usage"
         assert 2 <= len(r.chunk_times_s) <= r.completion_tokens  # chunks never outnumber tokens
         assert r.server_timings and r.server_timings["predicted_n"] == MAX_TOKENS
-        # ~37 tok/s on 2 idle cores, ~1 when other servers share them: check the order of
-        # magnitude, and against the server's own figure for the same request.
+        # Both clocks timed this request; how close they agree depends on the machine's load
+        # (benchmarks/client_fidelity.py measures it), so only that both did is asserted.
         tps, own = decode_tps(r), r.server_timings["predicted_per_second"]
-        assert tps is not None and 0.05 < tps < 2000, tps
-        assert 0.5 < tps / own < 1.5, (tps, own)
+        assert tps is not None and tps > 0 and own > 0, (tps, own)
     return records
 
 
@@ -276,16 +275,22 @@ def test_spec_off_and_ngram_arms_into_one_bundle(
         assert per_workload.num_accepted_tokens == sum(
             t.get("draft_n_accepted", 0) for t in timings
         )
-    for summary in (off, on):
+    for arm, summary in (("baseline", off), ("ngram-k3", on)):
         assert summary.status == "ok"
         assert [w.workload for w in summary.workloads] == ["code", "prose"]
         for w in summary.workloads:
             assert (w.requests, w.failures, w.token_sources) == (3, 0, ["usage"])
             assert w.tokens_per_chunk == 1.0  # llama.cpp streams one token per chunk
-        # the client's decode speed against the server's own timings: same requests
+        # the client's decode speed against the server's own timings: same requests and
+        # tokens; the engine's figure is llama.cpp's own clock (Σ(predicted_n − 1) / Σ
+        # predicted_ms), the ratio the two figures' (their agreement is load's to change)
         t = summary.engine_timing
         assert t is not None and t.client_requests == t.engine_requests == 8  # warm-ups too
-        assert 0.9 < t.ratio < 1.1 and t.engine_tokens == t.client_tokens
+        assert t.engine_tokens == t.client_tokens == 8 * MAX_TOKENS
+        own = [r.server_timings or {} for r in bundle.read_requests(arm, 0).records]
+        engine = sum(o["predicted_n"] - 1 for o in own) / sum(o["predicted_ms"] for o in own)
+        assert t.engine_tps == pytest.approx(1000 * engine)
+        assert t.ratio == pytest.approx(t.client_tps / t.engine_tps)
     # every arm measured alike: another --max-tokens is refused
     with pytest.raises(BundleError, match="--max-tokens 16"):
         collect(config(llama_server, out, arm="x", max_tokens=32), reporter=NullReporter())

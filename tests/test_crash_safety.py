@@ -36,6 +36,16 @@ def _completed(out: Path) -> list[tuple[str, int]]:
     return [(r.workload, r.seq) for r in log.records]
 
 
+def _wait_for_records(out: Path, child: subprocess.Popen[bytes], lines: int) -> None:
+    """Until the run's requests.jsonl holds `lines` lines (or collect has ended)."""
+    records = out / "runs" / "baseline-r0" / "requests.jsonl"
+    deadline = time.monotonic() + 300
+    while child.poll() is None and time.monotonic() < deadline:
+        if records.is_file() and records.read_bytes().count(b"\n") >= lines:
+            return
+        time.sleep(0.01)
+
+
 def _verify_complete(out: Path) -> None:
     records = _completed(out)
     assert all(n == 1 for n in Counter(records).values()), f"{out}: a request recorded twice"
@@ -50,10 +60,13 @@ def test_twenty_kills_lose_nothing_and_duplicate_nothing(tmp_path: Path, llama_s
     seen: list[tuple[str, int]] = []
     mid_run = 0  # kills that landed with some but not all requests recorded
     total = len(WORKLOADS) * (WARMUP + REQUESTS)
-    for _ in range(KILLS):
+    for kill in range(KILLS):
         out = bundles[-1]
         child = _collect(llama_server, out, resume=(out / "manifest.json").is_file())
-        time.sleep(rng.uniform(0.3, 4.0))
+        if kill % 2:  # at a random moment: in start-up, mid-request or mid-write
+            time.sleep(rng.uniform(0.3, 4.0))
+        else:  # once 1-3 more records are stored: mid-run however slow the machine is
+            _wait_for_records(out, child, min(len(seen) + rng.randint(1, 3), total - 1))
         if child.poll() is None:
             os.kill(child.pid, signal.SIGKILL)
         _, err = child.communicate()

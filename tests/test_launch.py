@@ -46,11 +46,10 @@ def test_a_command_that_exits_at_once_fails_fast_with_its_last_lines(tmp_path: P
         env={},
         log_path=log,
     )
-    t0 = time.monotonic()
     with pytest.raises(LaunchError) as err:
         wait_healthy(server, f"http://127.0.0.1:{free_port()}", timeout_s=60)
-    assert time.monotonic() - t0 < 10, "an exited server must not wait for the timeout"
     message = str(err.value)
+    # the exit, not the 60 s timeout, ended the wait (a timeout says "did not become healthy")
     assert "exited with status 3 during start-up" in message
     assert "fatal: no GPU" in message and str(log) in message
     assert server.stop(grace_s=1) == 3
@@ -67,9 +66,7 @@ def test_a_server_that_never_listens_times_out_with_the_last_check(tmp_path: Pat
     assert "did not become healthy within 1 s" in message
     assert "ConnectError" in message and "still loading" in message
     assert "health_timeout_s" in message
-    t0 = time.monotonic()
-    assert server.stop(grace_s=5) == -15  # SIGTERM
-    assert time.monotonic() - t0 < 5
+    assert server.stop(grace_s=5) == -15  # SIGTERM ended it, not the SIGKILL after the grace
 
 
 def test_without_health_it_asks_models_then_needs_a_completion(tmp_path: Path) -> None:
@@ -99,7 +96,7 @@ def test_env_reaches_the_command_and_shell_variables_expand(tmp_path: Path) -> N
     server = start_server(
         'echo "port=$MY_PORT home=${HOME:+set}"', env={"MY_PORT": "9"}, log_path=log
     )
-    server.popen.wait(timeout=10)
+    server.popen.wait(timeout=60)
     assert server.stop(grace_s=1) == 0
     assert log.read_text() == "port=9 home=set\n"
 
@@ -109,15 +106,13 @@ def test_stop_kills_the_whole_group_even_when_sigterm_is_ignored(tmp_path: Path)
     server = start_server(
         f"trap '' TERM; sleep 60 & echo $! > {pids}; wait", env={}, log_path=tmp_path / "s.log"
     )
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 60
     while not (pids.is_file() and pids.read_text().strip()):
         assert time.monotonic() < deadline
         time.sleep(0.05)
     child = int(pids.read_text())
-    t0 = time.monotonic()
     code = server.stop(grace_s=0.5)
     assert code == -9
-    assert time.monotonic() - t0 < 5
     assert not _alive(child)
 
 
@@ -126,7 +121,7 @@ def test_stop_reaps_children_that_outlive_the_leader(tmp_path: Path) -> None:
     server = start_server(
         f"sleep 60 & echo $! > {pids}; exit 0", env={}, log_path=tmp_path / "s.log"
     )
-    server.popen.wait(timeout=10)
+    server.popen.wait(timeout=60)
     child = int(pids.read_text())
     assert _alive(child)
     assert server.stop(grace_s=2) == 0
@@ -137,7 +132,7 @@ def test_log_lines_are_flushed_as_they_come(tmp_path: Path) -> None:
     log = tmp_path / "s.log"
     server = start_server("echo first; exec sleep 30", env={}, log_path=log)
     try:
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + 60
         while "first" not in log.read_text():
             assert time.monotonic() < deadline, "the line never reached the log"
             time.sleep(0.05)
@@ -224,7 +219,7 @@ def test_a_leftover_server_is_stopped_only_when_it_carries_our_marker(tmp_path: 
         assert server.poll() is None, "a server with another marker must be left alone"
         assert not stop_leftover(os.getpid(), "b:x-r0", grace_s=1)  # not a marked group
         assert stop_leftover(server.pid, "b:x-r0", grace_s=5)
-        server.popen.wait(timeout=5)
+        server.popen.wait(timeout=60)
     finally:
         server.stop(grace_s=1)
     assert server.popen.returncode == -15
@@ -243,11 +238,9 @@ def test_a_plan_command_reports_its_status_output_and_redacted_stderr() -> None:
 
 def test_a_plan_command_that_overruns_is_killed_with_its_children(tmp_path: Path) -> None:
     pid_file = tmp_path / "child.pid"
-    t0 = time.monotonic()
     result = run_shell(f"sleep 60 & echo $! > {pid_file}; wait", env={}, timeout_s=1)
-    assert time.monotonic() - t0 < 10
     assert result.returncode is None and result.why() == "no end within 1 s"
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + 60
     while _alive(int(pid_file.read_text())):
         assert time.monotonic() < deadline, "the command's child outlived it"
         time.sleep(0.05)
@@ -278,7 +271,7 @@ def test_the_server_log_masks_a_private_key_across_lines(tmp_path: Path) -> None
         f"echo {key}; echo '-----END PRIVATE KEY-----'; echo after"
     )
     server = start_server(command, env={}, log_path=tmp_path / "server.log")
-    server.popen.wait(timeout=10)
+    server.popen.wait(timeout=60)
     server.stop(grace_s=1)
     text = (tmp_path / "server.log").read_text()
     assert key not in text and "after" in text

@@ -157,9 +157,7 @@ def test_starts_that_exit_at_once_are_recorded_failed_and_the_sweep_goes_on(tmp_
         health_timeout_s=1,
     )
     recorder = Recorder()
-    t0 = time.monotonic()
     summary = sweep(plan, out=tmp_path / "b", reporter=recorder, grace_s=5)
-    assert time.monotonic() - t0 < 30
     assert summary.count("failed") == 4
     runs = _runs(tmp_path / "b")
     for name in ("baseline-r0", "baseline-r1"):
