@@ -10,7 +10,9 @@ import pytest
 
 from diagnostic.analyse import stats
 from diagnostic.analyse.compare import Side, decide, ratio_ci, start_comparison
+from diagnostic.analyse.family import simultaneous_intervals
 from diagnostic.analyse.requests import Sample
+from diagnostic.schema.analysis import ALL_WORKLOADS
 from diagnostic.schema.bundle import Design
 
 FIXED = Design()
@@ -94,36 +96,41 @@ def test_one_restart_against_several_gets_no_verdict() -> None:
     assert c.verdict == "INCONCLUSIVE"
 
 
-def test_family_intervals_are_simultaneous_and_printed_as_the_deciding_ones() -> None:
-    rng = np.random.default_rng(1)
-    base = _side("base", _simulate(rng, 1.0, 5, 15))
+def _family(rng: np.random.Generator, blocked: bool, ratios: list[float], blocks: int = 5):  # type: ignore[no-untyped-def]
+    base = _side("base", _simulate(rng, 1.0, blocks, 15), blocks=blocked)
     family = [
         start_comparison(
-            _side(f"k{k}", _simulate(rng, r, 5, 15)),
+            _side(f"k{k}", _simulate(rng, r, blocks, 15), blocks=blocked),
             base,
             "code",
             1,
             kind="spec",
             k=k,
-            blocked=False,
+            blocked=blocked,
         )
-        for k, r in ((1, 1.3), (3, 1.02), (5, 0.7))
+        for k, r in zip((1, 3, 5, 7), ratios, strict=False)
     ]
     aa = start_comparison(
-        _side("base-aa", _simulate(rng, 1.0, 5, 15)),
+        _side("base-aa", _simulate(rng, 1.0, blocks, 15), blocks=blocked),
         base,
         "code",
         1,
         kind="aa",
         k=None,
-        blocked=False,
+        blocked=blocked,
     )
+    return base, family, aa
+
+
+def test_an_unblocked_family_is_simultaneous_by_bonferroni_and_printed_as_deciding() -> None:
+    rng = np.random.default_rng(1)
+    base, family, aa = _family(rng, False, [1.3, 1.02, 0.7])
     out = decide([*family, aa], delta=0.02, design=FIXED)
     p = [c.p_value for c in out[:3]]
     assert [c.p_adjusted for c in out[:3]] == pytest.approx(stats.bh_adjust(p))  # type: ignore[arg-type]
     for c, pending in zip(out[:3], family, strict=True):
         assert c.family_size == 3 and c.ci_level == pytest.approx(1 - 0.05 / 3)
-        assert c.ci_label == "simultaneous 95% CI over 3 comparisons"
+        assert c.ci_label == "simultaneous 95% CI over 3 comparisons (Bonferroni; each 98.3%)"
         wide = ratio_ci(pending.arm, base, blocked=False, level=1 - 0.05 / 3).ci
         assert (c.ci_low, c.ci_high) == (wide.low, wide.high)  # the printed one decided
         assert c.ci_low < pending.result.ci.low  # type: ignore[operator]
@@ -132,6 +139,52 @@ def test_family_intervals_are_simultaneous_and_printed_as_the_deciding_ones() ->
     assert out[1].verdict == "INCONCLUSIVE" and out[1].lean in ("faster", "slower")
     # The A/A check is not a member of the family: it decides at 95% alone.
     assert out[3].ci_level == 0.95 and out[3].family_size == 1 and out[3].ci_label == "95% CI"
+
+
+def test_a_blocked_family_shares_the_max_t_critical_value_over_moderated_variances() -> None:
+    rng = np.random.default_rng(1)
+    _, family, aa = _family(rng, True, [1.3, 1.02, 0.7, 1.1])
+    out = decide([*family, aa], delta=0.02, design=FIXED)
+    diffs = [p.block_diffs() for p in family]
+    expected = simultaneous_intervals(diffs, 0.05)
+    for c, pending, iv in zip(out[:4], family, expected, strict=True):
+        assert c.interval_method == "paired-log-block-ratios" and c.family_size == 4
+        assert (math.log(c.ci_low), math.log(c.ci_high)) == pytest.approx((iv.low, iv.high))  # type: ignore[arg-type]
+        assert c.ratio == pytest.approx(pending.result.ci.ratio)  # one centre
+        # each interval alone is wider than 95%, narrower than Bonferroni's 1 - 0.05/4
+        assert 0.95 < c.ci_level < 1 - 0.05 / 4 and c.ci_level == pytest.approx(iv.level)
+        assert c.ci_label.startswith("simultaneous 95% CI over 4 comparisons (each 9")
+        # the moderated df pools the arms' block variances: more than the 4 of 5 blocks
+        assert c.verdict == stats.verdict(c.ci_low, c.ci_high, 0.02)
+    assert all(iv.df > 4 for iv in expected)  # equal noise: the prior pools the four
+    assert out[0].verdict == "WIN" and out[2].verdict == "LOSS"
+    assert out[4].kind == "aa" and out[4].ci_label == "95% CI" and not out[4].withheld
+
+
+def test_fewer_than_three_restarts_a_side_get_no_verdict_and_leave_the_family() -> None:
+    rng = np.random.default_rng(2)
+    _, family, _ = _family(rng, True, [1.5, 1.5], blocks=2)
+    out = decide(family, delta=0.02, design=FIXED)
+    for c in out:
+        assert c.withheld and c.verdict == "INCONCLUSIVE" and c.family_size == 1
+        assert c.ci_level == 0.95 and c.ci_low < c.ratio < c.ci_high  # type: ignore[operator]
+        assert c.label == "fewer than 3 restarts on a side: no verdict"
+        assert c.more_restarts_needed == 3 and not c.headline
+
+
+def test_the_all_workloads_row_is_derived_shown_and_never_in_the_family() -> None:
+    rng = np.random.default_rng(3)
+    base = _side("base", _simulate(rng, 1.0, 5, 15), blocks=True)
+    arm = _side("k3", _simulate(rng, 1.5, 5, 15), blocks=True)
+    rows = [
+        start_comparison(arm, base, w, 1, kind="spec", k=3, blocked=True)
+        for w in ("code", ALL_WORKLOADS)
+    ]
+    code, pooled = decide(rows, delta=0.02, design=FIXED)
+    assert code.verdict == "WIN" and code.family_size == 1 and code.ci_label == "95% CI"
+    assert pooled.withheld and pooled.verdict == "INCONCLUSIVE" and not pooled.headline
+    assert pooled.label is not None and pooled.label.startswith("derived: every workload pooled")
+    assert pooled.ci_level == 0.95 and pooled.ci_low is not None
 
 
 def test_adaptive_design_decides_at_the_calibrated_per_look_level() -> None:
@@ -144,33 +197,50 @@ def test_adaptive_design_decides_at_the_calibrated_per_look_level() -> None:
     alpha = stats.sequential_alpha(looks)
     assert s is not None and s.look_number == 1 and s.n_now == 4
     assert s.per_look_alpha == alpha and c.ci_level == pytest.approx(1 - alpha)
-    assert c.ci_label == "Pocock-adjusted 95% CI, look 1 of 3"
+    printed = c.ci_label.removeprefix("Pocock-adjusted 95% CI, look 1 of 3 (").removesuffix("%)")
+    assert float(printed) / 100 == pytest.approx(1 - alpha, abs=5e-4)  # its own level, shown
     assert s.can_stop and s.verdict_at_look == "WIN" == c.verdict
     fixed = _one(arm, base)
     assert c.ci_low < fixed.ci_low  # type: ignore[operator]  (wider than a fixed 95%)
     assert fixed.stopping is None
 
 
-def test_the_per_look_level_accounts_for_the_family() -> None:
+def test_the_per_look_level_is_family_wise() -> None:
+    """Each look's family shares one max-|t| critical value at the Pocock per-look level:
+    the family as a whole, not each comparison, spends the look's α."""
     rng = np.random.default_rng(6)
-    base = _side("base", _simulate(rng, 1.0, 5, 15))
-    family = [
-        start_comparison(
-            _side(f"k{k}", _simulate(rng, 1.3, 5, 15)),
-            base,
-            "code",
-            1,
-            kind="spec",
-            k=k,
-            blocked=False,
-        )
-        for k in (1, 2)
-    ]
+    _, family, _ = _family(rng, True, [1.3, 1.3], blocks=5)
     looks = [5, 10, 15, 20]
-    for c in decide(family, delta=0.02, design=Design(kind="adaptive", looks=looks)):
+    out = decide(family, delta=0.02, design=Design(kind="adaptive", looks=looks))
+    alpha = stats.sequential_alpha(looks, 0.05)
+    expected = simultaneous_intervals([p.block_diffs() for p in family], alpha)
+    for c, iv in zip(out, expected, strict=True):
         assert c.stopping is not None and c.stopping.planned_looks == looks
-        assert c.stopping.per_look_alpha == stats.sequential_alpha(looks, 0.05 / 2)
-        assert c.stopping.look_number == 1
+        assert c.stopping.per_look_alpha == alpha and c.stopping.look_number == 1
+        assert math.log(c.ci_low) == pytest.approx(iv.low)  # type: ignore[arg-type]
+        assert c.ci_label.startswith("Pocock-adjusted 95% CI, look 1 of 4, simultaneous over 2")
+
+
+def test_an_arm_stopped_at_a_look_keeps_the_interval_its_look_decided_with() -> None:
+    """One arm stopped at look 1 (4 blocks), the other went on to look 2 (8 blocks): the
+    stopped arm's interval is the one of the family at look 1 (every comparison on its
+    first 4 blocks), however the family changed after."""
+    rng = np.random.default_rng(7)
+    base = _side("base", _simulate(rng, 1.0, 8, 15), blocks=True)
+    stopped = _side("k1", _simulate(rng, 1.6, 4, 15), blocks=True)
+    going = _side("k3", _simulate(rng, 1.05, 8, 15), blocks=True)
+    design = Design(kind="adaptive", looks=[4, 8])
+    pending = [
+        start_comparison(arm, base, "code", 1, kind="spec", k=k, blocked=True)
+        for k, arm in ((1, stopped), (3, going))
+    ]
+    late = decide(pending, delta=0.02, design=design)
+    at_look_1 = simultaneous_intervals(
+        [p.block_diffs(4) for p in pending], stats.sequential_alpha([4, 8])
+    )
+    assert late[0].stopping is not None and late[0].stopping.look_number == 1
+    assert math.log(late[0].ci_low) == pytest.approx(at_look_1[0].low)  # type: ignore[arg-type]
+    assert late[1].stopping is not None and late[1].stopping.look_number == 2
 
 
 def test_no_stopping_before_the_first_look() -> None:

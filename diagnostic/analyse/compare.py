@@ -10,8 +10,10 @@ from dataclasses import dataclass, field
 
 from diagnostic import defaults
 from diagnostic.analyse import stats
+from diagnostic.analyse.family import simultaneous_intervals
 from diagnostic.analyse.requests import Sample
 from diagnostic.schema.analysis import (
+    ALL_WORKLOADS,
     WITHIN_PROCESS_LABEL,
     Comparison,
     ComparisonKind,
@@ -116,10 +118,30 @@ class Pending:
     result: RatioResult
 
     @property
+    def derived(self) -> bool:
+        """A row pooled over every workload: shown, labelled, never in the family."""
+        return self.workload == ALL_WORKLOADS
+
+    @property
+    def withheld(self) -> bool:
+        """No verdict: fewer than MIN_RESTARTS restarts on a side (one: within-process)."""
+        own = min(len(self.arm.groups), self.base.own_restarts)
+        return self.result.method == "within-process" or own < defaults.MIN_RESTARTS
+
+    @property
     def in_family(self) -> bool:
-        """A speculative comparison with restarts on both sides: it gets a verdict that
-        shares the bundle's 5% error rate with the others."""
-        return self.kind == "spec" and self.result.method != "within-process"
+        """A declared speculative comparison (arm × workload × level) with enough restarts
+        for a verdict: the family whose verdicts share the bundle's 5% error rate."""
+        return self.kind == "spec" and not self.derived and not self.withheld
+
+    def block_diffs(self, before: int | None = None) -> dict[int, float]:
+        """log(arm) − log(reference) per block both sides have (blocks < `before` when
+        given); empty unless the interval is paired on blocks."""
+        if self.result.method != "paired-log-block-ratios":
+            return {}
+        a, b = self.arm.block_logs(), self.base.block_logs()
+        both = sorted(set(a) & set(b))
+        return {k: a[k] - b[k] for k in both if before is None or k < before}
 
 
 def start_comparison(
@@ -139,54 +161,122 @@ def start_comparison(
     return Pending(arm, base, workload, concurrency, kind, k, blocked, matched, differs, result)
 
 
+@dataclass(frozen=True)
+class Deciding:
+    """The interval a family member decides with, its own level and its label."""
+
+    ci: stats.RatioCI
+    level: float
+    label: str
+    size: int  # comparisons in the family it is simultaneous over
+
+
 def decide(pending: Sequence[Pending], *, delta: float, design: Design) -> list[Comparison]:
-    """Every comparison's deciding interval and verdict. The family is every speculative
-    comparison with restarts on both sides (all arms, workloads and levels): their intervals
-    are simultaneous at 95% (Bonferroni, level 1 − α/m), and under an adaptive design at the
-    Pocock per-look level calibrated for t intervals. A/A and configuration comparisons
-    decide at 95% alone; one restart on a side gets no verdict."""
+    """Every comparison's deciding interval and verdict. The family is the plan's declared
+    speculative comparisons (arms × workloads × levels) with ≥ 3 restarts a side; their
+    intervals are simultaneous at 95% — many-to-one max-|t| over block variances moderated
+    across the family (family.py), Bonferroni for members not paired on ≥ 3 blocks — and,
+    under an adaptive design, at the Pocock per-look level calibrated for t intervals.
+    A/A and configuration comparisons decide at 95% alone (a check; a table row); derived
+    rows and withheld ones show a 95% interval and get no verdict."""
     family = [p for p in pending if p.in_family]
-    m = len(family)
     present = [p.result.ci.p_value for p in family if p.result.ci.p_value is not None]
     adjusted = iter(stats.bh_adjust(present))
     p_adj = {id(p): next(adjusted) for p in family if p.result.ci.p_value is not None}
-    return [_finish(p, p_adj.get(id(p)), m, delta, design) for p in pending]
+    looks = design.looks if design.kind == "adaptive" else []
+    deciding = _by_look(family, design, looks) if looks else _family(family, design.alpha, None)
+    return [_finish(p, deciding.get(id(p)), p_adj.get(id(p)), delta, design) for p in pending]
 
 
-def _level(p: Pending, m: int, design: Design) -> tuple[float, str, StoppingStatus | None]:
-    """The deciding level, its label, and (adaptive design) the stopping status."""
-    if not p.in_family:
-        return 1.0 - ALPHA, "95% CI", None
-    alpha = design.alpha / m
-    over = f" over {m} comparisons" if m > 1 else ""
-    if design.kind != "adaptive" or not design.looks:
-        level = f"{1 - design.alpha:.0%} CI"
-        return 1.0 - alpha, f"simultaneous {level}{over}" if m > 1 else level, None
-    looks = design.looks
-    alpha_look = stats.sequential_alpha(looks, alpha)
-    reached = [i for i, n in enumerate(looks, 1) if n <= p.result.n_now]
-    look = reached[-1] if reached else 1
-    label = f"Pocock-adjusted {1 - design.alpha:.0%} CI, look {look} of {len(looks)}"
-    label += f", simultaneous{over}" if m > 1 else ""
-    futility = stats.futility_p(p.result.ci, design.target) if design.target is not None else None
-    status = StoppingStatus(
-        planned_looks=list(looks),
-        n_now=p.result.n_now,
-        look_number=look if reached else None,
-        per_look_alpha=alpha_look,
-        target=design.target,
-        futility_p=futility,
-    )
-    return 1.0 - alpha_look, label, status
+def _look_of(p: Pending, looks: Sequence[int]) -> int:
+    """The latest planned look the comparison's restarts reach (1 before the first)."""
+    return max((i for i, n in enumerate(looks, 1) if n <= p.result.n_now), default=1)
 
 
-def _finish(p: Pending, p_adj: float | None, m: int, delta: float, design: Design) -> Comparison:
-    level, label, stopping = _level(p, m, design)
-    ci = (
-        p.result.ci if level == 0.95 else ratio_ci(p.arm, p.base, blocked=p.blocked, level=level).ci
-    )
-    within = p.result.method == "within-process"
-    verdict = "INCONCLUSIVE" if within else stats.verdict(ci.low, ci.high, delta)
+def _by_look(
+    family: Sequence[Pending], design: Design, looks: Sequence[int]
+) -> dict[int, Deciding]:
+    """Adaptive design: each member decides at its own latest look, in the family as it
+    stood there — the blocks before that look for an arm that stopped earlier (its interval
+    then stays the one its look decided with), every block for the members still open."""
+    alpha = stats.sequential_alpha(looks, design.alpha)
+    now = max((_look_of(p, looks) for p in family), default=1)
+    out: dict[int, Deciding] = {}
+    for look in sorted({_look_of(p, looks) for p in family}):
+        before = looks[look - 1] if look < now else None
+        at = _family(family, alpha, before, f"Pocock-adjusted 95% CI, look {look} of {len(looks)}")
+        out |= {id(p): at[id(p)] for p in family if _look_of(p, looks) == look and id(p) in at}
+    return out
+
+
+def _family(
+    family: Sequence[Pending], alpha: float, before: int | None, name: str = "95% CI"
+) -> dict[int, Deciding]:
+    """Simultaneous intervals at family-wise `alpha` over the members with ≥ 3 restarts a
+    side (on the blocks before `before`): max-|t| for those paired on ≥ 3 blocks, Bonferroni
+    for the rest, α split between the two in proportion to their sizes."""
+    diffs = {id(p): p.block_diffs(before) for p in family}
+    paired = [p for p in family if len(diffs[id(p)]) >= defaults.MIN_RESTARTS]
+    # Not paired on 3 blocks: Bonferroni on all their restarts (at an earlier look, only the
+    # unpaired ones: a paired member with fewer blocks then had not reached that look).
+    kept = {id(p) for p in paired}
+    others = [p for p in family if id(p) not in kept and (before is None or not diffs[id(p)])]
+    m = len(paired) + len(others)
+    if m == 0:
+        return {}
+    out: dict[int, Deciding] = {}
+    if paired:
+        share = alpha * len(paired) / m
+        intervals = simultaneous_intervals([diffs[id(p)] for p in paired], share)
+        for p, iv in zip(paired, intervals, strict=True):
+            ci = stats.RatioCI(
+                ratio=math.exp(iv.mean),
+                low=math.exp(iv.low),
+                high=math.exp(iv.high),
+                p_value=p.result.ci.p_value,
+                se_log=iv.se,
+                df=iv.df,
+            )
+            out[id(p)] = Deciding(ci, iv.level, _label(name, m, iv.level), m)
+    for p in others:
+        level = 1.0 - alpha / m
+        ci = ratio_ci(p.arm, p.base, blocked=p.blocked, level=level).ci
+        out[id(p)] = Deciding(ci, level, _label(name, m, level, "Bonferroni"), m)
+    return out
+
+
+def _label(name: str, m: int, level: float, method: str = "") -> str:
+    """'95% CI'; 'simultaneous 95% CI over 6 comparisons (each 99.4%)'; 'Pocock-adjusted 95%
+    CI, look 1 of 3, simultaneous over 6 comparisons (Bonferroni; each 99.71%)'."""
+    if m == 1 and name == "95% CI":
+        return name
+    own = f"{method}; each {_pct(level)}" if method else f"each {_pct(level)}"
+    if m == 1:
+        return f"{name} ({_pct(level)})"
+    if name == "95% CI":
+        return f"simultaneous 95% CI over {m} comparisons ({own})"
+    return f"{name}, simultaneous over {m} comparisons ({own})"
+
+
+def _pct(level: float) -> str:
+    """A level with the miss rate to two significant digits: 95%, 99.4%, 99.87%."""
+    miss = (1.0 - level) * 100
+    if miss <= 0:
+        return "100%"
+    decimals = max(0, 1 - math.floor(math.log10(miss)))
+    text = f"{100 - round(miss, decimals):.{decimals}f}"
+    return (text.rstrip("0").rstrip(".") if "." in text else text) + "%"
+
+
+def _finish(
+    p: Pending, deciding: Deciding | None, p_adj: float | None, delta: float, design: Design
+) -> Comparison:
+    ci = deciding.ci if deciding else p.result.ci
+    level = deciding.level if deciding else 1.0 - ALPHA
+    # The A/A check and a configuration's table row decide alone, at 95%.
+    decides = deciding is not None or p.kind in ("aa", "config")
+    withheld = p.withheld or not decides
+    verdict = stats.verdict(ci.low, ci.high, delta) if not withheld else "INCONCLUSIVE"
     c = Comparison(
         arm=p.arm.name,
         baseline=p.base.name,
@@ -200,25 +290,36 @@ def _finish(p: Pending, p_adj: float | None, m: int, delta: float, design: Desig
         ci_low=ci.low,
         ci_high=ci.high,
         ci_level=level,
-        ci_label=label,
+        ci_label=deciding.label if deciding else "95% CI",
         verdict=verdict,
-        withheld=within,
+        withheld=withheld,
         lean=_lean(ci.ratio) if verdict == "INCONCLUSIVE" else None,
         interval_method=p.result.method,
         paired=p.result.method == "paired-log-block-ratios",
         p_value=p.result.ci.p_value,
         p_adjusted=p_adj,
-        family_size=m if p.in_family else 1,
+        family_size=deciding.size if deciding else 1,
         n_restarts_arm=len(p.arm.groups),
         n_restarts_baseline=p.base.own_restarts,
         pooled_with=", ".join(p.base.pooled) or None,
-        within_process_only=within,
-        label=WITHIN_PROCESS_LABEL if within else None,
-        more_restarts_needed=_more_restarts(p.result, verdict, delta, level, within),
+        within_process_only=p.result.method == "within-process",
+        label=_caveat(p) if withheld else None,
+        more_restarts_needed=_more_restarts(p, ci, verdict, delta, level),
     )
-    if stopping is not None:
-        c.stopping = _stopping(stopping, verdict, design.futility_alpha)
+    if deciding is not None and design.kind == "adaptive" and design.looks:
+        c.stopping = _stopping(p, ci, verdict, design)
     return c
+
+
+def _caveat(p: Pending) -> str:
+    """Why a comparison has no verdict."""
+    if p.result.method == "within-process":
+        return WITHIN_PROCESS_LABEL
+    if p.withheld:
+        return f"fewer than {defaults.MIN_RESTARTS} restarts on a side: no verdict"
+    if p.derived:
+        return "derived: every workload pooled; not one of the plan's comparisons, no verdict"
+    return "not a speculative comparison of the plan: no verdict"
 
 
 def _lean(ratio: float) -> str | None:
@@ -226,28 +327,37 @@ def _lean(ratio: float) -> str | None:
 
 
 def _more_restarts(
-    result: RatioResult, verdict: str, delta: float, level: float, within: bool
+    p: Pending, ci: stats.RatioCI, verdict: str, delta: float, level: float
 ) -> int | None:
     """Restarts per arm (in all, not added) likely to decide an INCONCLUSIVE comparison; with
-    one restart on a side, the floor a verdict needs."""
-    if within:
+    fewer than the floor on a side, the floor a verdict needs."""
+    if p.withheld:
         return defaults.MIN_RESTARTS
-    ci = result.ci
     if verdict != "INCONCLUSIVE" or not ci.se_log:
         return None
-    return stats.restarts_to_decide(ci.se_log, result.n_now, ci.ratio, delta, level=level)
+    return stats.restarts_to_decide(ci.se_log, p.result.n_now, ci.ratio, delta, level=level)
 
 
-def _stopping(status: StoppingStatus, verdict: str, futility_alpha: float) -> StoppingStatus:
+def _stopping(p: Pending, ci: stats.RatioCI, verdict: str, design: Design) -> StoppingStatus:
     """Whether the comparison may stop at this look: decided (WIN, LOSS, EQUIVALENT), the
     last look, or futile — undecided at an interim look while a one-sided t test rejects the
     target speedup (non-binding: it only ever ends a comparison INCONCLUSIVE)."""
-    looks, look = status.planned_looks, status.look_number
+    looks = design.looks
+    reached = [i for i, n in enumerate(looks, 1) if n <= p.result.n_now]
+    look = reached[-1] if reached else None
+    futility = stats.futility_p(ci, design.target) if design.target is not None else None
+    status = StoppingStatus(
+        planned_looks=list(looks),
+        n_now=p.result.n_now,
+        look_number=look,
+        per_look_alpha=stats.sequential_alpha(looks, design.alpha),
+        target=design.target,
+        futility_p=futility,
+    )
     decided = verdict != "INCONCLUSIVE"
     last = status.n_now >= looks[-1]
-    p = status.futility_p
     interim = look is not None and not decided and not last
-    status.futile = interim and p is not None and p < futility_alpha
+    status.futile = interim and futility is not None and futility < design.futility_alpha
     status.verdict_at_look = verdict  # type: ignore[assignment]
     status.can_stop = look is not None and (decided or last or status.futile)
     if look is None:
@@ -258,8 +368,9 @@ def _stopping(status: StoppingStatus, verdict: str, futility_alpha: float) -> St
         status.reason = "last planned look reached: stop, INCONCLUSIVE"
     elif status.futile:
         status.reason = (
-            f"futility stop at look {look}: one-sided p = {p:.2g} < {futility_alpha:g} against "
-            f"a speedup of {status.target:+.0%} (the plan's target); stop, INCONCLUSIVE"
+            f"futility stop at look {look}: one-sided p = {futility:.2g} < "
+            f"{design.futility_alpha:g} against a speedup of {status.target:+.0%} (the plan's "
+            "target); stop, INCONCLUSIVE"
         )
     else:
         status.reason = f"look {look} does not decide: continue to {looks[look]}"

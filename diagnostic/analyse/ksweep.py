@@ -31,8 +31,8 @@ SEED = 20261201
 
 def best_measured_k(points: Sequence[SweepPoint]) -> tuple[int | None, str]:
     """Best k among WINs (STATISTICS.md): the arm with the highest lower bound, then the
-    smallest winning k whose interval reaches it. No WIN: 0 (serve without speculation), or
-    None when some k leans faster undecided (more restarts)."""
+    smallest winning k whose interval reaches it. No WIN: 0 (serve without speculation) only
+    when every k is decided (LOSS or EQUIVALENT); None while any k is undecided."""
     wins = [p for p in points if p.k >= 1 and p.verdict == "WIN" and p.ci_low is not None]
     if wins:
         top = max(wins, key=lambda p: p.ci_low or 0.0)
@@ -40,15 +40,13 @@ def best_measured_k(points: Sequence[SweepPoint]) -> tuple[int | None, str]:
         k = min(p.k for p in wins if (p.ci_high or 0.0) >= low)
         return k, (
             f"k = {k}: the smallest winning k whose interval reaches the highest lower bound "
-            f"({low:.2f}× at k = {top.k})"
+            f"({low:.3f}× at k = {top.k})"
         )
-    leaning = [
-        p.k for p in points if p.k >= 1 and p.verdict == "INCONCLUSIVE" and (p.ratio or 0) > 1
-    ]
-    if leaning:
-        ks = ", ".join(str(k) for k in leaning)
-        return None, f"no k wins yet; k = {ks} lean faster: more restarts would decide"
-    return 0, "no k wins: serve without speculation"
+    open_ = [p.k for p in points if p.k >= 1 and p.verdict not in ("LOSS", "EQUIVALENT")]
+    if open_:
+        ks = ", ".join(str(k) for k in open_)
+        return None, f"no k wins yet; k = {ks} undecided: more restarts would decide"
+    return 0, "every k is decided slower or no faster: serve without speculation"
 
 
 def pooled_alpha(arms: Sequence[ArmResult]) -> tuple[float | None, str]:

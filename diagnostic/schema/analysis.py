@@ -233,7 +233,8 @@ class SweepWorkload(_Model):
     best_k: int | None = Field(
         None,
         description="Among WINs: the smallest k whose interval reaches the highest lower bound; "
-        "0 when no k wins (speculation off); None when candidates lean faster undecided",
+        "0 when every k is decided LOSS or EQUIVALENT (speculation off); None while any is "
+        "undecided",
     )
     best_k_reason: str = Field("", description="Why best_k is what it is, in one sentence")
     theory: TheoryFit | None = Field(None, description="Model fit and prediction")

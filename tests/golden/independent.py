@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from scipy import stats
+from scipy import optimize, special, stats
 
 HERE = Path(__file__).resolve().parent
 SAMPLES = HERE.parent.parent / "samples"
@@ -292,6 +292,172 @@ def ratio_interval(a: dict, b: dict, level: float, blocks: bool) -> tuple[float,
     return ratio, math.exp(float(ci.low)), math.exp(float(ci.high))
 
 
+# -- R8: the family's simultaneous intervals ---------------------------------------------------
+MVT_DRAWS = 1 << 20
+MVT_SEED = 8  # not the package's: an independent draw
+
+
+def block_values(cell: dict) -> dict[Any, float]:
+    """block → mean of the log restart summaries of the restarts in that block."""
+    out: dict[Any, list[float]] = defaultdict(list)
+    for c in cell.values():
+        if c["block"] is not None:
+            out[c["block"]].append(math.log(float(np.mean(c["tps"]))))
+    return {k: float(np.mean(v)) for k, v in out.items()}
+
+
+def block_diffs(a: dict, b: dict, before: int | None) -> dict[Any, float]:
+    va, vb = block_values(a), block_values(b)
+    return {k: va[k] - vb[k] for k in va if k in vb and (before is None or k < before)}
+
+
+def fit_prior(s2: list[float], d: list[float]) -> tuple[float, float] | None:
+    """Smyth (2004): log s² has mean log s0² + ψ(d/2) − log(d/2) − ψ(d0/2) + log(d0/2) and
+    variance ψ'(d/2) + ψ'(d0/2); solved for d0 by root finding. (s0², d0), d0 = inf when the
+    log variances scatter no more than sampling explains."""
+    keep = [(v, k) for v, k in zip(s2, d, strict=True) if v > 0 and k > 0]
+    if len(keep) < 2:
+        return None
+    v = np.array([x for x, _ in keep])
+    k = np.array([y for _, y in keep])
+    z = np.log(v) - special.digamma(k / 2) + np.log(k / 2)
+    excess = float(np.var(z, ddof=1) - np.mean(special.polygamma(1, k / 2)))
+    if excess <= 0:
+        return float(np.exp(z.mean())), math.inf
+    half = optimize.brentq(lambda y: float(special.polygamma(1, y)) - excess, 1e-10, 1e10)
+    d0 = 2 * half
+    return float(np.exp(z.mean() + special.digamma(half) - math.log(half))), d0
+
+
+def correlations(diffs: list[dict[Any, float]]) -> tuple[np.ndarray, np.ndarray]:
+    m = len(diffs)
+    r = np.identity(m)
+    n = np.zeros((m, m))
+    for j in range(m):
+        for k in range(m):
+            both = [b for b in diffs[j] if b in diffs[k]]
+            n[j, k] = len(both)
+            if j == k or len(both) < 3:
+                continue
+            x = np.array([diffs[j][b] for b in both])
+            y = np.array([diffs[k][b] for b in both])
+            if np.std(x) > 0 and np.std(y) > 0:
+                r[j, k] = stats.pearsonr(x, y).statistic
+    return r, n
+
+
+def shrunk(r: np.ndarray, n: np.ndarray) -> np.ndarray:
+    """Towards the identity by λ = Σ (1 − r²)²/(n − 1) / Σ r² over pairs sharing ≥ 3 blocks,
+    then by steps of 0.05 until the smallest eigenvalue is ≥ 1e-6."""
+    pairs = [(j, k) for j in range(len(r)) for k in range(len(r)) if j != k and n[j, k] >= 3]
+    num = sum((1 - r[j, k] ** 2) ** 2 / (n[j, k] - 1) for j, k in pairs)
+    den = sum(r[j, k] ** 2 for j, k in pairs)
+    lam = min(1.0, num / den) if den > 0 else 1.0
+    out = (1 - lam) * r + lam * np.identity(len(r))
+    while min(np.linalg.eigvalsh(out)) < 1e-6:
+        lam = min(1.0, lam + 0.05)
+        out = (1 - lam) * r + lam * np.identity(len(r))
+    return out
+
+
+def moderated(diffs: list[dict[Any, float]]) -> list[tuple[float, float]]:
+    """(s̃², df) per comparison: s̃² = w·s0² + (1 − w)·s², w = d0/(d0 + d) (1 when d0 = inf);
+    df = 2·s̃⁴ / Var(s̃²) (Satterthwaite) with Cov(s_j², s_k²) = 2·(r_jk·s_j·s_k)²·(n_jk −
+    1)/(d_j·d_k) and s0² counted as the plain mean of the s_k²; never below d."""
+    s2 = [float(np.var(list(d.values()), ddof=1)) for d in diffs]
+    own = [len(d) - 1.0 for d in diffs]
+    prior = fit_prior(s2, own)
+    if prior is None:
+        return list(zip(s2, own, strict=True))
+    r, n = correlations(diffs)
+    m = len(diffs)
+    cov = [
+        [
+            2 * (r[j, k] ** 2) * s2[j] * s2[k] * max(n[j, k] - 1, 0) / (own[j] * own[k])
+            for k in range(m)
+        ]
+        for j in range(m)
+    ]
+    var_pool = sum(sum(row) for row in cov) / m**2
+    out = []
+    for j in range(m):
+        w = 1.0 if math.isinf(prior[1]) else prior[1] / (prior[1] + own[j])
+        var = w * prior[0] + (1 - w) * s2[j]
+        cov_pool = sum(cov[k][j] for k in range(m)) / m
+        spread = w * w * var_pool + (1 - w) ** 2 * cov[j][j] + 2 * w * (1 - w) * cov_pool
+        out.append((var, own[j] if spread <= 0 else max(own[j], 2 * var * var / spread)))
+    return out
+
+
+def critical(corr: np.ndarray, df: float, alpha: float) -> float:
+    """The 1 − α quantile of max |T_j|, T multivariate t (corr, df): drawn, own seed."""
+    if len(corr) == 1:
+        return float(stats.t.ppf(1 - alpha / 2, df))
+    rng = np.random.default_rng(MVT_SEED)
+    z = rng.standard_normal((MVT_DRAWS, len(corr))) @ np.linalg.cholesky(corr).T
+    w = np.sqrt(rng.chisquare(df, MVT_DRAWS) / df)
+    return float(np.quantile(np.abs(z).max(axis=1) / w, 1 - alpha))
+
+
+def family_intervals(
+    diffs: list[dict[Any, float]], alpha: float
+) -> list[tuple[float, float, float, float, float, float]]:
+    """(ratio, low, high, level, se, df) per comparison: the moderated s̃² and df, then mean ±
+    c·s̃/√n, c at the smallest df, level 1 − 2·T_df.sf(c)."""
+    post = moderated(diffs)
+    c = critical(shrunk(*correlations(diffs)), min(df for _, df in post), alpha)
+    out = []
+    for d, (v, df) in zip(diffs, post, strict=True):
+        mean = float(np.mean(list(d.values())))
+        half = c * math.sqrt(v / len(d))
+        level = 1 - 2 * float(stats.t.sf(c, df))
+        se = math.sqrt(v / len(d))
+        out.append((math.exp(mean), math.exp(mean - half), math.exp(mean + half), level, se, df))
+    return out
+
+
+def percent(level: float) -> str:
+    """The level with its miss rate to two significant digits."""
+    miss = 100 * (1 - level)
+    places = max(0, 1 - math.floor(math.log10(miss)))
+    text = f"{100 - round(miss, places):.{places}f}"
+    if "." in text:
+        text = text.rstrip("0").rstrip(".")
+    return text + "%"
+
+
+def family_label(head: str, m: int, level: float, bonferroni: bool) -> str:
+    each = ("Bonferroni; " if bonferroni else "") + "each " + percent(level)
+    if m == 1:
+        return "95% CI" if head == "95% CI" else f"{head} ({percent(level)})"
+    if head == "95% CI":
+        return f"simultaneous 95% CI over {m} comparisons ({each})"
+    return f"{head}, simultaneous over {m} comparisons ({each})"
+
+
+def decide_family(members: list[dict], alpha: float, before: int | None, head: str) -> dict:
+    """R8 at one level α: members paired on ≥ 3 blocks (before `before`) share the max-|t|
+    value at α·(their share); the others get Bonferroni at α/m on all their restarts (at an
+    earlier look: only the unpaired). {id: (ratio, low, high, level, label, m, se, df)}."""
+    diffs = {id(x): block_diffs(x["a"], x["b"], before) if x["blocks"] else {} for x in members}
+    paired = [x for x in members if len(diffs[id(x)]) >= 3]
+    others = [x for x in members if len(diffs[id(x)]) < 3 and (before is None or not diffs[id(x)])]
+    m = len(paired) + len(others)
+    out: dict[int, tuple] = {}
+    if paired:
+        share = alpha * len(paired) / m
+        for x, (ratio, low, high, level, se, df) in zip(
+            paired, family_intervals([diffs[id(x)] for x in paired], share), strict=True
+        ):
+            out[id(x)] = (ratio, low, high, level, family_label(head, m, level, False), m, se, df)
+    for x in others:
+        level = 1 - alpha / m
+        ratio, low, high = ratio_interval(x["a"], x["b"], level, x["blocks"])
+        se, df = se_df(x["a"], x["b"], x["blocks"])
+        out[id(x)] = (ratio, low, high, level, family_label(head, m, level, True), m, se, df)
+    return out
+
+
 # -- R9: verdict -------------------------------------------------------------------------------
 def verdict(low: float, high: float, delta: float) -> str:
     if low > 1 + delta:
@@ -339,24 +505,25 @@ def pooled_reference(cells: dict, plan: dict[str, Any], base: str, key: str, lev
     return out
 
 
-def futility_p(a: dict, b: dict, target: float, blocks: bool) -> float | None:
-    """R14: one-sided p of 'ratio ≥ 1 + target': the t statistic of the mean log ratio against
-    log(1 + target), with the interval's own SE and df (paired, or Welch)."""
+def se_df(a: dict, b: dict, blocks: bool) -> tuple[float, float]:
+    """The log ratio's SE and df of R7's paired (≥ 2 common blocks) or Welch interval."""
     pairs = common_blocks(a, b) if blocks else []
     if len(pairs) >= 2:
         d = np.asarray([p[0] - p[1] for p in pairs])
-        se, df = float(d.std(ddof=1)) / math.sqrt(len(d)), len(d) - 1
-        mean = float(d.mean())
-    else:
-        la = np.log(list(restart_means(a).values()))
-        lb = np.log(list(restart_means(b).values()))
-        va, vb = la.var(ddof=1) / len(la), lb.var(ddof=1) / len(lb)
-        se = math.sqrt(va + vb)
-        df = (va + vb) ** 2 / (va**2 / (len(la) - 1) + vb**2 / (len(lb) - 1))
-        mean = float(la.mean() - lb.mean())
+        return float(d.std(ddof=1)) / math.sqrt(len(d)), len(d) - 1.0
+    la = np.log(list(restart_means(a).values()))
+    lb = np.log(list(restart_means(b).values()))
+    va, vb = la.var(ddof=1) / len(la), lb.var(ddof=1) / len(lb)
+    df = (va + vb) ** 2 / (va**2 / (len(la) - 1) + vb**2 / (len(lb) - 1))
+    return math.sqrt(va + vb), float(df)
+
+
+def futility_p(ratio: float, se: float, df: float, target: float) -> float | None:
+    """R14: one-sided p of 'ratio ≥ 1 + target': T_df.cdf((log ratio − log(1 + target)) / se)
+    with the deciding interval's ratio, SE and df (R8's moderated ones in the family)."""
     if se == 0:
         return None
-    return float(stats.t.cdf((mean - math.log1p(target)) / se, df))
+    return float(stats.t.cdf((math.log(ratio) - math.log1p(target)) / se, df))
 
 
 # -- everything --------------------------------------------------------------------------------
@@ -385,7 +552,7 @@ def compute(bundle_dir: str | Path) -> dict[str, Any]:
         if rows:
             arms_out[arm] = rows
 
-    # R6-R8: the comparisons, the spec family first counted, then intervals at their level.
+    # R6-R8: the comparisons; the spec family decided together, the rest at 95% alone.
     design = plan.get("design") or {}
     looks = list(design.get("looks") or []) if design.get("kind") == "adaptive" else []
     pending = []
@@ -395,61 +562,95 @@ def compute(bundle_dir: str | Path) -> dict[str, Any]:
                 a, b = cells.get((arm, key, level)), cells.get((base, key, level))
                 if not a or not b:
                     continue
+                own_base = len(b)
                 if kind == "spec" and design.get("pool_aa"):
                     b = pooled_reference(cells, plan, base, key, level)
                 within = len(a) == 1 or len(b) == 1
-                pending.append((arm, base, kind, matched, key, level, a, b, within))
-    m = sum(1 for p in pending if p[2] == "spec" and not p[8])
-    per_look = pocock_level(looks, 0.05 / m) if looks and m else None
+                withheld = within or min(len(a), own_base) < 3
+                pending.append(
+                    {
+                        "arm": arm,
+                        "base": base,
+                        "kind": kind,
+                        "matched": matched,
+                        "key": key,
+                        "level": level,
+                        "a": a,
+                        "b": b,
+                        "within": within,
+                        "withheld": withheld,
+                        "blocks": blocks,
+                    }
+                )
+    family = [x for x in pending if x["kind"] == "spec" and x["key"] != ALL and not x["withheld"]]
+    outs: dict[int, tuple] = {}
+    per_look = pocock_level(looks, 0.05) if looks and family else None
+    if per_look is not None:  # R13: each member at its own look, in the family as it stood there
+        for x in family:
+            n_now = len(common_blocks(x["a"], x["b"])) if blocks else min(len(x["a"]), len(x["b"]))
+            x["reached"] = [i for i, n in enumerate(looks, 1) if n <= n_now]
+            x["look"] = x["reached"][-1] if x["reached"] else 1
+        now = max(x["look"] for x in family)
+        for look in sorted({x["look"] for x in family}):
+            before = looks[look - 1] if look < now else None
+            head = f"Pocock-adjusted 95% CI, look {look} of {len(looks)}"
+            at = decide_family(family, per_look, before, head)
+            outs |= {id(x): at[id(x)] for x in family if x["look"] == look and id(x) in at}
+    elif family:
+        outs = decide_family(family, 0.05, None, "95% CI")
     comparisons = []
-    for arm, base, kind, matched, key, level, a, b, within in pending:
-        family = kind == "spec" and not within
-        ci_level = 1 - 0.05 / m if family else 0.95
-        label = f"simultaneous 95% CI over {m} comparisons" if family and m > 1 else "95% CI"
-        look = None
-        if family and per_look is not None:  # R13: the look this comparison's blocks reach
-            n_now = len(common_blocks(a, b)) if blocks else min(len(a), len(b))
-            reached = [i for i, n in enumerate(looks, 1) if n <= n_now]
-            look = reached[-1] if reached else 1
-            ci_level = 1 - per_look
-            label = f"Pocock-adjusted 95% CI, look {look} of {len(looks)}"
-            label += f", simultaneous over {m} comparisons" if m > 1 else ""
-        if within:
-            ratio, low, high = within_process_ratio(a, b, ci_level)
+    for x in pending:
+        a, b, kind = x["a"], x["b"], x["kind"]
+        if id(x) in outs:
+            ratio, low, high, ci_level, label, size = outs[id(x)][:6]
+            withheld = False
         else:
-            ratio, low, high = ratio_interval(a, b, ci_level, blocks)
+            ci_level, label, size = 0.95, "95% CI", 1
+            if x["within"]:
+                ratio, low, high = within_process_ratio(a, b, 0.95)
+            else:
+                ratio, low, high = ratio_interval(a, b, 0.95, blocks)
+            withheld = x["withheld"] or kind == "spec"  # derived and withheld: no verdict
+        x["size"] = size
         extra: dict[str, Any] = {}
-        if look is not None:
+        if per_look is not None and id(x) in outs:
             target = design.get("target")
-            p = futility_p(a, b, target, blocks) if target is not None else None
+            ratio_x, se_x, df_x = outs[id(x)][0], outs[id(x)][6], outs[id(x)][7]
+            pv = futility_p(ratio_x, se_x, df_x, target) if target is not None else None
             decided = verdict(low, high, delta) != "INCONCLUSIVE"
-            interim = reached and reached[-1] < len(looks)
+            interim = x["reached"] and x["reached"][-1] < len(looks)
             alpha_f = design.get("futility_alpha", 0.025)
             extra = {
-                "look": look if reached else None,
-                "futility_p": p,
-                "futile": bool(interim and not decided and p is not None and p < alpha_f),
+                "look": x["look"] if x["reached"] else None,
+                "futility_p": pv,
+                "futile": bool(interim and not decided and pv is not None and pv < alpha_f),
             }
         comparisons.append(
             {
-                "arm": arm,
-                "baseline": base,
+                "arm": x["arm"],
+                "baseline": x["base"],
                 "kind": kind,
-                "matched": matched,
-                "workload": key,
-                "concurrency": level,
+                "matched": x["matched"],
+                "workload": x["key"],
+                "concurrency": x["level"],
                 "ratio": ratio,
                 "ci_low": low,
                 "ci_high": high,
                 "ci_level": ci_level,
                 "ci_label": label,
-                "verdict": "INCONCLUSIVE" if within else verdict(low, high, delta),
-                "withheld": within,
+                "verdict": "INCONCLUSIVE" if withheld else verdict(low, high, delta),
+                "withheld": withheld,
                 **extra,
             }
         )
+    m = max((x["size"] for x in pending if id(x) in outs), default=0)
 
-    checked = [c for c in comparisons if c["kind"] == "aa" and not c["withheld"]]
+    within = {(x["arm"], x["key"], x["level"]) for x in pending if x["within"]}
+    checked = [  # the A/A check: two restarts a side form its interval
+        c
+        for c in comparisons
+        if c["kind"] == "aa" and (c["arm"], c["workload"], c["concurrency"]) not in within
+    ]
     aa_check = all(c["ci_low"] <= 1 <= c["ci_high"] for c in checked) if checked else None
 
     # R11: best k among the sweep arms (spec, matched to plan.baseline, integer k).
@@ -481,10 +682,10 @@ def compute(bundle_dir: str | Path) -> dict[str, Any]:
         if wins:
             top = max(c["ci_low"] for c in wins)
             best_k[cell] = min(k_of[c["arm"]] for c in wins if c["ci_high"] >= top)
-        elif any(c["verdict"] == "INCONCLUSIVE" and c["ratio"] > 1 for c in sweep):
-            best_k[cell] = None
+        elif all(c["verdict"] in ("LOSS", "EQUIVALENT") for c in sweep):
+            best_k[cell] = 0  # every k decided not to win
         else:
-            best_k[cell] = 0
+            best_k[cell] = None
 
     return {
         "left_out_runs": [{"run": r["id"], "reason": r["left_out"]} for r in runs if r["left_out"]],
