@@ -11,6 +11,7 @@ import pytest
 from diagnostic.analyse import stats
 from diagnostic.analyse.compare import Side, decide, ratio_ci, start_comparison
 from diagnostic.analyse.requests import Sample
+from diagnostic.analyse.sequential import sequential_alpha
 from diagnostic.schema.bundle import Design
 
 FIXED = Design()
@@ -141,7 +142,7 @@ def test_adaptive_design_decides_at_the_calibrated_per_look_level() -> None:
     looks = [4, 8, 12]
     c = _one(arm, base, Design(kind="adaptive", looks=looks))
     s = c.stopping
-    alpha = stats.sequential_alpha(looks)
+    alpha = sequential_alpha(looks)
     assert s is not None and s.look_number == 1 and s.n_now == 4
     assert s.per_look_alpha == alpha and c.ci_level == pytest.approx(1 - alpha)
     assert c.ci_label == "Pocock-adjusted 95% CI, look 1 of 3"
@@ -169,7 +170,7 @@ def test_the_per_look_level_accounts_for_the_family() -> None:
     looks = [5, 10, 15, 20]
     for c in decide(family, delta=0.02, design=Design(kind="adaptive", looks=looks)):
         assert c.stopping is not None and c.stopping.planned_looks == looks
-        assert c.stopping.per_look_alpha == stats.sequential_alpha(looks, 0.05 / 2)
+        assert c.stopping.per_look_alpha == sequential_alpha(looks, 0.05 / 2)
         assert c.stopping.look_number == 1
 
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from diagnostic import defaults
 from diagnostic.analyse import stats
 from diagnostic.analyse.requests import Sample
+from diagnostic.analyse.sequential import sequential_alpha
 from diagnostic.schema.analysis import (
     WITHIN_PROCESS_LABEL,
     Comparison,
@@ -163,7 +164,7 @@ def _level(p: Pending, m: int, design: Design) -> tuple[float, str, StoppingStat
         level = f"{1 - design.alpha:.0%} CI"
         return 1.0 - alpha, f"simultaneous {level}{over}" if m > 1 else level, None
     looks = design.looks
-    alpha_look = stats.sequential_alpha(looks, alpha)
+    alpha_look = sequential_alpha(looks, alpha)
     reached = [i for i, n in enumerate(looks, 1) if n <= p.result.n_now]
     look = reached[-1] if reached else 1
     label = f"Pocock-adjusted {1 - design.alpha:.0%} CI, look {look} of {len(looks)}"
