@@ -29,9 +29,6 @@ _spec.loader.exec_module(independent)
 SAMPLES = independent.sample_dirs()
 IDS = [p.name for p in SAMPLES]
 REL_TOL = 1e-6
-# R13: the Pocock per-look level is a simulated quantile, the package's and independent.py's
-# drawn apart: the intervals at that level agree to this (README, ambiguity 9).
-POCOCK_TOL = 2e-3
 MISSING = "<missing field>"
 
 
@@ -86,12 +83,6 @@ class Diff:
             self.add(path, want, got)
 
 
-def _on_margin(c: dict[str, Any], delta: float) -> bool:
-    """A bound within POCOCK_TOL of a verdict threshold (1 + δ or 1/(1 + δ))."""
-    bounds = (c["ci_low"], c["ci_high"])
-    return any(abs(b / t - 1) < POCOCK_TOL for b in bounds for t in (1 + delta, 1 / (1 + delta)))
-
-
 def _within_process(estimate: Any) -> Any:
     flag = _get(estimate, "within_process")
     if flag is not MISSING:
@@ -140,8 +131,6 @@ def package_mismatches(sample: Path, want: dict[str, Any]) -> list[str]:
                 _within_process(est),
             )
 
-    delta = Bundle.open(sample).manifest.plan.margin
-    at_margin: set[str] = set()  # cells whose Pocock verdict sits on the margin (ambiguity 9)
     comps = _get(a, "comparisons")
     comps = [] if comps is MISSING else comps
     got_comps = {(_get(c, "arm"), _get(c, "workload"), _get(c, "concurrency")): c for c in comps}
@@ -153,9 +142,6 @@ def package_mismatches(sample: Path, want: dict[str, Any]) -> list[str]:
         if key not in got_comps:
             diff.add(name, f"a comparison vs {c['baseline']} ({c['kind']})", MISSING)
             continue
-        knife = "Pocock" in c["ci_label"] and _on_margin(c, delta)
-        if knife:
-            at_margin.add(f"{c['workload']}@{c['concurrency']}")
         for field in (
             "baseline",
             "kind",
@@ -168,11 +154,7 @@ def package_mismatches(sample: Path, want: dict[str, Any]) -> list[str]:
             "verdict",
             "withheld",
         ):
-            if field == "verdict" and knife:
-                continue  # either side of the margin is within the level's Monte-Carlo error
-            pocock = field in ("ci_low", "ci_high", "ci_level") and "Pocock" in c["ci_label"]
-            tol = POCOCK_TOL if pocock else REL_TOL
-            diff.check(f"{name}.{field}", c[field], _get(got_comps[key], field), tol)
+            diff.check(f"{name}.{field}", c[field], _get(got_comps[key], field))
         stopping = _get(got_comps[key], "stopping")
         for field, got_field in (
             ("look", "look_number"),
@@ -192,8 +174,6 @@ def package_mismatches(sample: Path, want: dict[str, Any]) -> list[str]:
     if sweep is not MISSING:
         got_k = {f"{_get(w, 'workload')}@{_get(w, 'concurrency')}": w for w in sweep}
     for cell, k in want["best_k"].items():
-        if cell in at_margin:
-            continue  # best k follows the verdicts of its cell
         if cell not in got_k:
             diff.add(f"sweep.workloads[{cell}].best_k", k, MISSING)
         else:

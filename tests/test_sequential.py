@@ -3,13 +3,12 @@ t intervals against a direct integration, the normal-theory limit and simulation
 
 from __future__ import annotations
 
-import itertools
 import math
 
 import numpy as np
 import pytest
-from scipy import special
 from scipy import stats as sps
+from test_golden_numbers import independent
 
 from diagnostic.analyse import sequential, stats
 
@@ -46,74 +45,10 @@ def test_one_look_is_the_t_interval_itself() -> None:
     assert sequential.sequential_alpha((7,), 0.01) == 0.01
 
 
-def _gauss(lo: np.ndarray | float, hi: np.ndarray | float, n: int) -> tuple[np.ndarray, ...]:
-    """Gauss–Legendre on [lo, hi] (a last axis of n nodes), mapped by sin² so that an
-    integrand vanishing like a power at either end stays smooth: nodes, weights."""
-    x, w = special.roots_legendre(n)
-    s = (x + 1) / 2
-    lo, hi = np.asarray(lo)[..., None], np.asarray(hi)[..., None]
-    nodes = lo + (hi - lo) * np.sin(np.pi * s / 2) ** 2
-    return nodes, w / 2 * (hi - lo) * np.pi / 2 * np.sin(np.pi * s)
-
-
-def _direct_two_looks(n1: int, n2: int, level: float, nodes: int = 64) -> float:
-    """The overall level of two looks from the definition, another route than the package's:
-    σ = 1; at look 1 the within sum of squares W = r² ~ χ²(n1−1) and the sum S = h1·r·t,
-    S ~ N(0, n1), where |t| ≤ 1 is look 1 accepting (h = c·√(n/(n−1)), c the t quantile);
-    the next m = n2 − n1 blocks add a sum Y ~ N(0, m) and a within sum of squares
-    Q ~ χ²(m−1), and look 2 accepts iff Q ≥ G(Y) = (S+Y)²/h2² − W − (n1·m/n2)(S/n1 − Y/m)²,
-    so P(look 2 accepts | S, W) = 1 − ∫_{G>0} φ(Y)·F_Q(G(Y)) dY (χ² CDF, closed form).
-    G = a·Y² + b·S·Y + c·S² − W is tangent to 0 at a fixed |t|, which splits t."""
-    m = n2 - n1
-    c1, c2 = sps.t.isf(level / 2, n1 - 1), sps.t.isf(level / 2, n2 - 1)
-    h1, h2sq = c1 * math.sqrt(n1 / (n1 - 1)), c2**2 * n2 / (n2 - 1)
-    a = 1 / h2sq - n1 / (n2 * m)
-    b, c = 2 / h2sq + 2 / n2, 1 / h2sq - m / (n1 * n2)
-    kappa = (a * c - b**2 / 4) / a  # W/S² where G's discriminant vanishes: t² = 1/(h1²·kappa)
-    tangent = 1 / (h1**2 * kappa) if kappa > 0 else 1.0
-    t_breaks = [0.0, math.sqrt(tangent), 1.0] if tangent < 1 else [0.0, 1.0]
-    r, w_r = _gauss(0.0, math.sqrt(n1) + 12, 4 * nodes)
-    chi = np.exp(
-        (n1 - 2) * np.log(r) - r**2 / 2 - (n1 - 3) / 2 * math.log(2) - special.gammaln((n1 - 1) / 2)
-    )  # the density of r = √W
-    accept = 0.0
-    for t_lo, t_hi in itertools.pairwise(t_breaks):
-        t, w_t = _gauss(t_lo, t_hi, nodes)
-        rr, tt = np.meshgrid(r, t, indexing="ij")
-        s = h1 * rr * tt
-        weight = np.outer(chi * w_r, w_t) * 2 * h1 * rr * sps.norm.pdf(s, scale=math.sqrt(n1))
-        lost = _second_look_rejects(a, b * s, c * s**2 - rr**2, m, nodes)
-        accept += float((weight * (1 - lost)).sum())
-    return 1 - accept
-
-
-def _second_look_rejects(
-    a: float, lin: np.ndarray, const: np.ndarray, m: int, nodes: int
-) -> np.ndarray:
-    """∫_{G>0} φ(Y; m)·F_Q(G(Y)) dY for G = a·Y² + lin·Y + const, Q ~ χ²(m−1): between the
-    roots when a < 0, outside them (or everywhere) when a > 0; |Y| ≤ 12√m."""
-    disc = lin**2 - 4 * a * const
-    root = np.sqrt(np.maximum(disc, 0.0))
-    y1 = np.minimum((-lin - root) / (2 * a), (-lin + root) / (2 * a))
-    y2 = np.maximum((-lin - root) / (2 * a), (-lin + root) / (2 * a))
-    far = np.full_like(lin, 12 * math.sqrt(m))
-
-    def part(lo: np.ndarray, hi: np.ndarray, where: np.ndarray) -> np.ndarray:
-        y, w_y = _gauss(lo, hi, nodes)
-        g = a * y**2 + lin[..., None] * y + const[..., None]
-        f = sps.chi2.cdf(np.maximum(g, 0.0), m - 1) * sps.norm.pdf(y, scale=math.sqrt(m))
-        return np.where(where, (f * w_y).sum(axis=-1), 0.0)
-
-    if a < 0:
-        return part(y1, y2, disc > 0)
-    outside = part(np.minimum(-far, y1), y1, (disc > 0) & (y1 > -far))
-    outside += part(y2, np.maximum(far, y2), (disc > 0) & (y2 < far))
-    return outside + part(-far, far, disc <= 0)
-
-
 def test_two_looks_match_a_direct_integration_of_the_sufficient_statistics() -> None:
+    """tests/golden/independent.py (R13) integrates the sums and χ² sums of squares instead."""
     for n1, n2, level in ((4, 8, 0.0276), (4, 8, 0.0004), (6, 13, 0.03)):
-        direct = _direct_two_looks(n1, n2, level)
+        direct = independent.two_look_rejection(n1, n2, level)
         assert sequential.overall_alpha((n1, n2), level) == pytest.approx(direct, rel=1e-8)
 
 
