@@ -53,12 +53,20 @@ def test_two_looks_match_a_direct_integration_of_the_sufficient_statistics() -> 
 
 
 def test_the_quadrature_has_converged() -> None:
-    """Twice the nodes move the overall level by less than 1e-8 relative (worst measured
-    1.1e-8 for 3 blocks then 4 at a level of 0.0004; 6e-10 on planned designs)."""
-    for looks in ((4, 8), (4, 8, 12, 16), (10, 19, 29, 38), (4, 7, 10, 13), (3, 6, 9, 12)):
+    """Twice the nodes move the overall level by less than 1e-8 relative on planned designs
+    (measured: 3e-10) and 1e-7 with 3 blocks first and 2 between (measured: 1.5e-8)."""
+    for looks, rel in (
+        ((4, 8), 1e-8),
+        ((4, 8, 12, 16), 1e-8),
+        ((10, 19, 29, 38), 1e-8),
+        ((4, 7, 10, 13), 1e-8),
+        ((3, 6, 9, 12), 1e-7),
+        ((3, 5, 8, 12), 1e-7),
+        ((4, 6, 8, 10, 12), 1e-7),
+    ):
         for level in (0.02, 0.0002):
             exact = sequential.overall_alpha(looks, level, nodes=64)
-            assert sequential.overall_alpha(looks, level) == pytest.approx(exact, rel=1e-8)
+            assert sequential.overall_alpha(looks, level) == pytest.approx(exact, rel=rel)
 
 
 def test_many_blocks_give_pococks_normal_theory_level() -> None:
@@ -131,6 +139,6 @@ def test_pocock_looks_keep_the_false_positive_rate_near_five_percent() -> None:
 
 
 def test_designs_outside_the_method_are_refused() -> None:
-    for looks in ((2, 6), (4, 6), (4, 8, 1200), ()):
+    for looks in ((2, 6), (4, 5), (4, 8, 1200), ()):
         with pytest.raises(ValueError):
             sequential.overall_alpha(looks, 0.01)
