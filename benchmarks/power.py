@@ -1,5 +1,6 @@
 """Power of fixed and adaptive blocked plans, for benchmarks/time_to_verdict.py (the tool itself
-plans with stats.planned_looks and stats.sequential_alpha; these only size the comparison)."""
+plans with sequential.planned_looks and sequential.sequential_alpha; these only size the
+comparison)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import numpy as np
 import scipy.stats as sps
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from diagnostic.analyse import stats
+from diagnostic.analyse import sequential
 
 __all__ = ["adaptive_max_restarts", "fixed_restarts_for_power", "sequential_power"]
 
@@ -24,7 +25,7 @@ def sequential_power(
     (1 − alpha_look) t interval of the mean block log ratio decides as `verdict` does (band
     ±band_sd), and the design stops at the first decision. effect_sd and band_sd are the
     true log ratio and log(1+δ) over the SD of one block's log ratio. Seeded simulation."""
-    mean, se = stats.t_look_paths(looks, effect_sd)
+    mean, se = sequential.t_look_paths(looks, effect_sd)
     with np.errstate(invalid="ignore"):
         half = sps.t.isf(alpha_look / 2, np.asarray(looks, dtype=float) - 1) * se
     low, high = mean - half, mean + half
@@ -59,17 +60,18 @@ def adaptive_max_restarts(
     cv: float, effect: float, delta: float, power: float = 0.9, looks: int = 4
 ) -> int | None:
     """Maximum blocks (the plan's `restarts`) of an adaptive sweep with the same power as the
-    fixed plan: the smallest N ≥ the fixed plan whose stats.planned_looks(N, looks) design, at the
-    sequential_alpha level, calls WIN with probability ≥ `power` (Pocock's inflation, about
-    1.1-1.2 × the fixed plan, plus what t intervals on few blocks cost). cv as in
-    fixed_restarts_for_power; None when no fixed plan exists."""
+    fixed plan: the smallest N ≥ the fixed plan whose sequential.planned_looks(N, looks)
+    design, at the sequential_alpha level, calls WIN with probability ≥ `power` (Pocock's
+    inflation, about 1.1-1.2 × the fixed plan, plus what t intervals on few blocks cost). cv
+    as in fixed_restarts_for_power; None when no fixed plan exists."""
     n_fixed = fixed_restarts_for_power(cv, effect, delta, power)
     if n_fixed is None:
         return None
     sd = math.sqrt(2.0) * cv
     effect_sd, band_sd = abs(math.log1p(effect)) / sd, math.log1p(delta) / sd
     for n in range(n_fixed, 2 * n_fixed + 8):
-        plan = stats.planned_looks(n, looks)
-        if sequential_power(plan, effect_sd, band_sd, stats.sequential_alpha(plan)) >= power:
+        plan = sequential.planned_looks(n, looks)
+        alpha = sequential.sequential_alpha(plan)
+        if sequential_power(plan, effect_sd, band_sd, alpha) >= power:
             return n
     return None

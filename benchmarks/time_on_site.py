@@ -31,7 +31,7 @@ The plans:
   blocks 1-2 with 15 requests; from then on m* requests per restart
   (diagnostic.measure.sweep.planner.plan_requests: Kalibera & Jones from the known costs and
   the variance components the first two blocks show, floor 5, cap 60); looks at
-  stats.planned_looks(R) at the Pocock per-look level stats.sequential_alpha(looks, α/m);
+  sequential.planned_looks(R) at the Pocock per-look level sequential.sequential_alpha(looks, α/m);
   the reference of each block is the mean of the baseline and its A/A repeat (Design.pool_aa);
   an arm decided at a look (WIN, LOSS or EQUIVALENT) or futile there (undecided while the
   one-sided t test of "ratio ≥ 1 + defaults.TARGET" has p < defaults.FUTILITY_ALPHA) gets no
@@ -73,7 +73,7 @@ from time_to_verdict import EQUIVALENT, INCONCLUSIVE, LOSS, VERDICTS, WIN  # noq
 from time_to_verdict import decide as verdicts  # noqa: E402
 
 from diagnostic import defaults  # noqa: E402
-from diagnostic.analyse import stats  # noqa: E402
+from diagnostic.analyse import sequential, stats  # noqa: E402
 from diagnostic.measure.sweep import planner  # noqa: E402
 
 ALPHA = 0.05
@@ -227,8 +227,8 @@ def on_site(
     """The time-on-site plan: m* from block 3, looks, per-arm stopping when decided or
     futile, each block's reference the mean of the baseline and its A/A repeat."""
     sims = d.level.shape[0]
-    looks = tuple(stats.planned_looks(max_blocks))
-    alpha = stats.sequential_alpha(looks, ALPHA / (case.arms - 1))
+    looks = tuple(sequential.planned_looks(max_blocks))
+    alpha = sequential.sequential_alpha(looks, ALPHA / (case.arms - 1))
     m = np.where(np.arange(max_blocks)[None, :] < 2, FIRST_REQUESTS, m_star[:, None])
     logs = summaries(case, _cut(d, max_blocks), m)
     ref = (logs[:, 0] + logs[:, -1]) / 2 if parts.pool_aa else logs[:, 0]

@@ -13,14 +13,14 @@ within-restart noise); a block may add a drift shared by its two restarts. The s
 faster by `effect` (10%) or not at all (0%: the type-I check).
 
 The two plans are sized the way a group-sequential design is compared, at equal error rates
-(same α, same power), with the project's planning functions (diagnostic.analyse.stats), from the CV
-of one restart's mean, sqrt(restart_cv² + request_cv²/requests):
+(same α, same power), with the project's planning functions (diagnostic.analyse.sequential),
+from the CV of one restart's mean, sqrt(restart_cv² + request_cv²/requests):
 
 - fixed plan: plans.fixed_restarts_for_power, the fewest blocks whose 95% paired interval
   calls WIN with probability `power` (the simulation also shows the power one block less);
 - adaptive plan: plans.adaptive_max_restarts blocks at most (Pocock's inflation of the fixed
-  plan, plus what t intervals cost), looks at stats.planned_looks (what `sweep --adaptive`
-  uses), each at the level 1 − stats.sequential_alpha(looks), stopping at the first look
+  plan, plus what t intervals cost), looks at sequential.planned_looks (what `sweep --adaptive`
+  uses), each at the level 1 − sequential.sequential_alpha(looks), stopping at the first look
   whose verdict is not INCONCLUSIVE (WIN, LOSS or EQUIVALENT), else at the last one.
 
 Every experiment is decided as `diagnose report` decides it (diagnostic.analyse.compare):
@@ -49,7 +49,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
 import power as plans  # noqa: E402  (benchmarks/power.py)
 
 from diagnostic import defaults  # noqa: E402
-from diagnostic.analyse import stats  # noqa: E402
+from diagnostic.analyse import sequential, stats  # noqa: E402
 
 FIXED_ALPHA = 0.05
 VERDICTS = ("WIN", "LOSS", "EQUIVALENT", "INCONCLUSIVE")
@@ -92,8 +92,8 @@ class Design:
             n_max = plans.adaptive_max_restarts(cv, sc.effect, delta, power)
             if n_max is None:
                 raise SystemExit(f"no adaptive plan reaches {power:.0%} power at CV {cv:.1%}")
-            looks = tuple(stats.planned_looks(n_max))
-        return cls(fixed, looks, stats.sequential_alpha(looks), delta)
+            looks = tuple(sequential.planned_looks(n_max))
+        return cls(fixed, looks, sequential.sequential_alpha(looks), delta)
 
     def name(self) -> str:
         """Looks as 5/9/14/18."""
@@ -183,7 +183,7 @@ class Result:
 def run(sc: Scenario, design: Design, sims: int, seed: int, n_check: int) -> Result:
     """Every simulation of one scenario, both plans on the same restarts."""
     rng = np.random.default_rng(seed)
-    pocock = stats.POCOCK_ALPHA.get(len(design.looks))  # tabulated for 1-4 looks
+    pocock = sequential.POCOCK_ALPHA.get(len(design.looks))  # tabulated for 1-4 looks
     n_max = max(design.looks[-1], design.fixed)
     parts: dict[str, list[np.ndarray]] = {k: [] for k in ("f", "s", "a", "b0", "a0", "p0")}
     checked = 0
@@ -229,7 +229,7 @@ def summary_table(rows: list[tuple[Design, Result, Result]]) -> str:
     for design, eff, null in rows:
         fixed_r = 2 * design.fixed
         saved = 1 - 2 * float(eff.adaptive[0].mean()) / fixed_r
-        pocock = stats.POCOCK_ALPHA.get(len(design.looks))
+        pocock = sequential.POCOCK_ALPHA.get(len(design.looks))
         at_pocock = f"{null.size_pocock:.1%} ({pocock:g})" if pocock else "— (not tabulated)"
         lines.append(
             f"| {eff.scenario.restart_cv:.0%} | {design.fixed} blocks ({fixed_r}) "

@@ -12,6 +12,7 @@ from diagnostic.analyse import stats
 from diagnostic.analyse.compare import Side, decide, ratio_ci, start_comparison
 from diagnostic.analyse.family import simultaneous_intervals
 from diagnostic.analyse.requests import Sample
+from diagnostic.analyse.sequential import sequential_alpha
 from diagnostic.schema.analysis import ALL_WORKLOADS
 from diagnostic.schema.bundle import Design
 
@@ -194,7 +195,7 @@ def test_adaptive_design_decides_at_the_calibrated_per_look_level() -> None:
     looks = [4, 8, 12]
     c = _one(arm, base, Design(kind="adaptive", looks=looks))
     s = c.stopping
-    alpha = stats.sequential_alpha(looks)
+    alpha = sequential_alpha(looks)
     assert s is not None and s.look_number == 1 and s.n_now == 4
     assert s.per_look_alpha == alpha and c.ci_level == pytest.approx(1 - alpha)
     printed = c.ci_label.removeprefix("Pocock-adjusted 95% CI, look 1 of 3 (").removesuffix("%)")
@@ -212,7 +213,7 @@ def test_the_per_look_level_is_family_wise() -> None:
     _, family, _ = _family(rng, True, [1.3, 1.3], blocks=5)
     looks = [5, 10, 15, 20]
     out = decide(family, delta=0.02, design=Design(kind="adaptive", looks=looks))
-    alpha = stats.sequential_alpha(looks, 0.05)
+    alpha = sequential_alpha(looks, 0.05)
     expected = simultaneous_intervals([p.block_diffs() for p in family], alpha)
     for c, iv in zip(out, expected, strict=True):
         assert c.stopping is not None and c.stopping.planned_looks == looks
@@ -236,7 +237,7 @@ def test_an_arm_stopped_at_a_look_keeps_the_interval_its_look_decided_with() -> 
     ]
     late = decide(pending, delta=0.02, design=design)
     at_look_1 = simultaneous_intervals(
-        [p.block_diffs(4) for p in pending], stats.sequential_alpha([4, 8])
+        [p.block_diffs(4) for p in pending], sequential_alpha([4, 8])
     )
     assert late[0].stopping is not None and late[0].stopping.look_number == 1
     assert math.log(late[0].ci_low) == pytest.approx(at_look_1[0].low)  # type: ignore[arg-type]

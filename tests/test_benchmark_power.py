@@ -9,14 +9,14 @@ import pytest
 import scipy.stats as sps
 from test_benchmarks_smoke import load_benchmark
 
-from diagnostic.analyse import stats
+from diagnostic.analyse import sequential
 
 plans = load_benchmark("power")
 
 
 def test_sequential_power_matches_a_brute_force_simulation() -> None:
     looks, effect, band = (4, 8, 12), 0.8, 0.1
-    alpha = stats.sequential_alpha(looks)
+    alpha = sequential.sequential_alpha(looks)
     d = np.random.default_rng(12).standard_normal((40_000, 12)) + effect
     decided = np.zeros(len(d), dtype=bool)
     win = np.zeros(len(d), dtype=bool)
@@ -62,8 +62,8 @@ def test_adaptive_max_restarts_inflates_the_fixed_plan_to_keep_its_power() -> No
     shift, band = math.log1p(effect) / sd, math.log1p(delta) / sd
 
     def power(n: int) -> float:
-        looks = stats.planned_looks(n)
-        return plans.sequential_power(looks, shift, band, stats.sequential_alpha(looks))
+        looks = sequential.planned_looks(n)
+        return plans.sequential_power(looks, shift, band, sequential.sequential_alpha(looks))
 
     assert power(n_max) >= 0.9 > power(n_max - 1)
     assert plans.adaptive_max_restarts(cv, 0.01, delta) is None

@@ -33,7 +33,7 @@ REL_TOL = 1e-6
 # R8/R13: the family's max-|t| critical value is a quantile of the multivariate t — the
 # package's from scipy's quasi-Monte Carlo cdf, independent.py's from 2^20 draws of its own
 # (and the Pocock per-look level is simulated too): the family's intervals and levels agree to
-# this, and a level printed in a label is compared as a number (README, ambiguity 9).
+# this, and a level printed in a label is compared as a number (README, ambiguity 14).
 FAMILY_TOL = 5e-3  # of the interval's log half-width for its bounds (the critical value's)
 MISSING = "<missing field>"
 
@@ -156,7 +156,7 @@ def package_mismatches(sample: Path, want: dict[str, Any]) -> list[str]:
             )
 
     delta = Bundle.open(sample).manifest.plan.margin
-    at_margin: set[str] = set()  # cells whose family verdict sits on the margin (ambiguity 9)
+    at_margin: set[str] = set()  # cells whose family verdict sits on the margin (ambiguity 14)
     comps = _get(a, "comparisons")
     comps = [] if comps is MISSING else comps
     got_comps = {(_get(c, "arm"), _get(c, "workload"), _get(c, "concurrency")): c for c in comps}

@@ -40,6 +40,7 @@ LAYERS = {
 PURE = {
     "diagnostic.errors",
     "diagnostic.defaults",
+    "diagnostic.analyse.sequential",
     "diagnostic.analyse.stats",
     "diagnostic.analyse.theory",
 }

@@ -148,6 +148,9 @@ def test_the_adaptive_sample_stopped_the_decided_arm_and_rotated_its_prompts() -
     by = {(c.arm, c.workload): c for c in a.comparisons if c.kind == "spec"}
     k2 = by["ngram-k2", "prose"]
     assert k2.verdict == "WIN" and k2.stopping and k2.stopping.look_number == 2
+    on_code = by["ngram-k2", "code"]  # WIN by the fourth decimal of its lower bound
+    assert on_code.verdict == "WIN" and 1.0201 < on_code.ci_low < 1.0203  # type: ignore[operator]
+    assert a.sweep is not None and {w.best_k for w in a.sweep.workloads} == {2}
     assert k2.pooled_with == "baseline-aa" and k2.ci_label.startswith("Pocock-adjusted 95% CI")
     draft = by["selfdraft-k4", "code"]
     assert draft.verdict == "LOSS" and draft.n_restarts_arm == 4

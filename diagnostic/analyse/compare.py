@@ -12,6 +12,7 @@ from diagnostic import defaults
 from diagnostic.analyse import stats
 from diagnostic.analyse.family import simultaneous_intervals
 from diagnostic.analyse.requests import Sample
+from diagnostic.analyse.sequential import sequential_alpha
 from diagnostic.schema.analysis import (
     ALL_WORKLOADS,
     WITHIN_PROCESS_LABEL,
@@ -199,7 +200,7 @@ def _by_look(
     """Adaptive design: each member decides at its own latest look, in the family as it
     stood there — the blocks before that look for an arm that stopped earlier (its interval
     then stays the one its look decided with), every block for the members still open."""
-    alpha = stats.sequential_alpha(looks, design.alpha)
+    alpha = sequential_alpha(looks, design.alpha)
     now = max((_look_of(p, looks) for p in family), default=1)
     out: dict[int, Deciding] = {}
     for look in sorted({_look_of(p, looks) for p in family}):
@@ -350,7 +351,7 @@ def _stopping(p: Pending, ci: stats.RatioCI, verdict: str, design: Design) -> St
         planned_looks=list(looks),
         n_now=p.result.n_now,
         look_number=look,
-        per_look_alpha=stats.sequential_alpha(looks, design.alpha),
+        per_look_alpha=sequential_alpha(looks, design.alpha),
         target=design.target,
         futility_p=futility,
     )

@@ -1,8 +1,7 @@
-"""Pure statistics of STATISTICS.md: intervals, verdicts, multiplicity, planning, stopping."""
+"""Pure statistics of STATISTICS.md: intervals, verdicts, multiplicity, planning."""
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -13,7 +12,6 @@ import numpy.typing as npt
 from scipy import stats as sps
 
 __all__ = [
-    "POCOCK_ALPHA",
     "Drift",
     "Interval",
     "MedianCI",
@@ -23,16 +21,12 @@ __all__ = [
     "delta_from_aa",
     "drift_check",
     "futility_p",
-    "look_number",
     "means_ratio_ci",
     "median_ci",
     "paired_ratio_ci",
-    "planned_looks",
-    "pocock_alpha",
     "requests_per_restart",
     "restarts_for_width",
     "restarts_to_decide",
-    "sequential_alpha",
     "t_interval",
     "tukey_fences",
     "tukey_outliers",
@@ -43,16 +37,6 @@ __all__ = [
 
 VerdictName = Literal["WIN", "LOSS", "EQUIVALENT", "INCONCLUSIVE"]
 Side = Literal["low", "high"]
-
-# Pocock's constant nominal two-sided level per look for an overall α = 0.05 (Pocock 1977;
-# Jennison & Turnbull table 2.1): z = 1.960, 2.178, 2.289, 2.361 for 1..4 looks.
-POCOCK_ALPHA = {1: 0.05, 2: 0.0294, 3: 0.0221, 4: 0.0182}
-# Maximum over fixed sample size of those tests at 90% power, R_P(K, 0.05, 0.1) (Jennison &
-# Turnbull table 2.3; a known-variance simulation gives 1.099, 1.144, 1.183).
-# Seeded Monte Carlo of sequential_alpha / sequential_power: 2^18 paths put the overall level
-# within ±0.05% (one SE) of the target at α = 0.05, the same value on every run.
-_SEQ_PATHS = 1 << 18
-_SEQ_SEED = 20130601
 
 
 @dataclass(frozen=True)
@@ -345,69 +329,6 @@ def restarts_to_decide(
         if float(sps.t.ppf(0.5 + level / 2, r - 1)) * sd * math.sqrt(2.0 / r) <= room:
             return r
     return None
-
-
-def pocock_alpha(n_looks: int) -> float:
-    """Pocock nominal two-sided level per look (α = 0.05 overall), 1 to 4 looks. Normal
-    theory (known variance): with t intervals on few blocks use sequential_alpha."""
-    if n_looks not in POCOCK_ALPHA:
-        raise ValueError(f"Pocock levels are tabulated for 1-4 looks, not {n_looks}")
-    return POCOCK_ALPHA[n_looks]
-
-
-def look_number(n_now: int, looks: Sequence[int]) -> int | None:
-    """1-based index of the planned look that n_now restarts reaches exactly, else None."""
-    return looks.index(n_now) + 1 if n_now in looks else None
-
-
-def planned_looks(max_blocks: int, max_looks: int = 4, first: int = 4) -> list[int]:
-    """Equally spaced group-sequential looks ending at max_blocks: K = min(max_looks,
-    max_blocks // first) looks (at least 1) at round(max_blocks·i/K), so an interim look
-    never comes before `first` blocks (a t quantile on 2 df is useless). 16 → 4, 8, 12, 16;
-    12 → 4, 8, 12; 8 → 4, 8; below 8 → the end only (no interim look)."""
-    k = max(1, min(max_looks, max_blocks // first))
-    return [math.floor(max_blocks * i / k + 0.5) for i in range(1, k + 1)]
-
-
-def t_look_paths(
-    looks: Sequence[int], shift: float, paths: int = _SEQ_PATHS
-) -> tuple[np.ndarray, np.ndarray]:
-    """Seeded paths of i.i.d. N(shift, 1) block differences: (mean, standard error) at each
-    look, shape (paths, K). Each segment between looks is drawn as its sum (normal) and its
-    within-segment sum of squares (χ², independent of the sum): the exact joint law of the
-    looks' t statistics without drawing every block."""
-    rng = np.random.default_rng(_SEQ_SEED)
-    sizes = np.diff(np.asarray([0, *looks], dtype=float))
-    sums = rng.standard_normal((paths, len(sizes))) * np.sqrt(sizes) + shift * sizes
-    within = rng.chisquare(np.maximum(sizes - 1, 1), (paths, len(sizes))) * (sizes > 1)
-    n = np.cumsum(sizes)
-    total = np.cumsum(sums, axis=1)
-    ss = np.cumsum(within + sums**2 / sizes, axis=1) - total**2 / n
-    with np.errstate(divide="ignore", invalid="ignore"):
-        se = np.sqrt(np.maximum(ss, 0.0) / (n - 1) / n)
-    return total / n, se
-
-
-@functools.lru_cache(maxsize=64)
-def _sequential_alpha(looks: tuple[int, ...], alpha: float) -> float:
-    mean, se = t_look_paths(looks, 0.0)
-    df = np.asarray(looks, dtype=float) - 1
-    with np.errstate(divide="ignore", invalid="ignore"):
-        p = 2 * sps.t.sf(np.abs(mean / se), df)
-    p = np.where(df >= 1, p, 1.0)  # a look at 1 block forms no interval: it never rejects
-    return float(np.quantile(p.min(axis=1), alpha))
-
-
-def sequential_alpha(looks: Sequence[int], alpha: float = 0.05) -> float:
-    """Per-look two-sided level of a Pocock design (the same level at every look) on paired
-    t intervals with df = n−1 at each look, such that the interval excludes no difference at
-    some look with probability `alpha` overall: the `alpha` quantile of the smallest p-value
-    over the looks, by a seeded simulation (same value every run). Pocock's normal-theory
-    level (pocock_alpha) assumes a known variance and lets the overall level creep above
-    `alpha` with t intervals on few blocks. Conservative for Welch intervals (more df)."""
-    if len(looks) < 2:
-        return alpha
-    return _sequential_alpha(tuple(int(n) for n in looks), float(alpha))
 
 
 def drift_check(

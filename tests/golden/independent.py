@@ -9,6 +9,7 @@ nothing from the `diagnostic` package on purpose: it is the check of that packag
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import re
@@ -470,29 +471,88 @@ def verdict(low: float, high: float, delta: float) -> str:
 
 
 # -- R12-R14: the adaptive design ----------------------------------------------------------------
-POCOCK_PATHS = 1 << 20
-POCOCK_SEED = 12  # not the package's seed: an independent draw
-
-
 def pocock_level(looks: list[int], alpha: float) -> float:
     """R13: the two-sided per-look level c of a Pocock design on paired t intervals: under no
     difference (i.i.d. normal block differences), P(the t interval at some look excludes 0 at
-    level 1 − c) = alpha. Whole block sequences are drawn (numpy, own seed), the p-value of
-    every look computed, and c is the alpha quantile of the smallest one."""
+    level 1 − c) = alpha. One look: c = alpha; two looks: two_look_rejection solved for c by
+    Brent's method on log c (Bonferroni, alpha/2 per look, never rejects more than alpha)."""
     if len(looks) < 2:
         return alpha
-    rng = np.random.default_rng(POCOCK_SEED)
-    smallest = []
-    for _ in range(POCOCK_PATHS // (1 << 16)):
-        x = rng.standard_normal((1 << 16, looks[-1]))
-        p_min = np.ones(len(x))
-        for n in looks:
-            if n < 2:
-                continue
-            t = x[:, :n].mean(axis=1) / (x[:, :n].std(axis=1, ddof=1) / math.sqrt(n))
-            p_min = np.minimum(p_min, 2 * stats.t.sf(np.abs(t), n - 1))
-        smallest.append(p_min)
-    return float(np.quantile(np.concatenate(smallest), alpha))
+    if len(looks) > 2:
+        raise NotImplementedError(f"R13 is integrated here for two looks, not {looks}")
+    n1, n2 = looks
+
+    def excess(log_c: float) -> float:
+        return math.log(two_look_rejection(n1, n2, math.exp(log_c)) / alpha)
+
+    low, high = math.log(alpha / 2), math.log(alpha)
+    return math.exp(optimize.brentq(excess, low, high, xtol=1e-12, rtol=1e-12))
+
+
+def two_look_rejection(n1: int, n2: int, level: float, nodes: int = 64) -> float:
+    """P(the level-(1 − level) t interval excludes 0 at n1 or n2 blocks), i.i.d. N(0, 1)
+    differences, from the sufficient statistics: at look 1 the within sum of squares
+    W = r² ~ χ²(n1−1) and the sum S = h1·r·t ~ N(0, n1), |t| ≤ 1 being look 1 accepting
+    (h = c·√(n/(n−1)), c the t quantile); the next m = n2 − n1 blocks add a sum Y ~ N(0, m)
+    and a within sum of squares Q ~ χ²(m−1), and look 2 accepts iff Q ≥ G(Y) =
+    (S+Y)²/h2² − W − (n1·m/n2)(S/n1 − Y/m)², so P(look 2 accepts | S, W) =
+    1 − ∫_{G>0} φ(Y)·F_Q(G(Y)) dY with F_Q the χ² CDF. r, t and Y by Gauss–Legendre; G is
+    tangent to 0 at a fixed |t|, which splits t."""
+    m = n2 - n1
+    c1, c2 = stats.t.isf(level / 2, n1 - 1), stats.t.isf(level / 2, n2 - 1)
+    h1, h2sq = c1 * math.sqrt(n1 / (n1 - 1)), c2**2 * n2 / (n2 - 1)
+    a = 1 / h2sq - n1 / (n2 * m)  # G = a·Y² + b·S·Y + c·S² − W
+    b, c = 2 / h2sq + 2 / n2, 1 / h2sq - m / (n1 * n2)
+    kappa = (a * c - b**2 / 4) / a  # W/S² where G's discriminant vanishes: t² = 1/(h1²·kappa)
+    tangent = 1 / (h1**2 * kappa) if kappa > 0 else 1.0
+    t_breaks = [0.0, math.sqrt(tangent), 1.0] if tangent < 1 else [0.0, 1.0]
+    r, w_r = gauss(0.0, math.sqrt(n1) + 12, 4 * nodes)
+    chi = np.exp(
+        (n1 - 2) * np.log(r) - r**2 / 2 - (n1 - 3) / 2 * math.log(2) - special.gammaln((n1 - 1) / 2)
+    )  # the density of r = √W
+    accept = 0.0
+    for t_lo, t_hi in itertools.pairwise(t_breaks):
+        t, w_t = gauss(t_lo, t_hi, nodes)
+        rr, tt = np.meshgrid(r, t, indexing="ij")
+        s = h1 * rr * tt
+        weight = np.outer(chi * w_r, w_t) * 2 * h1 * rr * stats.norm.pdf(s, scale=math.sqrt(n1))
+        lost = second_look_rejects(a, b * s, c * s**2 - rr**2, m, nodes)
+        accept += float((weight * (1 - lost)).sum())
+    return 1 - accept
+
+
+def second_look_rejects(
+    a: float, lin: np.ndarray, const: np.ndarray, m: int, nodes: int
+) -> np.ndarray:
+    """∫_{G>0} φ(Y; m)·F_Q(G(Y)) dY for G = a·Y² + lin·Y + const, Q ~ χ²(m−1): between the
+    roots when a < 0, outside them (or everywhere) when a > 0; |Y| ≤ 12√m."""
+    disc = lin**2 - 4 * a * const
+    root = np.sqrt(np.maximum(disc, 0.0))
+    y1 = np.minimum((-lin - root) / (2 * a), (-lin + root) / (2 * a))
+    y2 = np.maximum((-lin - root) / (2 * a), (-lin + root) / (2 * a))
+    far = np.full_like(lin, 12 * math.sqrt(m))
+
+    def part(lo: np.ndarray, hi: np.ndarray, where: np.ndarray) -> np.ndarray:
+        y, w_y = gauss(lo, hi, nodes)
+        g = a * y**2 + lin[..., None] * y + const[..., None]
+        f = stats.chi2.cdf(np.maximum(g, 0.0), m - 1) * stats.norm.pdf(y, scale=math.sqrt(m))
+        return np.where(where, (f * w_y).sum(axis=-1), 0.0)
+
+    if a < 0:
+        return part(y1, y2, disc > 0)
+    outside = part(np.minimum(-far, y1), y1, (disc > 0) & (y1 > -far))
+    outside += part(y2, np.maximum(far, y2), (disc > 0) & (y2 < far))
+    return outside + part(-far, far, disc <= 0)
+
+
+def gauss(lo: np.ndarray | float, hi: np.ndarray | float, n: int) -> tuple[np.ndarray, ...]:
+    """Gauss–Legendre on [lo, hi] (a last axis of n nodes), mapped by sin² so that an
+    integrand vanishing like a power at either end stays smooth: nodes, weights."""
+    x, w = special.roots_legendre(n)
+    s = (x + 1) / 2
+    lo, hi = np.asarray(lo)[..., None], np.asarray(hi)[..., None]
+    nodes = lo + (hi - lo) * np.sin(np.pi * s / 2) ** 2
+    return nodes, w / 2 * (hi - lo) * np.pi / 2 * np.sin(np.pi * s)
 
 
 def pooled_reference(cells: dict, plan: dict[str, Any], base: str, key: str, level: int) -> dict:

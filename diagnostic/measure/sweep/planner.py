@@ -308,7 +308,7 @@ def power_estimate(
     1 − α/family) and the adaptive one (Pocock looks, futility stop, the reference pooled
     with the A/A repeat when `pooled`), and the restarts each needs for `wanted`. A block's
     log ratio has variance (1 + 1/r)·(T2² + S1²/m), r the reference's starts per block; the
-    looks' t statistics are drawn exactly (stats.t_look_paths, seeded)."""
+    looks' t statistics are drawn exactly (sequential.t_look_paths, seeded)."""
     s1_sq = float(noise["s1_sq"].mean())
     t2_sq = max(float(noise["t2_sq"].mean()), 0.0)
 
@@ -321,9 +321,9 @@ def power_estimate(
         return win_rate([n], sd_fixed, family, target, margin, futility=False)
 
     def adaptive(n: int) -> float:
-        from diagnostic.analyse import stats
+        from diagnostic.analyse import sequential
 
-        looks = stats.planned_looks(n)
+        looks = sequential.planned_looks(n)
         return win_rate(looks, sd_adaptive, family, target, margin, futility=True)
 
     return Power(
@@ -357,13 +357,13 @@ def win_rate(
     import numpy as np
     from scipy import stats as sps
 
-    from diagnostic.analyse import stats
+    from diagnostic.analyse import sequential
 
     if sd_log <= 0:
         return 1.0
     shift = math.log1p(target) / sd_log
-    mean, se = stats.t_look_paths(looks, shift, POWER_PATHS)
-    level = stats.sequential_alpha(looks, alpha / family)
+    mean, se = sequential.t_look_paths(looks, shift, POWER_PATHS)
+    level = sequential.sequential_alpha(looks, alpha / family)
     df = np.asarray(looks, dtype=float) - 1
     with np.errstate(divide="ignore", invalid="ignore"):
         q = np.where(df >= 1, sps.t.isf(level / 2, np.maximum(df, 1)), np.inf)

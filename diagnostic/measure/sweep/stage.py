@@ -175,15 +175,15 @@ def sweep(
 
 def adaptive_looks(plan: Plan) -> list[int]:
     """Planned looks (blocks per arm) for --adaptive: up to 4 equally spaced looks ending at
-    the plan's restarts, the maximum, the first after at least 4 blocks (stats.planned_looks;
+    the plan's restarts, the maximum, the first after at least 4 blocks (sequential.planned_looks;
     the report reads the same looks back, analyse.compare.bundle_looks). Below 8 restarts
     there is no interim look."""
     o = plan.options
     if o.order != "blocks":
         raise DiagnosticError(f'{plan.source}: --adaptive needs [plan] order = "blocks"')
-    from diagnostic.analyse import stats  # imported here: scipy loads slowly
+    from diagnostic.analyse import sequential  # imported here: scipy loads slowly
 
-    return stats.planned_looks(o.restarts)
+    return sequential.planned_looks(o.restarts)
 
 
 def day_estimate(
@@ -192,7 +192,7 @@ def day_estimate(
     """The fixed and the adaptive plan's expected wall-clock, from the assumptions or from the
     costs and variance components a pilot bundle measured; with `power`, each design's power
     at the plan's target over the family of speculative comparisons."""
-    from diagnostic.analyse import stats  # imported here: scipy loads slowly
+    from diagnostic.analyse import sequential  # imported here: scipy loads slowly
 
     o = plan.options
     a = assumptions or EstimateAssumptions()
@@ -205,7 +205,7 @@ def day_estimate(
         noise,
         arms=len(plan.arms),
         restarts=o.restarts,
-        looks=stats.planned_looks(o.restarts),
+        looks=sequential.planned_looks(o.restarts),
         requests=o.requests,
         warmup=o.warmup,
         levels=len(o.concurrency),
