@@ -146,7 +146,7 @@ def test_a_real_one_start_sweep_from_the_command_line(tmp_path: Path) -> None:
         ],
         capture_output=True,
         text=True,
-        timeout=600,
+        timeout=1800,  # a guard against a hang, not a speed test: a loaded CPU is slow
         env={**os.environ, **env},
     )
     assert result.returncode == 0, result.stdout + result.stderr
@@ -196,11 +196,11 @@ def test_a_real_adaptive_sweep_plans_its_requests_from_its_own_first_blocks(
         argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
     ) as p:
         try:
-            stdout, stderr = p.communicate(timeout=600)
+            stdout, stderr = p.communicate(timeout=3600)  # a hang guard (load is slow)
         except subprocess.TimeoutExpired:  # SIGTERM: the sweep stops its server, as on Ctrl-C
             p.send_signal(signal.SIGTERM)
             stdout, stderr = p.communicate(timeout=120)
-            pytest.fail(f"the sweep took over 10 minutes: {stdout[-2000:]}{stderr[-2000:]}")
+            pytest.fail(f"the sweep took over an hour: {stdout[-2000:]}{stderr[-2000:]}")
     result = subprocess.CompletedProcess(argv, p.returncode, stdout, stderr)
     assert result.returncode == 0, result.stdout + result.stderr
     bundle = Bundle.open(tmp_path / "b")

@@ -81,7 +81,7 @@ def test_twenty_kills_lose_nothing_and_duplicate_nothing(tmp_path: Path, llama_s
             seen = []
     out = bundles[-1]
     final = _collect(llama_server, out, resume=(out / "manifest.json").is_file())
-    _, err = final.communicate(timeout=600)
+    _, err = final.communicate(timeout=1800)
     assert final.returncode == 0, err.decode(errors="replace")
     _verify_complete(out)
     assert set(seen) <= set(_completed(out))

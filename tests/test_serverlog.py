@@ -43,10 +43,10 @@ def hand_started(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str
         server = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=sink, stderr=sink)
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 120
+        deadline = time.monotonic() + 600
         while True:
             assert server.poll() is None, log.read_text()[-2000:]
-            assert time.monotonic() < deadline, "llama-server not healthy within 120 s"
+            assert time.monotonic() < deadline, "llama-server not healthy within 600 s"
             try:
                 if httpx.get(f"{url}/health", timeout=5).status_code == 200:
                     break

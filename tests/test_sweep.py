@@ -66,7 +66,7 @@ def _plan(tmp_path: Path, arms: str, **options: object) -> Plan:
         "max_tokens": 16,
         "workloads": ["code"],
         "port": free_port(),
-        "health_timeout_s": 60,
+        "health_timeout_s": 300,  # llama-server is up in seconds when idle, slower loaded
         "seed": 3,
     }
     settings.update(options)
@@ -248,7 +248,7 @@ def _watch(bundle: Path, run: str, action: Callable[[RunInfo], None]) -> threadi
     """Once `run` has a measured record, call action(run.json) from a thread."""
 
     def loop() -> None:
-        deadline = time.monotonic() + 240
+        deadline = time.monotonic() + 900
         path = bundle / "runs" / run / "requests.jsonl"
         while time.monotonic() < deadline:
             # bytes: a read racing an append may cut a UTF-8 character in two
