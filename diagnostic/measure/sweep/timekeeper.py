@@ -75,6 +75,7 @@ class TimeKeeper:
         self.looks = list(looks or [])
         self.levels = len(plan.options.concurrency)
         self.arms = [a.name for a in plan.arms]
+        self.baseline = plan.baseline
         self.costs = day.costs  # assumed, or a pilot's, until the first block is measured
         self.stop_s = day.costs.stop_s
         self.closed: dict[str, str] = {}
@@ -122,7 +123,7 @@ class TimeKeeper:
             self.costs = measured
         why = self.record.requests_why
         if self.looks:  # the adaptive design plans its requests per restart
-            noise = planner.noise_components(loaded.frame)
+            noise = planner.noise_components(loaded.frame, self.baseline)
             more = index + 1 < len(self.schedule)  # no start follows the last block:
             if more and not noise.empty:  # a plan for it would be recorded but never run
                 chosen = planner.plan_requests(self.costs, noise, current=self.requests)
