@@ -63,7 +63,7 @@ def _sim(
 
 def test_without_prompt_effects_the_components_are_kalibera_and_jones() -> None:
     """One prompt: log tok/s of restart 0: 1, 3; restart 1: 5, 7. S1² = 2, restart means 2
-    and 6, S2² = 8, k = 1/m = 1/2, T2² = 8 − 2/2 = 7 (stats.variance_components' figures)."""
+    and 6, S2² = 8, k = 1/m = 1/2, T2² = 8 − 2/2 = 7: Kalibera & Jones' own figures."""
     rows = [("a", r, "p", y) for r, ys in ((0, (1.0, 3.0)), (1, (5.0, 7.0))) for y in ys]
     row = pairing.noise_components(_table(rows), None).iloc[0]
     assert (row.s1_sq, row.s2_sq, row.k, row.t2_sq) == pytest.approx((2.0, 8.0, 0.5, 7.0))

@@ -252,12 +252,17 @@ def _fits(table: pd.DataFrame) -> dict[tuple[str, str, int], PromptFit]:
     }
 
 
-def arm_noise(table: pd.DataFrame, reference: str | None) -> dict[tuple[str, str, int], ArmNoise]:
-    """Prompt-adjusted components per (arm, workload, level) of a measured_requests table:
+def arm_noise(
+    table: pd.DataFrame, reference: str | None, all_workloads: str | None = None
+) -> dict[tuple[str, str, int], ArmNoise]:
+    """Prompt-adjusted components per (arm, workload, level) of a measured_requests table
+    (and of every workload pooled, as workload `all_workloads`, when given):
     each arm's own prompt effects removed (speculation changes how fast a prompt decodes, so
     the effects differ by arm), S1², S2², T2² and k from restart_components, and the
     prompt-by-arm variance against `reference` (the arm the comparisons divide by; None for
     the reference itself). Only (arm, workload, level) with ≥ 1 df for S1² and for S2²."""
+    if all_workloads is not None:
+        table = with_all_workloads(table, all_workloads)
     fits = _fits(table)
     prompts = table.groupby(["workload", "concurrency"])["prompt_id"].nunique()
     out = {}

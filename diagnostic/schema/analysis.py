@@ -27,7 +27,9 @@ from diagnostic.schema.arms import (
 #   2 — 2026-12: one interval per comparison (ci_low/ci_high are the deciding interval, at
 #       ci_level, labelled ci_label; verdict_ci_* gone), matched baselines, the plan's margin
 #       as δ with the A/A arm as a check, arm estimates as geometric means, theory intervals.
-ANALYSIS_SCHEMA_VERSION = 2
+#   3 — 2026-12: planning advice on the log scale with each arm's prompt effects removed
+#       (s1_sq, s2_sq, t2_sq, cv_within, cv_between were in tok/s); p2_sq added.
+ANALYSIS_SCHEMA_VERSION = 3
 
 Verdict = Literal["WIN", "LOSS", "EQUIVALENT", "INCONCLUSIVE"]
 IntervalMethod = Literal["welch-log-restart-means", "paired-log-block-ratios", "within-process"]
