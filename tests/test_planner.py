@@ -113,6 +113,9 @@ def test_requests_with_prompt_by_arm_variance_by_hand() -> None:
     chosen = planner.plan_requests(_costs(), noise, current=15, floor=5, cap=60)
     assert chosen.requests == 7
     assert "P² = 0.07 over 15 prompts" in chosen.why and "prompt effects removed" in chosen.why
+    # sqrt(2 · 0.07) = 37.4%: the prompt-by-arm CV of a comparison, both sides
+    words = "restart CV 31.6%, request CV 14.1% on one prompt, prompt-by-arm CV 37.4% (measured"
+    assert planner.noise_words(noise).startswith(words)
 
 
 def test_costs_from_run_records_by_hand() -> None:

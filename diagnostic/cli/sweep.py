@@ -367,7 +367,7 @@ def _power_line(p: Power) -> str:
         f"comparison{'s' if p.family > 1 else ''}): fixed plan "
         f"{p.fixed:.0%}, adaptive {p.adaptive:.0%}; {p.wanted:.0%} needs restarts = "
         f"{need(p.fixed_restarts)} (fixed) or {need(p.adaptive_restarts)} (adaptive maximum; "
-        "it usually stops sooner)"
+        f"it usually stops sooner), at {p.noise}"
     )
 
 

@@ -29,6 +29,7 @@ __all__ = [
     "likely_end",
     "measured_costs",
     "noise_components",
+    "noise_words",
     "plan_requests",
     "pooled_noise",
     "power_estimate",
@@ -132,6 +133,17 @@ def pooled_noise(noise: pd.DataFrame) -> tuple[float, float, float, int]:
     return s1_sq, t2_sq, p2_sq, prompts
 
 
+def noise_words(noise: pd.DataFrame) -> str:
+    """The pooled noise as CVs, and where it comes from: 'restart CV 5.0%, request CV 3.0% on
+    one prompt, prompt-by-arm CV 12% (measured, each arm's prompt effects removed)'."""
+    s1_sq, t2_sq, p2_sq, _ = pooled_noise(noise)
+    measured = "prompts" in noise
+    text = f"restart CV {math.sqrt(max(t2_sq, 0.0)):.1%}, request CV {math.sqrt(s1_sq):.1%}"
+    text += " on one prompt" if measured else ""
+    text += f", prompt-by-arm CV {math.sqrt(2 * p2_sq):.1%}" if p2_sq > 0 else ""
+    return text + (" (measured, each arm's prompt effects removed)" if measured else " (assumed)")
+
+
 class RequestsPlan(BaseModel):
     """Measured requests per restart and why."""
 
@@ -159,10 +171,11 @@ def plan_requests(
     if noise.empty:
         return RequestsPlan(requests=current, why="no variance components yet (needs 2 restarts)")
     s1_sq, t2_sq, p2_sq, prompts = pooled_noise(noise)
+    how = "each arm's prompt effects removed" if "prompts" in noise else "assumed CVs"
     pooled = (
         f"S1² = {s1_sq:.2g}, T2² = {t2_sq:.2g}"
         + (f", prompt-by-arm P² = {p2_sq:.2g} over {prompts} prompts" if p2_sq > 0 else "")
-        + f" (log scale, each arm's prompt effects removed; mean of {len(noise)} arm-workload "
+        + f" (log scale, {how}; mean of {len(noise)} arm-workload "
         f"pairs); a start costs {costs.restart_s:.1f} s against {costs.mean_request_s:.2f} s "
         f"per request, costs {costs.source}"
     )
@@ -206,6 +219,7 @@ class Power(BaseModel):
     )
     adaptive_restarts: int | None = Field(description="Smallest adaptive maximum for it")
     wanted: float = Field(description="The power asked (0.9)")
+    noise: str = Field(description="The noise it is computed for, in words (noise_words)")
 
 
 class DayEstimate(BaseModel):
@@ -339,6 +353,7 @@ def power_estimate(
             adaptive, wanted, max(defaults.MIN_RESTARTS, (n_fixed or cap) * 3 // 4), cap
         ),
         wanted=wanted,
+        noise=noise_words(noise),
     )
 
 
