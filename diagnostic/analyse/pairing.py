@@ -70,10 +70,9 @@ def fit_prompts(
     x = np.zeros((len(y), n_r + n_p))
     x[np.arange(len(y)), r_idx] = 1.0
     x[np.arange(len(y)), n_r + p_idx] = 1.0
-    g = np.linalg.pinv(x.T @ x)
+    g, rank = _pinv(x.T @ x)
     beta = g @ (x.T @ y)
     resid = y - x @ beta
-    rank = int(np.linalg.matrix_rank(x))
     edges = coo_matrix((np.ones(len(y)), (r_idx, n_r + p_idx)), shape=(n_r + n_p,) * 2)
     _, label = connected_components(edges, directed=False)
     centre = _centring(label[:n_r], label[n_r:])
@@ -92,6 +91,14 @@ def fit_prompts(
         rss=float(resid @ resid),
         df=len(y) - rank,
     )
+
+
+def _pinv(xtx: np.ndarray) -> tuple[np.ndarray, int]:
+    """Moore-Penrose inverse of a symmetric X'X and its rank, from one eigendecomposition
+    (eigenvalues below numpy's pinv cut-off, 1e-15 × the largest × size, count as zero)."""
+    w, v = np.linalg.eigh(xtx)
+    keep = w > max(float(w.max(initial=0.0)), 0.0) * len(w) * 1e-15
+    return (v[:, keep] / w[keep]) @ v[:, keep].T, int(keep.sum())
 
 
 def _centring(restart_group: np.ndarray, prompt_group: np.ndarray) -> np.ndarray:
