@@ -71,7 +71,7 @@ from time_to_verdict import EQUIVALENT, INCONCLUSIVE, LOSS, VERDICTS, WIN  # noq
 from time_to_verdict import decide as verdicts  # noqa: E402
 
 from diagnostic import defaults  # noqa: E402
-from diagnostic.analyse import stats  # noqa: E402
+from diagnostic.analyse import pairing, stats  # noqa: E402
 from diagnostic.measure.sweep import planner  # noqa: E402
 
 ALPHA = 0.05
@@ -186,6 +186,17 @@ def planned_m(rule: str, c: Noise, d: Draw, costs: planner.Costs) -> np.ndarray:
         noise = planner.noise_components(frame, "baseline")
         out[s] = planner.plan_requests(costs, noise, current=FIRST).requests
     return out
+
+
+def true_m(c: Noise, costs: planner.Costs) -> int:
+    """The m* the true components give (pairing.paired_requests within the planner's floor
+    and cap): S1² and T2² of the lognormal CVs, and one side's share of the prompt-by-arm
+    variance, half the variance of the speculative arms' centred own effects."""
+    by_arm = PROMPTS[c.prompts][1]
+    s1, t2 = math.log1p(c.request_cv**2), math.log1p(c.restart_cv**2)
+    p2 = by_arm**2 * (c.prompt_set - 1) / c.prompt_set / 2
+    m = pairing.paired_requests(costs.restart_s, costs.mean_request_s, s1, t2, p2, c.prompt_set)
+    return min(max(m or FIRST, defaults.PLAN_MIN_REQUESTS), defaults.PLAN_MAX_REQUESTS)
 
 
 def check(
@@ -320,6 +331,7 @@ class Row:
     noise: Noise
     rule: str
     m_star: np.ndarray
+    true_m: int
     fixed: dict[float, Outcome]
     adaptive: dict[float, Outcome]
 
@@ -356,6 +368,7 @@ def run(args: argparse.Namespace) -> list[Row]:
                             c,
                             rule,
                             m_star,
+                            true_m(c, costs),
                             {
                                 e: fixed(c, d, r_f, costs, m_star, e, args.check)
                                 for e in args.effect
@@ -372,7 +385,7 @@ def run(args: argparse.Namespace) -> list[Row]:
 def table(rows: Sequence[Row], effects: Sequence[float]) -> str:
     saving = " | ".join(f"saving {e:+.0%}" for e in effects)
     out = [
-        "| restart CV | request CV | prompts | m* (median) | fixed: blocks, min at +10% "
+        "| restart CV | request CV | prompts | m* median (true) | fixed: blocks, min at +10% "
         "| adaptive: max (looks), min at +10% | WIN at +10%: fixed, adaptive | wrong: fixed, "
         f"adaptive | {saving} | mean saving |",
         "|" + "---:|" * (8 + len(effects) + 1),
@@ -383,7 +396,8 @@ def table(rows: Sequence[Row], effects: Sequence[float]) -> str:
         wrong_a = max(wrong(o, e) for e, o in r.adaptive.items())
         out.append(
             f"| {c.restart_cv:.0%} | {c.request_cv:.0%} | {c.prompts} | "
-            f"{np.median(r.m_star):.0f} | {f10.looks[-1]}, {f10.seconds.mean() / 60:.0f} | "
+            f"{np.median(r.m_star):.0f} ({r.true_m}) | "
+            f"{f10.looks[-1]}, {f10.seconds.mean() / 60:.0f} | "
             f"{a10.looks[-1]} ({'/'.join(map(str, a10.looks))}), {a10.seconds.mean() / 60:.0f} | "
             f"{power(f10):.0%}, {power(a10):.0%} | {wrong_f:.1%}, {wrong_a:.1%} | "
             + " | ".join(f"{r.saving(e):+.0%}" for e in effects)
@@ -393,27 +407,25 @@ def table(rows: Sequence[Row], effects: Sequence[float]) -> str:
 
 
 def summary(rows: Sequence[Row], effects: Sequence[float]) -> str:
-    """Mean saving per m* rule, overall and per prompt condition, and the slower cases."""
+    """Per m* rule and prompt condition, and over all: the mean saving, the cases where the
+    adaptive plan took longer, each plan's mean minutes over the noise conditions and effects."""
     out = [
-        "| m* rule | mean saving | "
-        + " | ".join(sorted({r.noise.prompts for r in rows}, key=list(PROMPTS).index))
-        + " | cases slower than fixed |",
-        "|---|---:|" + "---:|" * len({r.noise.prompts for r in rows}) + "---:|",
+        "| m* rule | prompts | mean saving | cases slower | fixed: mean min | adaptive: mean min |",
+        "|---|---|---:|---:|---:|---:|",
     ]
     for rule in RULES:
-        mine = [r for r in rows if r.rule == rule]
-        if not mine:
-            continue
-        by = {
-            p: [r for r in mine if r.noise.prompts == p]
-            for p in sorted({r.noise.prompts for r in mine}, key=list(PROMPTS).index)
-        }
-        slower = sum(r.saving(e) < 0 for r in mine for e in effects)
-        out.append(
-            f"| {rule} | {np.mean([r.mean_saving() for r in mine]):.1%} | "
-            + " | ".join(f"{np.mean([r.mean_saving() for r in v]):.1%}" for v in by.values())
-            + f" | {slower} of {len(mine) * len(effects)} |"
-        )
+        for prompts in [*PROMPTS, "all"]:
+            mine = [r for r in rows if r.rule == rule and prompts in (r.noise.prompts, "all")]
+            if not mine:
+                continue
+            slower = sum(r.saving(e) < 0 for r in mine for e in effects)
+            fixed_s = np.mean([o.seconds.mean() for r in mine for o in r.fixed.values()])
+            site_s = np.mean([o.seconds.mean() for r in mine for o in r.adaptive.values()])
+            out.append(
+                f"| {rule} | {prompts} | {np.mean([r.mean_saving() for r in mine]):.1%} | "
+                f"{slower} of {len(mine) * len(effects)} | {fixed_s / 60:.0f} | "
+                f"{site_s / 60:.0f} |"
+            )
     return "\n".join(out)
 
 
@@ -421,7 +433,7 @@ def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--sims", type=int, default=200)
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--check", type=int, default=20, help="sims decided again with stats")
+    p.add_argument("--check", type=int, default=5, help="sims decided again with stats")
     p.add_argument("--restart-cv", type=float, nargs="+", default=[0.05, 0.10])
     p.add_argument("--request-cv", type=float, nargs="+", default=[0.03, 0.10])
     p.add_argument("--prompts", nargs="+", choices=list(PROMPTS), default=list(PROMPTS))

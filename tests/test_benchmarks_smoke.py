@@ -169,7 +169,7 @@ def test_time_on_site_runs_a_few_simulations(capsys: pytest.CaptureFixture[str])
     out = capsys.readouterr().out
     assert "m* rule: raw" in out and "m* rule: pairing" in out
     assert out.count("| 5% | 3% | shared |") == 2
-    assert "| raw |" in out and "| pairing |" in out
+    assert "| raw | all |" in out and "| pairing | all |" in out
 
 
 def test_time_on_site_rotates_prompts_as_collect_does() -> None:
