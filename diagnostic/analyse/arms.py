@@ -169,7 +169,7 @@ def planning(
         return None
     cost_restart = cost_restart_s if cost_restart_s is not None else DEFAULT_RESTART_COST_S
     cost_request = _median([s.e2e_s for g in groups.values() for s in g])
-    side_p2 = (noise.p2_sq or 0.0) / 2
+    side_p2 = max(noise.p2_sq or 0.0, 0.0) / 2
     m_star = (
         pairing.paired_requests(
             cost_restart, cost_request, noise.s1_sq, noise.t2_sq, side_p2, noise.prompts

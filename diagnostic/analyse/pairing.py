@@ -137,7 +137,8 @@ class ArmNoise:
     s2_sq: float  # of the prompt-adjusted restart levels, inside components
     t2_sq: float  # restart component: S2² − S1²·k
     k: float  # a level's variance from request noise, in units of S1² (K&J's 1/m)
-    p2_sq: float | None  # prompt-by-arm variance against the reference (None: the reference)
+    p2_sq: float | None  # prompt-by-arm variance against the reference (None: the reference;
+    # ≤ 0: none seen)
 
 
 def restart_components(fit: PromptFit) -> tuple[float, float, float] | None:
@@ -161,7 +162,8 @@ def prompt_by_arm(fit: PromptFit, reference: PromptFit | None) -> float:
     log ratio keeps of the prompts it served, since the pairing cancels only the part both
     arms share. The sum of squares of the centred differences (inside each pair of
     components) less its expectation from estimation noise, S1²-weighted traces of the
-    effects' covariances, over its df; floored at 0. Against no reference (None), the arm's
+    effects' covariances, over its df: unbiased, so it may come out below 0 (none seen; a
+    mean over arms is floored, not each arm). Against no reference (None), the arm's
     own prompt spread (a reference without prompt effects)."""
     if reference is None:
         mine, theirs, common = fit.effect, np.zeros(len(fit.effect)), list(fit.prompts)
@@ -182,7 +184,7 @@ def prompt_by_arm(fit: PromptFit, reference: PromptFit | None) -> float:
     w = _within(np.asarray(groups))
     d = np.asarray(mine) - np.asarray(theirs)
     noise = float(np.trace(w @ cov @ w))
-    return max(0.0, (float(d @ w @ d) - noise) / df)
+    return (float(d @ w @ d) - noise) / df
 
 
 def side_variance(s1_sq: float, t2_sq: float, p2_sq: float, prompts: int, requests: float) -> float:

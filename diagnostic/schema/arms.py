@@ -115,7 +115,7 @@ class PlanningAdvice(_Model):
     p2_sq: float | None = Field(
         None,
         description="Prompt-by-arm variance against the baseline: what a block's ratio keeps "
-        "of the prompts it served (None for the baseline itself)",
+        "of the prompts it served (None for the baseline itself; ≤ 0: none seen)",
     )
     m: float | None = Field(None, description="Mean measured requests per restart")
     cv_within: float | None = Field(None, description="sqrt(S1²): request CV within a prompt")

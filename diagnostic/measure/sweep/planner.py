@@ -124,11 +124,11 @@ def pooled_noise(noise: pd.DataFrame) -> tuple[float, float, float, int]:
     """(S1², T2², P², n) of one side of a comparison, pooled (averaged) over the table's rows:
     one m serves every workload of every start, and one pair's T2² from a few restarts is too
     noisy to size it alone. P² is half the mean prompt-by-arm variance of the compared arms
-    (a block ratio sees it once, over its two sides), n the largest prompt set; without those
-    columns (assumed noise) P² = 0."""
+    (a block ratio sees it once, over its two sides; a mean below 0 is none), n the largest
+    prompt set; without those columns (assumed noise) P² = 0."""
     s1_sq, t2_sq = float(noise["s1_sq"].mean()), float(noise["t2_sq"].mean())
     compared = "p2_sq" in noise and bool(noise["p2_sq"].notna().any())
-    p2_sq = float(noise["p2_sq"].mean()) / 2 if compared else 0.0  # the mean skips NaN
+    p2_sq = max(float(noise["p2_sq"].mean()), 0.0) / 2 if compared else 0.0  # skips NaN
     prompts = int(noise["prompts"].max()) if "prompts" in noise else 1
     return s1_sq, t2_sq, p2_sq, prompts
 
