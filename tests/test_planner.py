@@ -199,9 +199,9 @@ def test_power_of_one_look_is_the_noncentral_t_power() -> None:
 
 
 def test_power_estimate_sizes_both_designs_like_the_benchmark() -> None:
-    """Restart CV 5%, request CV 3%, 7 comparisons: benchmarks/time_on_site.py (400 bundles
-    per case) needs 18 blocks for the fixed plan's 90% power at +10% and 19 for the adaptive
-    maximum with the pooled reference and the futility stop."""
+    """Restart CV 5%, request CV 3%, 7 comparisons: benchmarks/time_on_site.py finds 19 blocks
+    for the adaptive maximum's 90% power at +10% (pooled reference, futility stop, m* = 5);
+    its issue-22 version found 18 for the tool's fixed plan (15 requests, no A/A repeat)."""
     noise = pd.DataFrame([{"s1_sq": math.log1p(0.03**2), "t2_sq": math.log1p(0.05**2)}])
     p = planner.power_estimate(
         noise, restarts=5, requests=15, adaptive_requests=5, family=7, pooled=True
