@@ -8,6 +8,7 @@ from pathlib import Path
 from types import ModuleType
 
 import httpx
+import numpy as np
 import pytest
 
 BENCHMARKS = Path(__file__).parents[1] / "benchmarks"
@@ -158,14 +159,29 @@ def test_sequential_bound_reproduces_pococks_constants() -> None:
 
 
 def test_time_on_site_runs_a_few_simulations(capsys: pytest.CaptureFixture[str]) -> None:
-    """Tiny run: the fixed plan's minutes are 8 arms × 5 blocks × (90 + 16 · 2 s) = 81.3; the
-    vectorised verdicts and futility stops were re-checked against stats (it exits
+    """Tiny run, both m* rules on shared prompt effects: a table per rule and the summary;
+    the vectorised verdicts and futility stops were re-checked against stats (it exits
     otherwise)."""
     tos = load_benchmark("time_on_site")
-    argv = ["--sims", "30", "--restart-cv", "0.05", "--request-cv", "0.03"]
-    argv += ["--effect", "0.1", "0.2", "--max-blocks", "40", "--check", "2"]
+    argv = ["--sims", "30", "--restart-cv", "0.05", "--request-cv", "0.03", "--prompts"]
+    argv += ["shared", "--effect", "0.1", "0.2", "--max-blocks", "40", "--check", "2"]
     tos.main(argv)
     out = capsys.readouterr().out
-    assert "| 5% | 3% | +10% | 5 × 15, 81.3 |" in out and "| 5% | 3% | +20% |" in out
-    assert "Mean saving over the 2 cases" in out and "Both sized for 90% power" in out
-    assert "| no futility stop |" in out and "| neither (the design before) |" in out
+    assert "m* rule: raw" in out and "m* rule: pairing" in out
+    assert out.count("| 5% | 3% | shared |") == 2
+    assert "| raw | all |" in out and "| pairing | all |" in out
+
+
+def test_time_on_site_rotates_prompts_as_collect_does() -> None:
+    """Blocks 1-2 of 15 requests over 20 prompts: 0-14, then 15-19 and 0-9. Block 3 (b = 3)
+    of 5 requests starts at 3 · 5 mod 20 = 15; 25 requests (≥ n) start at 0 and serve
+    prompts 0-4 twice."""
+    tos = load_benchmark("time_on_site")
+    prompts = tos.first_prompts(20)
+    assert prompts[0].tolist() == list(range(15))
+    assert prompts[1].tolist() == [*range(15, 20), *range(10)]
+    effect = np.arange(20.0)[None, None, :]
+    m = np.array([[15, 15, 5, 5], [15, 15, 5, 25]])
+    got = tos.window_mean(np.repeat(effect, 2, axis=0), m)
+    assert got[0, 0, 3] == pytest.approx(np.mean(range(15, 20)))
+    assert got[1, 0, 3] == pytest.approx((sum(range(20)) + sum(range(5))) / 25)

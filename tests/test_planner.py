@@ -20,13 +20,16 @@ SAMPLE = Path(__file__).parents[1] / "samples" / "llamacpp-cpu-gemma3"
 
 
 def _frame(rows: list[tuple[str, int, str, bool, float, float]]) -> pd.DataFrame:
-    """(arm, restart, workload, warmup, decode tok/s, e2e s) rows, as load_samples makes them."""
+    """(arm, restart, workload, warmup, decode tok/s, e2e s) rows, as load_samples makes them
+    (every request on the same prompt, at concurrency 1)."""
     return pd.DataFrame(
         [
             {
                 "arm": arm,
                 "restart": restart,
                 "workload": workload,
+                "concurrency": 1,
+                "prompt_id": "p",
                 "warmup": warmup,
                 "error": None,
                 "excluded": "warmup" if warmup else "",
@@ -49,8 +52,9 @@ def _costs(startup: float = 90.0, request: float = 2.0, warmup: float = 2.0) -> 
 
 
 def test_variance_components_per_arm_and_workload_by_hand() -> None:
-    """log tok/s of restart 0: 1, 3; restart 1: 5, 7. S1² = mean(2, 2) = 2; restart means
-    2 and 6, S2² = 8; m = 2, T2² = 8 − 2/2 = 7. Warm-ups and one-restart arms are left out."""
+    """log tok/s of restart 0: 1, 3; restart 1: 5, 7 (one prompt: nothing to remove). S1² =
+    mean(2, 2) = 2; restart means 2 and 6, S2² = 8; m = 2, T2² = 8 − 2/2 = 7. Warm-ups and
+    one-restart arms are left out; without a reference, P² is the arm's own prompt spread."""
     e = math.exp
     rows = [("a", 0, "code", True, e(9.0), 1.0)]  # a warm-up: not measured
     rows += [("a", 0, "code", False, e(x), 1.0) for x in (1.0, 3.0)]
@@ -60,6 +64,7 @@ def test_variance_components_per_arm_and_workload_by_hand() -> None:
     assert noise[["arm", "workload", "restarts"]].values.tolist() == [["a", "code", 2]]
     row = noise.iloc[0]
     assert (row.s1_sq, row.s2_sq, row.m, row.t2_sq) == pytest.approx((2.0, 8.0, 2.0, 7.0))
+    assert (row.prompts, row.p2_sq) == (1, 0.0)
 
 
 @pytest.mark.parametrize(
@@ -90,6 +95,27 @@ def test_requests_pool_the_components_over_arms_and_workloads() -> None:
         ]
     )
     assert planner.plan_requests(_costs(), noise, current=15, floor=5, cap=60).requests == 31
+
+
+def test_requests_with_prompt_by_arm_variance_by_hand() -> None:
+    """The reference (P² None) and a speculative arm whose prompt effects differ from it by
+    P² = 0.14: one side carries half, 0.07, over 15 prompts; with S1² = 0.02, T2² = 0.1 and a
+    92 s start against 2 s requests, 7 rotating requests beat serving all 15
+    (tests/test_pairing.py by hand)."""
+    nan = float("nan")
+    noise = pd.DataFrame(
+        [
+            {"arm": "a", "s1_sq": 0.02, "t2_sq": 0.1, "p2_sq": nan, "prompts": 15},
+            {"arm": "b", "s1_sq": 0.02, "t2_sq": 0.1, "p2_sq": 0.14, "prompts": 15},
+        ]
+    )
+    assert planner.pooled_noise(noise) == pytest.approx((0.02, 0.1, 0.07, 15))
+    chosen = planner.plan_requests(_costs(), noise, current=15, floor=5, cap=60)
+    assert chosen.requests == 7
+    assert "P² = 0.07 over 15 prompts" in chosen.why and "prompt effects removed" in chosen.why
+    # sqrt(2 · 0.07) = 37.4%: the prompt-by-arm CV of a comparison, both sides
+    words = "restart CV 31.6%, request CV 14.1% on one prompt, prompt-by-arm CV 37.4% (measured"
+    assert planner.noise_words(noise).startswith(words)
 
 
 def test_costs_from_run_records_by_hand() -> None:
@@ -124,8 +150,9 @@ def test_assumed_costs_and_what_is_left_by_hand() -> None:
 
 
 def test_the_recorded_cpu_sample_gives_its_own_costs_and_components() -> None:
-    """On the real CPU sample: the start-up is the mean of its run.json values; the components
-    agree with a direct computation on one arm; m* stays inside [floor, cap]."""
+    """On the real CPU sample: the start-up is the mean of its run.json values; every restart
+    served all 15 prompts once, so the prompt-adjusted restart levels are the restart means
+    and S2² their variance (S1² by hand: tests/test_pairing.py); m* stays inside [floor, cap]."""
     bundle = Bundle.open(SAMPLE)
     loaded = load_samples(bundle)
     costs = planner.measured_costs(loaded.frame, loaded.runs, stop_s=5.0, source="sample")
@@ -133,15 +160,14 @@ def test_the_recorded_cpu_sample_gives_its_own_costs_and_components() -> None:
     startups = [r.launch.startup_s for r in loaded.runs if r.launch and r.launch.startup_s]
     assert costs.startup_s == pytest.approx(sum(startups) / len(startups))
     assert set(costs.request_s) == set(bundle.manifest.plan.workloads)
-    noise = planner.noise_components(loaded.frame)
+    noise = planner.noise_components(loaded.frame, "baseline")
     assert len(noise) == len(bundle.manifest.plan.arms) * len(bundle.manifest.plan.workloads)
     f = loaded.frame
     base = f[(f.arm == "baseline") & (f.workload == "code") & (f.excluded == "")]
     logs = base.assign(x=base.decode_tps.astype(float).map(math.log)).groupby("restart")["x"]
-    s1_sq = logs.var(ddof=1).mean()
     row = noise[(noise.arm == "baseline") & (noise.workload == "code")].iloc[0]
-    assert row.s1_sq == pytest.approx(s1_sq)
     assert row.s2_sq == pytest.approx(logs.mean().var(ddof=1))
+    assert row.prompts == 15 and math.isnan(row.p2_sq)  # the reference itself
     chosen = planner.plan_requests(costs, noise, current=15)
     assert 5 <= chosen.requests <= 60
 
@@ -173,9 +199,9 @@ def test_power_of_one_look_is_the_noncentral_t_power() -> None:
 
 
 def test_power_estimate_sizes_both_designs_like_the_benchmark() -> None:
-    """Restart CV 5%, request CV 3%, 7 comparisons: benchmarks/time_on_site.py (400 bundles
-    per case) needs 18 blocks for the fixed plan's 90% power at +10% and 19 for the adaptive
-    maximum with the pooled reference and the futility stop."""
+    """Restart CV 5%, request CV 3%, 7 comparisons: benchmarks/time_on_site.py finds 19 blocks
+    for the adaptive maximum's 90% power at +10% (pooled reference, futility stop, m* = 5);
+    its issue-22 version found 18 for the tool's fixed plan (15 requests, no A/A repeat)."""
     noise = pd.DataFrame([{"s1_sq": math.log1p(0.03**2), "t2_sq": math.log1p(0.05**2)}])
     p = planner.power_estimate(
         noise, restarts=5, requests=15, adaptive_requests=5, family=7, pooled=True

@@ -122,20 +122,6 @@ def test_tukey_flags_but_keeps_order() -> None:
     assert stats.tukey_outliers(values) == [(5, "high"), (7, "low")]
 
 
-def test_variance_components_by_hand() -> None:
-    groups = [[1.0, 3.0], [5.0, 7.0], [9.0, 11.0]]  # within var 2 each; means 2, 6, 10
-    vc = stats.variance_components(groups)
-    assert vc.s1_sq == pytest.approx(2.0)
-    assert vc.s2_sq == pytest.approx(16.0)
-    assert vc.t2_sq == pytest.approx(16.0 - 2.0 / 2)
-    assert (vc.m, vc.grand_mean) == (2.0, 6.0)
-
-
-def test_variance_components_need_two_restarts() -> None:
-    with pytest.raises(ValueError, match="2 restarts"):
-        stats.variance_components([[1.0, 2.0]])
-
-
 def test_kalibera_jones_requests_per_restart() -> None:
     assert stats.requests_per_restart(100.0, 1.0, 4.0, 1.0) == 20  # sqrt(100 · 4)
     assert stats.requests_per_restart(100.0, 1.0, 4.0, -0.5) is None

@@ -7,7 +7,8 @@ import statistics
 from collections import defaultdict
 from collections.abc import Sequence
 
-from diagnostic.analyse import stats
+from diagnostic.analyse import pairing, stats
+from diagnostic.analyse.pairing import ArmNoise
 from diagnostic.analyse.requests import Sample
 from diagnostic.schema.analysis import (
     ArmWorkload,
@@ -154,38 +155,47 @@ def estimate(groups: dict[int, list[Sample]]) -> Estimate:
 
 
 def planning(
-    groups: dict[int, list[Sample]], *, cost_restart_s: float | None, target_width: float
+    groups: dict[int, list[Sample]],
+    noise: ArmNoise | None,
+    *,
+    cost_restart_s: float | None,
+    target_width: float,
 ) -> PlanningAdvice | None:
-    """Kalibera & Jones variance components and the requests/restarts they recommend."""
-    lists = [[s.decode_tps for s in g] for g in groups.values()]
-    if sum(len(v) >= 2 for v in lists) < 2:
+    """Kalibera & Jones variance components with the arm's prompt effects removed (`noise`,
+    analyse.pairing, log scale) and the requests/restarts they recommend for its comparison
+    with the baseline: one side carries half the prompt-by-arm variance (the baseline's own
+    row none), as in the sweep's planner."""
+    if noise is None:
         return None
-    vc = stats.variance_components(lists)
     cost_restart = cost_restart_s if cost_restart_s is not None else DEFAULT_RESTART_COST_S
     cost_request = _median([s.e2e_s for g in groups.values() for s in g])
+    side_p2 = max(noise.p2_sq or 0.0, 0.0) / 2
     m_star = (
-        stats.requests_per_restart(cost_restart, cost_request, vc.s1_sq, vc.t2_sq)
+        pairing.paired_requests(
+            cost_restart, cost_request, noise.s1_sq, noise.t2_sq, side_p2, noise.prompts
+        )
         if cost_request
         else None
     )
-    rel_sd = math.sqrt(vc.s2_sq) / vc.grand_mean
-    logs = [math.log(m) for m in restart_means(groups).values()]
-    restarts = stats.restarts_for_width(statistics.stdev(logs), target_width)
-    share = max(vc.t2_sq, 0.0) / (max(vc.t2_sq, 0.0) + vc.s1_sq / vc.m) if vc.s1_sq > 0 else None
+    t2 = max(noise.t2_sq, 0.0)
+    side = pairing.side_variance(noise.s1_sq, t2, side_p2, noise.prompts, noise.m)
+    restarts = stats.restarts_for_width(math.sqrt(side), target_width)
+    within = noise.s1_sq * noise.k
     return PlanningAdvice(
-        s1_sq=vc.s1_sq,
-        s2_sq=vc.s2_sq,
-        t2_sq=vc.t2_sq,
-        m=vc.m,
-        cv_within=math.sqrt(vc.s1_sq) / vc.grand_mean,
-        cv_between=rel_sd,
-        restart_share=share,
+        s1_sq=noise.s1_sq,
+        s2_sq=noise.s2_sq,
+        t2_sq=noise.t2_sq,
+        p2_sq=noise.p2_sq,
+        m=noise.m,
+        cv_within=math.sqrt(noise.s1_sq),
+        cv_between=math.sqrt(noise.s2_sq),
+        restart_share=t2 / (t2 + within) if t2 + within > 0 else None,
         cost_restart_s=cost_restart,
         cost_request_s=cost_request,
         recommended_requests_per_restart=m_star,
         target_width=target_width,
         recommended_restarts=restarts,
-        advice=_advice(m_star, restarts, target_width, vc.t2_sq),
+        advice=_advice(m_star, restarts, target_width, noise.t2_sq),
     )
 
 
@@ -207,10 +217,12 @@ def arm_workload(
     workload: str,
     concurrency: int,
     *,
+    noise: ArmNoise | None,
     cost_restart_s: float | None,
     target_width: float,
 ) -> ArmWorkload:
-    """One arm on one workload at one level: estimate, restart summaries, planning."""
+    """One arm on one workload at one level: estimate, restart summaries, planning (from its
+    prompt-adjusted variance components `noise`)."""
     groups = by_restart(samples)
     restarts = [restart_summary(g, workload, concurrency) for g in groups.values()]
     return ArmWorkload(
@@ -219,6 +231,6 @@ def arm_workload(
         decode_tps=estimate(groups),
         ttft_median_s=_median([s.ttft_s for s in samples]),
         restarts=restarts,
-        planning=planning(groups, cost_restart_s=cost_restart_s, target_width=target_width),
+        planning=planning(groups, noise, cost_restart_s=cost_restart_s, target_width=target_width),
         acceptance_length=restarts_acceptance(restarts),
     )

@@ -294,6 +294,7 @@ def _finish(
         ci_label=deciding.label if deciding else "95% CI",
         verdict=verdict,
         withheld=withheld,
+        derived=p.derived,
         lean=_lean(ci.ratio) if verdict == "INCONCLUSIVE" else None,
         interval_method=p.result.method,
         paired=p.result.method == "paired-log-block-ratios",

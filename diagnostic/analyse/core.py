@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from diagnostic import __version__, defaults
-from diagnostic.analyse import stats
+from diagnostic.analyse import pairing, stats
 from diagnostic.analyse.acceptance import acceptance_from_texts
 from diagnostic.analyse.arms import arm_workload, by_restart, restarts_acceptance
 from diagnostic.analyse.compare import Pending, Side, decide, start_comparison
@@ -60,6 +60,7 @@ class Context:
     keys: list[str]
     levels: list[int]
     index: dict[Key, list[Sample]]
+    noise: dict[Key, pairing.ArmNoise]  # restart noise with each arm's prompt effects removed
 
     @property
     def headline(self) -> str:
@@ -105,6 +106,7 @@ def analyse(
     comparisons = decide(_all_pending(ctx), delta=plan.margin, design=plan.design)
     band = _noise_band(plan, comparisons)
     spec = [c for c in comparisons if c.kind == "spec"]
+    declared = [c for c in spec if not c.derived]  # the plan's comparisons: they can stop
     analysis = Analysis(
         tool_version=__version__,
         created_at=utc_now(),
@@ -131,7 +133,7 @@ def analyse(
         failed_requests=ctx.loaded.failed_requests,
         family_size=max((c.family_size for c in spec if not c.withheld), default=0),
         design=plan.design.kind,
-        adaptive=_adaptive(spec, plan.design.looks) if plan.design.kind == "adaptive" else None,
+        adaptive=_adaptive(declared, plan.design.looks) if plan.design.kind == "adaptive" else None,
         methods=methods(ctx.loaded.first_chunk_assumed > 0, plan.design),
     )
     analysis.notes = notes(analysis, ctx.loaded.first_chunk_assumed, _baseline_note(ctx))
@@ -153,16 +155,19 @@ def _context(bundle: Bundle) -> Context:
         index[(s.arm, s.workload, s.concurrency)].append(s)
         if len(workloads) > 1:
             index[(s.arm, ALL_WORKLOADS, s.concurrency)].append(s)
+    baseline = _baseline(plan.baseline, arms, specs)
+    pooled = ALL_WORKLOADS if len(workloads) > 1 else None
     return Context(
         bundle=bundle,
         loaded=loaded,
         specs=specs,
         arms=arms,
-        baseline=_baseline(plan.baseline, arms, specs),
+        baseline=baseline,
         workloads=workloads,
         keys=keys,
         levels=sorted({s.concurrency for s in loaded.samples}),
         index=index,
+        noise=pairing.arm_noise(pairing.measured_requests(loaded.frame), baseline, pooled),
     )
 
 
@@ -205,7 +210,12 @@ def _arm_result(ctx: Context, name: str, target_width: float) -> ArmResult:
     cost = statistics.fmean(startup) if startup else None
     workloads = [
         arm_workload(
-            ctx.index.get((name, w, c), []), w, c, cost_restart_s=cost, target_width=target_width
+            ctx.index.get((name, w, c), []),
+            w,
+            c,
+            noise=ctx.noise.get((name, w, c)),
+            cost_restart_s=cost,
+            target_width=target_width,
         )
         for c in ctx.levels
         for w in ctx.keys

@@ -16,7 +16,6 @@ __all__ = [
     "Interval",
     "MedianCI",
     "RatioCI",
-    "VarianceComponents",
     "bh_adjust",
     "delta_from_aa",
     "drift_check",
@@ -30,7 +29,6 @@ __all__ = [
     "t_interval",
     "tukey_fences",
     "tukey_outliers",
-    "variance_components",
     "verdict",
     "welch_ratio_ci",
 ]
@@ -69,17 +67,6 @@ class RatioCI:
     p_value: float | None
     se_log: float | None
     df: float | None
-
-
-@dataclass(frozen=True)
-class VarianceComponents:
-    """Kalibera & Jones two-level components: within (S1²), of means (S2²), restart (T2²)."""
-
-    s1_sq: float
-    s2_sq: float
-    t2_sq: float
-    m: float
-    grand_mean: float
 
 
 @dataclass(frozen=True)
@@ -272,20 +259,6 @@ def tukey_outliers(values: Sequence[float], k: float = 1.5) -> list[tuple[int, S
         elif v > hi:
             out.append((i, "high"))
     return out
-
-
-def variance_components(groups: Sequence[Sequence[float]]) -> VarianceComponents:
-    """Kalibera & Jones components from per-restart request values: S1² = mean within-restart
-    variance, S2² = variance of restart means, T2² = S2² − S1²/m (m = mean group size).
-    Needs ≥ 2 restarts with ≥ 2 requests each; T2² ≤ 0 means restart noise was not seen."""
-    usable = [np.asarray(g, dtype=float) for g in groups if len(g) >= 2]
-    if len(usable) < 2:
-        raise ValueError("variance_components needs ≥ 2 restarts with ≥ 2 requests each")
-    s1_sq = float(np.mean([g.var(ddof=1) for g in usable]))
-    means = np.array([g.mean() for g in usable])
-    s2_sq = float(means.var(ddof=1))
-    m = float(np.mean([len(g) for g in usable]))
-    return VarianceComponents(s1_sq, s2_sq, s2_sq - s1_sq / m, m, float(means.mean()))
 
 
 def requests_per_restart(

@@ -125,8 +125,9 @@ _OUT = click.Path(path_type=Path)
         "baseline and its A/A arm; from block 3 on, m* requests per restart from the costs "
         "and noise of blocks 1-2 (Kalibera & Jones, 5 to 60). Restarts (--restarts, [plan] "
         "restarts) is then the MAXIMUM: --dry-run prints the restarts 90% power needs. Sized "
-        "so, both plans at 90% power, the adaptive plan took 47% less wall-clock on average, "
-        "17-72% less in every case (benchmarks/README.md, time on site)."
+        "so, both plans at 90% power with the same m* and reference, the adaptive plan took "
+        "34% less wall-clock on average in simulation, 4-63% less in every case "
+        "(benchmarks/README.md, time on site)."
     ),
 )
 @click.option("--engine", type=click.Choice(ENGINES), help="Preset: generate the plan.")
@@ -367,7 +368,7 @@ def _power_line(p: Power) -> str:
         f"comparison{'s' if p.family > 1 else ''}): fixed plan "
         f"{p.fixed:.0%}, adaptive {p.adaptive:.0%}; {p.wanted:.0%} needs restarts = "
         f"{need(p.fixed_restarts)} (fixed) or {need(p.adaptive_restarts)} (adaptive maximum; "
-        "it usually stops sooner)"
+        f"it usually stops sooner), at {p.noise}"
     )
 
 

@@ -245,8 +245,8 @@ class RestartRow(_View):
     arm: str = Field(description="Arm")
     workload: str = Field(description="Workload")
     restarts: str = Field(description="Restart means, in restart order")
-    cv_between: str = Field(description="Coefficient of variation of restart means")
-    cv_within: str = Field(description="Within-restart coefficient of variation")
+    cv_between: str = Field(description="CV of the restart means, prompt effects removed")
+    cv_within: str = Field(description="Within-restart CV on one prompt")
     restart_share: str = Field(description="Share of variance from restarts")
     advice: str = Field(description="Planning advice")
 

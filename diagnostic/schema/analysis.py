@@ -27,7 +27,11 @@ from diagnostic.schema.arms import (
 #   2 — 2026-12: one interval per comparison (ci_low/ci_high are the deciding interval, at
 #       ci_level, labelled ci_label; verdict_ci_* gone), matched baselines, the plan's margin
 #       as δ with the A/A arm as a check, arm estimates as geometric means, theory intervals.
-ANALYSIS_SCHEMA_VERSION = 2
+#   3 — 2026-12: planning advice on the log scale with each arm's prompt effects removed
+#       (s1_sq, s2_sq, t2_sq, cv_within, cv_between were in tok/s); p2_sq added; the spec
+#       family's intervals simultaneous by max-|t| over moderated block variances (ci_level
+#       each one's own level), no verdict below 3 restarts a side or on a derived 'all' row.
+ANALYSIS_SCHEMA_VERSION = 3
 
 Verdict = Literal["WIN", "LOSS", "EQUIVALENT", "INCONCLUSIVE"]
 IntervalMethod = Literal["welch-log-restart-means", "paired-log-block-ratios", "within-process"]
@@ -138,7 +142,13 @@ class Comparison(_Model):
     )
     verdict: Verdict = Field(description="WIN, LOSS, EQUIVALENT or INCONCLUSIVE vs the margin")
     withheld: bool = Field(
-        False, description="No verdict: one restart on a side (restart variance not measured)"
+        False,
+        description="No verdict: fewer than 3 restarts on a side, or a derived row (label says)",
+    )
+    derived: bool = Field(
+        False,
+        description="A row pooled over every workload: shown, never one of the plan's "
+        "comparisons (no verdict, not in the family)",
     )
     lean: Literal["faster", "slower"] | None = Field(
         None, description="INCONCLUSIVE: the side the estimate leans to"

@@ -102,27 +102,41 @@ class RestartSummary(_Model):
 
 
 class PlanningAdvice(_Model):
-    """Variance components and the Kalibera & Jones plan for the next measurement."""
+    """Variance components and the Kalibera & Jones plan for the next measurement, on the log
+    scale of decode tok/s with the arm's prompt effects removed (analyse.pairing)."""
 
-    s1_sq: float | None = Field(None, description="Within-restart variance S1² ((tok/s)²)")
-    s2_sq: float | None = Field(None, description="Variance of restart means S2² ((tok/s)²)")
-    t2_sq: float | None = Field(None, description="Restart component T2² = S2² − S1²/m")
+    s1_sq: float | None = Field(None, description="Within-restart, within-prompt variance S1²")
+    s2_sq: float | None = Field(
+        None, description="Variance S2² of the prompt-adjusted restart levels"
+    )
+    t2_sq: float | None = Field(
+        None, description="Restart component T2² = S2² − k·S1² (k = 1/m when prompts are crossed)"
+    )
+    p2_sq: float | None = Field(
+        None,
+        description="Prompt-by-arm variance against the baseline: what a block's ratio keeps "
+        "of the prompts it served (None for the baseline itself; ≤ 0: none seen)",
+    )
     m: float | None = Field(None, description="Mean measured requests per restart")
-    cv_within: float | None = Field(None, description="sqrt(S1²) / mean")
-    cv_between: float | None = Field(None, description="sqrt(S2²) / mean (restart means)")
+    cv_within: float | None = Field(None, description="sqrt(S1²): request CV within a prompt")
+    cv_between: float | None = Field(
+        None, description="sqrt(S2²): CV of the prompt-adjusted restart levels"
+    )
     restart_share: float | None = Field(
-        None, description="Share of the restart component: T2² / (T2² + S1²/m)"
+        None, description="Share of the restart component: T2² / (T2² + k·S1²)"
     )
     cost_restart_s: float = Field(description="Assumed cost of one restart (s)")
     cost_request_s: float | None = Field(None, description="Mean cost of one request (s, e2e)")
     recommended_requests_per_restart: int | None = Field(
-        None, description="m* = ceil(sqrt(c_restart/c_request · S1²/T2²)); None if T2² ≤ 0"
+        None,
+        description="m* = ceil(sqrt(c_restart/c_request · S1²/T2²)), with the prompt-by-arm "
+        "variance when restarts serve part of the prompt set; None if T2² ≤ 0",
     )
     target_width: float = Field(description="Target relative full width of the 95% interval")
     recommended_restarts: int | None = Field(
         None,
         description="Restarts per arm for a ratio interval W wide: the smallest R with "
-        "2·t(R−1)·sqrt(2·s²/R) ≤ W, s the SD of log restart means; at least 3",
+        "2·t(R−1)·sqrt(2·s²/R) ≤ W, s² = T2² + S1²/m (+ the prompt-by-arm share); at least 3",
     )
     advice: str = Field("", description="One sentence for the report")
 

@@ -29,7 +29,9 @@ __all__ = [
     "likely_end",
     "measured_costs",
     "noise_components",
+    "noise_words",
     "plan_requests",
+    "pooled_noise",
     "power_estimate",
     "remaining_s",
     "wall_clock",
@@ -105,37 +107,41 @@ def measured_costs(
     )
 
 
-def noise_components(frame: pd.DataFrame) -> pd.DataFrame:
-    """Kalibera & Jones variance components per arm and workload, from the measured requests
-    (rows with no exclusion): S1² (within restart), S2² (of restart means), T2² = S2² − S1²/m,
-    m, and the restarts behind them. Only (arm, workload) pairs with ≥ 2 restarts of ≥ 2
-    requests; on the log scale of decode tok/s (the scale the verdicts use)."""
-    import pandas as pd
+def noise_components(frame: pd.DataFrame, reference: str | None = None) -> pd.DataFrame:
+    """Kalibera & Jones variance components per arm, workload and level from the measured
+    requests (rows with no exclusion), on the log scale of decode tok/s (the scale the
+    verdicts use), with each arm's prompt effects removed first (analyse.pairing: every arm
+    of a block serves the same prompts): S1² (within restart and prompt), S2² and T2² (of
+    the prompt-adjusted restart levels), k, the prompts of the workload, and P² (the
+    prompt-by-arm variance against `reference`, the arm comparisons divide by). Only
+    (arm, workload, level) with ≥ 1 df for S1² and for S2²."""
+    from diagnostic.analyse import pairing
 
-    from diagnostic.analyse import stats
+    return pairing.noise_components(pairing.measured_requests(frame), reference)
 
-    measured = frame[(frame["excluded"] == "") & frame["decode_tps"].notna()].copy()
-    measured["log_tps"] = measured["decode_tps"].astype(float).map(math.log)
-    rows = []
-    for (arm, workload), part in measured.groupby(["arm", "workload"], sort=True):
-        groups = [g["log_tps"].tolist() for _, g in part.groupby("restart")]
-        groups = [g for g in groups if len(g) >= 2]
-        if len(groups) < 2:
-            continue
-        vc = stats.variance_components(groups)
-        rows.append(
-            {
-                "arm": arm,
-                "workload": workload,
-                "restarts": len(groups),
-                "m": vc.m,
-                "s1_sq": vc.s1_sq,
-                "s2_sq": vc.s2_sq,
-                "t2_sq": vc.t2_sq,
-            }
-        )
-    columns = ["arm", "workload", "restarts", "m", "s1_sq", "s2_sq", "t2_sq"]
-    return pd.DataFrame(rows, columns=columns)
+
+def pooled_noise(noise: pd.DataFrame) -> tuple[float, float, float, int]:
+    """(S1², T2², P², n) of one side of a comparison, pooled (averaged) over the table's rows:
+    one m serves every workload of every start, and one pair's T2² from a few restarts is too
+    noisy to size it alone. P² is half the mean prompt-by-arm variance of the compared arms
+    (a block ratio sees it once, over its two sides; a mean below 0 is none), n the largest
+    prompt set; without those columns (assumed noise) P² = 0."""
+    s1_sq, t2_sq = float(noise["s1_sq"].mean()), float(noise["t2_sq"].mean())
+    compared = "p2_sq" in noise and bool(noise["p2_sq"].notna().any())
+    p2_sq = max(float(noise["p2_sq"].mean()), 0.0) / 2 if compared else 0.0  # skips NaN
+    prompts = int(noise["prompts"].max()) if "prompts" in noise else 1
+    return s1_sq, t2_sq, p2_sq, prompts
+
+
+def noise_words(noise: pd.DataFrame) -> str:
+    """The pooled noise as CVs, and where it comes from: 'restart CV 5.0%, request CV 3.0% on
+    one prompt, prompt-by-arm CV 12% (measured, each arm's prompt effects removed)'."""
+    s1_sq, t2_sq, p2_sq, _ = pooled_noise(noise)
+    measured = "prompts" in noise
+    text = f"restart CV {math.sqrt(max(t2_sq, 0.0)):.1%}, request CV {math.sqrt(s1_sq):.1%}"
+    text += " on one prompt" if measured else ""
+    text += f", prompt-by-arm CV {math.sqrt(2 * p2_sq):.1%}" if p2_sq > 0 else ""
+    return text + (" (measured, each arm's prompt effects removed)" if measured else " (assumed)")
 
 
 class RequestsPlan(BaseModel):
@@ -156,21 +162,26 @@ def plan_requests(
     cap: int = defaults.PLAN_MAX_REQUESTS,
 ) -> RequestsPlan:
     """m* = ceil(sqrt(c_restart/c_request · S1²/T2²)) (Kalibera & Jones), within [floor, cap],
-    with S1² and T2² pooled (averaged) over arms and workloads: one m serves every workload
-    of every start, and one pair's T2² from a few restarts is too noisy to size it alone.
+    on the prompt-adjusted components pooled by pooled_noise; with prompt-by-arm variance,
+    pairing.paired_requests (Kalibera & Jones on the rotating and the whole prompt set).
     With T2² ≤ 0 the restart component is not resolved yet (two restarts often show none):
     the `current` requests per restart are kept rather than sized on noise."""
-    from diagnostic.analyse import stats
+    from diagnostic.analyse import pairing
 
     if noise.empty:
         return RequestsPlan(requests=current, why="no variance components yet (needs 2 restarts)")
-    s1_sq, t2_sq = float(noise["s1_sq"].mean()), float(noise["t2_sq"].mean())
+    s1_sq, t2_sq, p2_sq, prompts = pooled_noise(noise)
+    how = "each arm's prompt effects removed" if "prompts" in noise else "assumed CVs"
     pooled = (
-        f"S1² = {s1_sq:.2g}, T2² = {t2_sq:.2g} (log scale, mean of {len(noise)} arm-workload "
+        f"S1² = {s1_sq:.2g}, T2² = {t2_sq:.2g}"
+        + (f", prompt-by-arm P² = {p2_sq:.2g} over {prompts} prompts" if p2_sq > 0 else "")
+        + f" (log scale, {how}; mean of {len(noise)} arm-workload "
         f"pairs); a start costs {costs.restart_s:.1f} s against {costs.mean_request_s:.2f} s "
         f"per request, costs {costs.source}"
     )
-    m_star = stats.requests_per_restart(costs.restart_s, costs.mean_request_s, s1_sq, t2_sq)
+    m_star = pairing.paired_requests(
+        costs.restart_s, costs.mean_request_s, s1_sq, t2_sq, p2_sq, prompts
+    )
     if m_star is None:
         return RequestsPlan(
             requests=current,
@@ -208,6 +219,7 @@ class Power(BaseModel):
     )
     adaptive_restarts: int | None = Field(description="Smallest adaptive maximum for it")
     wanted: float = Field(description="The power asked (0.9)")
+    noise: str = Field(description="The noise it is computed for, in words (noise_words)")
 
 
 class DayEstimate(BaseModel):
@@ -307,13 +319,17 @@ def power_estimate(
     """Chance of a WIN when the true speedup is the target, for the fixed design (one look,
     1 − α/family) and the adaptive one (Pocock looks, futility stop, the reference pooled
     with the A/A repeat when `pooled`), and the restarts each needs for `wanted`. A block's
-    log ratio has variance (1 + 1/r)·(T2² + S1²/m), r the reference's starts per block; the
-    looks' t statistics are drawn exactly (sequential.t_look_paths, seeded)."""
-    s1_sq = float(noise["s1_sq"].mean())
-    t2_sq = max(float(noise["t2_sq"].mean()), 0.0)
+    log ratio has variance (1 + 1/r)·(one side's), r the reference's starts per block; the
+    looks' t statistics are drawn exactly (sequential.t_look_paths, seeded). The side variance is
+    pairing.side_variance on pooled_noise: with m < n prompts per restart the prompts the
+    pairing does not cancel (prompt-by-arm) add to it."""
+    from diagnostic.analyse import pairing
+
+    s1_sq, t2_sq, p2_sq, prompts = pooled_noise(noise)
 
     def sd(m: int, r: int) -> float:
-        return math.sqrt((1 + 1 / r) * (t2_sq + s1_sq / m))
+        side = pairing.side_variance(s1_sq, max(t2_sq, 0.0), p2_sq, prompts, m)
+        return math.sqrt((1 + 1 / r) * side)
 
     sd_fixed, sd_adaptive = sd(requests, 1), sd(adaptive_requests, 2 if pooled else 1)
 
@@ -337,6 +353,7 @@ def power_estimate(
             adaptive, wanted, max(defaults.MIN_RESTARTS, (n_fixed or cap) * 3 // 4), cap
         ),
         wanted=wanted,
+        noise=noise_words(noise),
     )
 
 

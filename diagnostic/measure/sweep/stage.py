@@ -234,7 +234,8 @@ def _pilot(
     from diagnostic.analyse.requests import load_samples  # imported here: pandas, scipy
 
     try:
-        loaded = load_samples(Bundle.open(path))
+        pilot = Bundle.open(path)
+        loaded = load_samples(pilot)
     except DiagnosticError as exc:
         raise DiagnosticError(f"--pilot {path}: {exc}") from exc
     measured = planner.measured_costs(
@@ -253,7 +254,7 @@ def _pilot(
             "warmup_s": {w: measured.warmup_s.get(w, warm) for w in workloads},
         }
     )
-    noise = planner.noise_components(loaded.frame)
+    noise = planner.noise_components(loaded.frame, pilot.manifest.plan.baseline)
     return costs, noise if not noise.empty else planner.assumed_noise(a)
 
 

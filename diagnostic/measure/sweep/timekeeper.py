@@ -31,7 +31,7 @@ def open_arms(
     arm is left open. Returns `closed` with the new ones added."""
     by_arm: dict[str, list[Comparison]] = {}
     for c in comparisons:
-        if c.kind == "spec":
+        if c.kind == "spec" and not c.derived:  # a derived row never decides
             by_arm.setdefault(c.arm, []).append(c)
     out = dict(closed)
     for arm, cs in by_arm.items():
@@ -75,6 +75,7 @@ class TimeKeeper:
         self.looks = list(looks or [])
         self.levels = len(plan.options.concurrency)
         self.arms = [a.name for a in plan.arms]
+        self.baseline = plan.baseline
         self.costs = day.costs  # assumed, or a pilot's, until the first block is measured
         self.stop_s = day.costs.stop_s
         self.closed: dict[str, str] = {}
@@ -122,7 +123,7 @@ class TimeKeeper:
             self.costs = measured
         why = self.record.requests_why
         if self.looks:  # the adaptive design plans its requests per restart
-            noise = planner.noise_components(loaded.frame)
+            noise = planner.noise_components(loaded.frame, self.baseline)
             more = index + 1 < len(self.schedule)  # no start follows the last block:
             if more and not noise.empty:  # a plan for it would be recorded but never run
                 chosen = planner.plan_requests(self.costs, noise, current=self.requests)
@@ -171,7 +172,7 @@ class TimeKeeper:
         except (DiagnosticError, ValueError) as exc:
             self.reporter.note(f"look after block {blocks}: no analysis ({exc}); going on")
             return
-        spec = [c for c in comparisons if c.kind == "spec"]
+        spec = [c for c in comparisons if c.kind == "spec" and not c.derived]
         before = set(self.closed)
         self.closed = open_arms(comparisons, self.arms, self.closed, look)
         stops = [c.stopping for c in spec if c.stopping is not None and c.stopping.can_stop]
