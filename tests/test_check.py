@@ -184,7 +184,7 @@ def test_cli_engine_option_overrides_detection(tmp_path: Path) -> None:
     assert detected["runs"][0]["engine"] == "sglang"
     forced = CliRunner().invoke(main, ["check", str(log), "--json", "--engine", "vllm"])
     assert json.loads(forced.output)["runs"][0]["engine"] == "vllm"
-    bad = CliRunner().invoke(main, ["check", str(log), "--engine", "trtllm"])
+    bad = CliRunner().invoke(main, ["check", str(log), "--engine", "tgi"])
     assert bad.exit_code == 2
 
 

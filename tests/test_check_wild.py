@@ -119,7 +119,7 @@ def load_cases() -> list[Case]:
             facts = parse_log(log, patterns=PATTERNS)
             facts.path = str(log)
             findings, _ = apply_rules(RULES, [facts])
-        except Exception:  # noqa: BLE001 - the score counts crashes instead of stopping
+        except Exception:  # the score counts crashes instead of stopping
             case.crash = traceback.format_exc(limit=3)
         else:
             case.facts = facts

@@ -153,8 +153,17 @@ def test_lookup_and_render() -> None:
     assert lookup(facts, "capture.__class__") is None
     assert (
         render("{capture.resolved} {nope} {{x}} {k}", facts, {"k": 0.123456})
-        == "UNKNOWN ? {x} 0.123"
+        == "UNKNOWN (not in the log) {x} 0.123"
     )
+
+
+def test_render_leaves_out_what_is_unknown() -> None:
+    """A message never prints a placeholder: defaults and optional parts say what is known."""
+    facts = LogFacts(path="p")
+    template = "Speculation ({spec.method|method not in the log}[[, k={spec.num_draft_tokens}]])"
+    assert render(template, facts, {}) == "Speculation (method not in the log)"
+    facts.spec.method, facts.spec.num_draft_tokens = "ngram", 3
+    assert render(template, facts, {}) == "Speculation (ngram, k=3)"
 
 
 def test_every_case_file_has_expectations() -> None:

@@ -99,7 +99,8 @@ def test_bars_without_finish_in_a_dead_log_are_unknown() -> None:
         ]
     )
     assert facts.capture.resolved == "UNKNOWN"
-    assert "never finished" in facts.capture.reason
+    assert "the log ends before it finished" in facts.capture.reason
+    assert "more bars could have followed" in facts.capture.reason
 
 
 def test_two_processes_written_into_one_line_are_split() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from diagnostic.engines._lines import Line
+from diagnostic.engines._platform import PlatformReader
 from diagnostic.schema.logfacts import (
     MAX_EVIDENCE,
     MAX_SAMPLES,
@@ -12,6 +13,7 @@ from diagnostic.schema.logfacts import (
     AcceptanceSample,
     AcceptanceSummary,
     Evidence,
+    FieldSource,
     LogFacts,
     SourceKind,
 )
@@ -60,7 +62,18 @@ class LogParser:
         self.facts = facts
         self.kind: SourceKind = "startup"
         self.log_lines = 0  # candidate lines read that were not a launch command
+        self.platforms = PlatformReader()
         facts.engine = self.engine  # type: ignore[assignment]
+
+    def decide_platform(self) -> str:
+        """Set the run's platform from the signs seen (and name its line); return it."""
+        platform, evidence = self.platforms.decide()
+        self.facts.platform = platform  # type: ignore[assignment]
+        if evidence is not None:
+            self.facts.sources["platform"] = FieldSource(
+                kind="startup", line=evidence.line, text=evidence.text
+            )
+        return platform
 
     def command(self, line: Line, *, launch: bool = False) -> bool:
         """Read a launch command on this line (`launch`: known to be one); whether it was."""
