@@ -146,7 +146,8 @@ def find_command(
     if start is None:
         array = _json_args(text)
         if array is not None:
-            tokens, start, bare = array, 0, True
+            found = [i for i, t in enumerate(array) if any(m.fullmatch(t) for m in markers)]
+            tokens, start, bare = array, (found[-1] + 1 if found else 0), not found
         elif tokens and _BARE_START.match(tokens[0]):
             start, bare = 0, True
     if start is None or start >= len(tokens):
@@ -184,7 +185,7 @@ def _json_args(text: str) -> list[str] | None:
         value = json.loads(m[0])
     except ValueError:
         return None
-    if isinstance(value, list) and any(str(v).startswith("-") for v in value):
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
         return [str(v) for v in value]
     return None
 

@@ -9,6 +9,8 @@ removed, tqdm `\\r` redraws collapsed, lines capped at `max_line` bytes.
 
 from __future__ import annotations
 
+import contextlib
+import json
 import re
 from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -68,7 +70,11 @@ def clean(data: bytes) -> Line:
 
 
 def unwrap(text: str) -> str:
-    """The line without what was put before it (quotes, frames, shipper prefixes, indent)."""
+    """The line without what was put before it (quotes, frames, shipper prefixes, indent,
+    docker's json-file record around it)."""
+    if text.startswith('{"log":'):
+        with contextlib.suppress(ValueError, KeyError, TypeError):
+            text = str(json.loads(text)["log"]).rstrip("\n")
     for _ in range(4):  # a quote of a compose log of a journal: a few layers at most
         m = _WRAPPER.match(text)
         if m is None or not m.end():
@@ -324,8 +330,8 @@ class LineScanner:
         """Following physical lines that continue line idx; None when the block ends first.
 
         `mode`: "shell" (a command whose lines end in a continuation mark, continued while each
-        does), "items" (argument items: YAML list items or flags, one per line) or "engine"
-        (the engine's `continues`).
+        does), "items" (argument items: YAML list items or flags, one per line), "answer" (the
+        one line a `--version` query printed) or "engine" (the engine's `continues`).
         """
         out: list[Line] = []
         for j in range(idx + 1, min(idx + 1 + MAX_CONTINUATION, len(newlines) + 1)):
@@ -333,11 +339,13 @@ class LineScanner:
             if j >= len(newlines):
                 if mode != "engine" and start < end:  # the buffer's last line, no newline
                     last = self._decode(buf[start:end], self.lines + j + 1)
-                    if mode == "shell" or _item(last.text) is not None:
+                    if mode == "shell" or _item(last.text) is not None or _ANSWER.match(last.text):
                         out.append(last)
                     return out
                 return out if start >= end else None
             nxt = self._decode(buf[start : int(newlines[j])], self.lines + j + 1)
+            if mode == "answer":
+                return [nxt] if _ANSWER.match(nxt.text) else []
             if mode == "shell":
                 out.append(nxt)
                 if not _CONTINUED.search(nxt.text):
@@ -354,6 +362,7 @@ class LineScanner:
 _CONTINUED = re.compile(r"(?:\\| `| \^)$")
 _ITEM = re.compile(r"^-\s+(?P<v>\S.*)$")  # a YAML list item
 _FLAG = re.compile(r"""^["']?--?[A-Za-z]""")
+_ANSWER = re.compile(r"v?\d+\.\d+[\w.+-]*$")  # what `--version` printed, alone on its line
 _PROGRAM = re.compile(r"(?i)vllm|sglang|llama|trtllm|tensorrt|python|serve|entrypoints")
 
 
@@ -370,6 +379,8 @@ def _has_flag(first: str, second: str) -> bool:
 
 
 def _join_mode(text: str, wants_more: Callable[[str], bool] | None) -> str | None:
+    if text.endswith("--version"):
+        return "answer"
     if _CONTINUED.search(text):
         return "shell"
     if _item(text) is not None:
@@ -384,7 +395,7 @@ def _join(line: Line, more: list[Line], mode: str) -> None:
     wrapped record as it was cut."""
     if not more:
         return
-    if mode == "shell":
+    if mode in ("shell", "answer"):
         words = [_CONTINUED.sub("", x.text).strip() for x in [line, *more]]
     elif mode == "items":
         words = [_item(x.text) or "" for x in [line, *more]]

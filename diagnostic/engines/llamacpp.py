@@ -113,6 +113,14 @@ SIGNALS: tuple[Signal, ...] = (
     Signal(
         "size_m=", {"spec.num_draft_tokens": "{k}"}, "startup", re.compile(r"\bsize_m=(?P<k>\d+)")
     ),
+    # The ggml-org images name the build in their tag (`llama.cpp:server-cuda-b5400`).
+    Signal(
+        "llama.cpp:",
+        {"version": "b{n}"},
+        "startup",
+        re.compile(r"llama\.cpp:[\w.-]*?-b(?P<n>\d{3,})\b"),
+        weak=True,
+    ),
 )
 COMMANDS: tuple[bytes, ...] = (b"llama-server", b"llama.cpp:server")
 _MARKERS = (re.compile(r"\S*llama-server(?:\.exe)?"), re.compile(r"\S*llama\.cpp:server\S*"))

@@ -51,8 +51,9 @@ def _draft_too_long(facts: LogFacts, params: dict[str, Any]) -> CheckResult:
 
 
 def _workers_disagree(facts: LogFacts, params: dict[str, Any]) -> CheckResult:
-    """Workers of one server resolved different capture modes."""
-    modes = facts.capture.per_worker
+    """Workers of one server resolved different capture modes (a worker whose capture is not
+    in the log, UNKNOWN, disagrees with nobody)."""
+    modes = {w: m for w, m in facts.capture.per_worker.items() if m != "UNKNOWN"}
     if len(set(modes.values())) < 2:
         return None
     return {"per_worker": ", ".join(f"{w}: {m}" for w, m in modes.items())}

@@ -117,6 +117,10 @@ class SettingsReader(LogParser):
             if isinstance(k, int) and spec.num_draft_tokens is None:
                 spec.num_draft_tokens = k
             self.facts.spec_evidence.append(ev(line))
+        elif self.facts.spec.enabled is None and _whole_dict(text, value):
+            # All the user set (not a cut line): no speculative config means speculation off.
+            self.facts.spec.enabled = False
+            self.facts.spec_evidence.append(ev(line))
 
     def _namespace(self, line: Line) -> None:
         text = line.text
@@ -166,6 +170,13 @@ class SettingsReader(LogParser):
         facts.spec_evidence.append(ev(line, "--speculative"))
         facts.requested.update({k: v for k, v in cmd.flags.items()})
         return True
+
+
+def _whole_dict(text: str, value: dict[object, object]) -> bool:
+    """The non-default args line read whole (not closed by `literal_prefix` after a cut) and
+    naming no V0 drafter either."""
+    whole = _kv.literal(text[text.index("args: {") + 6 :])
+    return isinstance(whole, dict) and "speculative_model" not in value
 
 
 def _mode_name(m: re.Match[str]) -> str | None:

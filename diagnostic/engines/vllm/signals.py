@@ -56,6 +56,7 @@ SIGNALS: tuple[Signal, ...] = (
         for literal, rx in (
             ("vLLM Version", r"vLLM Version\s*:\s*v?(?P<v>\d[\w.+-]*)"),
             ("vllm==", r"\bvllm==(?P<v>\d[\w.+-]*)"),
+            ("vllm --version", r"vllm --version\s+v?(?P<v>\d+\.\d+[\w.+-]*)"),
             ("vLLM version", r"vLLM version:?\s+v?(?P<v>\d+\.\d+[\w.+-]*)"),
             ("vllm-openai", r"vllm/vllm-openai(?:-\w+)?:v?(?P<v>\d+\.\d+(?:\.\d+)?(?:rc\d+)?)"),
             ("vllm-ascend", r"vllm-ascend:v?(?P<v>\d+\.\d+(?:\.\d+)?(?:rc\d+)?)"),
