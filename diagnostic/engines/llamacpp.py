@@ -152,6 +152,16 @@ _EVAL = re.compile(r"\|\s+eval time =\s*[\d.]+ ms /\s*(?P<n>\d+) tokens")
 _PER_POS = re.compile(r"(?:acc per pos|acceptance rate per position) = \((?P<p>[^)]*)\)")
 _TASK = re.compile(r"\| task (?P<t>-?\d+) \|")
 _DISABLE = re.compile(r"disabling CUDA graphs due to (?P<why>[^\[(]+)")
+# A speculation statistic (acceptance, draft depth) and the ones this reader understands.
+_SPEC_STAT = re.compile(
+    r"(?i)\baccept\w*\s*[=:]\s*[\d.(]|\bdraft[ _-]?(?:depth|len|length)\w*\s*[=:]\s*\d"
+    r"|statistics\s+\S+:"
+)
+_UNDERSTOOD = re.compile(
+    r"draft acceptance(?: rate)? = [\d.]+ \(|^\s*(?:n_accept|accept|n_draft)\s*=|"
+    r"statistics\s+[a-z][\w-]*:\s+#|\"draft_n(?:_accepted)?\"|acceptance rate per position|"
+    r"acc per pos"
+)
 _GPU_DEVICE = re.compile(
     r"- (?:CUDA|ROCm|MTL|Vulkan|SYCL)\d|ggml_(?:cuda|vulkan)_init: [Ff]ound [1-9]"
     r"|(?:CUDA|ROCm)\d model buffer"
@@ -203,6 +213,8 @@ class Parser(LogParser):
     def feed(self, line: Line) -> None:
         """Read one candidate line."""
         text = line.text
+        if _SPEC_STAT.search(text) and not _UNDERSTOOD.search(text):
+            cap_append(self.facts.not_understood, ev(line))  # a fork's own statistics line
         if "draft acceptance" in text:
             self.kind = "metric"
             self._acceptance(line)
