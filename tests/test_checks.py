@@ -237,8 +237,11 @@ def test_a_downgrade_rule_fires_only_on_a_line_that_names_speculation() -> None:
         "(EngineCore pid=1) WARNING 01-01 00:00:01 [vllm.py:1] Overriding cudagraph_mode to "
         "PIECEWISE for the KV connector."
     )
-    spec = '(APIServer pid=1) INFO 01-01 00:00:00 [x.py:1] non-default args: {"speculative_config": {"method": "ngram", "num_speculative_tokens": 3}}'
-    findings, _ = apply_rules(RULES, [parse_log([spec.replace('"', "'"), line], patterns=PATTERNS)])
+    spec = (
+        "(APIServer pid=1) INFO 01-01 00:00:00 [x.py:1] non-default args: "
+        "{'speculative_config': {'method': 'ngram', 'num_speculative_tokens': 3}}"
+    )
+    findings, _ = apply_rules(RULES, [parse_log([spec, line], patterns=PATTERNS)])
     assert "capture-downgraded-under-spec" not in {f.rule for f in findings}
 
 

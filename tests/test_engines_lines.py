@@ -224,7 +224,10 @@ def _joined(text: str) -> list[tuple[int, str]]:
 
 
 def test_commands_continued_in_powershell_cmd_and_as_argument_items() -> None:
-    ps = "PS D:\\llama> .\\llama-server.exe -m D:\\m.gguf `\n>>   -md D:\\d.gguf `\n>>   --draft-max 8\n"
+    ps = (
+        "PS D:\\llama> .\\llama-server.exe -m D:\\m.gguf `\n"
+        ">>   -md D:\\d.gguf `\n>>   --draft-max 8\n"
+    )
     assert _joined(ps) == [
         (1, "PS D:\\llama> .\\llama-server.exe -m D:\\m.gguf -md D:\\d.gguf --draft-max 8")
     ]
