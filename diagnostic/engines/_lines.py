@@ -362,7 +362,9 @@ class LineScanner:
 _CONTINUED = re.compile(r"(?:\\| `| \^)$")
 _ITEM = re.compile(r"^-\s+(?P<v>\S.*)$")  # a YAML list item
 _FLAG = re.compile(r"""^["']?--?[A-Za-z]""")
-_ANSWER = re.compile(r"v?\d+\.\d+[\w.+-]*$")  # what `--version` printed, alone on its line
+# What `--version` printed alone on its line, or the line after `pip show`'s `Name: X`.
+_ANSWER = re.compile(r"(?:Version:\s*)?v?\d+\.\d+[\w.+-]*$")
+_PIP_NAME = re.compile(r"Name: (?:vllm|sglang|tensorrt[-_]llm)$", re.IGNORECASE)
 _PROGRAM = re.compile(r"(?i)vllm|sglang|llama|trtllm|tensorrt|python|serve|entrypoints")
 
 
@@ -379,7 +381,7 @@ def _has_flag(first: str, second: str) -> bool:
 
 
 def _join_mode(text: str, wants_more: Callable[[str], bool] | None) -> str | None:
-    if text.endswith("--version"):
+    if text.endswith("--version") or _PIP_NAME.match(text):
         return "answer"
     if _CONTINUED.search(text):
         return "shell"

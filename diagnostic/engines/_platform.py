@@ -40,7 +40,7 @@ SIGNS: tuple[Sign, ...] = (
         r"detected platform rocm|found \d+ ROCm devices|\bROCm\d\b|\bgfx(?:9\d\d|1[0-2]\d\d)\b"
         r"|ROCM_AITER|\[rocm\.py:|Platform:\s*ROCm\b|AMD Instinct|\bMI(?:2[05]0|3[0-5]\dX?)\b"
         r"|vllm-openai-rocm|rocm/vllm|:v?[\d.]+\S*-rocm\d|HIP_VISIBLE_DEVICES|hipGraph"
-        r"|llama\.cpp:\w+-rocm",
+        r"|llama\.cpp:\w+-rocm|llama-b\d+-bin-\w+-hip",
     ),
     # Ascend NPU: the vllm-ascend plugin, ACL graphs, SGLang's device and backend.
     _sign(
@@ -53,14 +53,18 @@ SIGNS: tuple[Sign, ...] = (
     _sign("tpu", r"detected platform tpu|device_config=tpu|--device[ =]tpu\b"),
     # Apple and Vulkan devices in llama.cpp.
     _sign("metal", r"- MTL\d|ggml_metal_init|\bMTL : EMBED_LIBRARY"),
-    _sign("vulkan", r"ggml_vulkan: Found|- Vulkan\d|--device[ =]Vulkan\d|llama\.cpp:\w+-vulkan"),
+    _sign(
+        "vulkan",
+        r"ggml_vulkan: Found|- Vulkan\d|--device[ =]Vulkan\d|llama\.cpp:\w+-vulkan"
+        r"|llama-b\d+-bin-\w+-vulkan",
+    ),
     # CUDA named: platform detection, device config, devices, NVIDIA parts, the environment.
     _sign(
         "cuda",
         r"detected platform cuda|device_config=cuda|found \d+ CUDA devices|- CUDA\d"
         r"|CUDA_VISIBLE_DEVICES|CUDA out of memory|CUDA available:\s*True"
         r"|\bNVIDIA (?:[A-Z]\d|GeForce|RTX|Tesla|GH|GB|DGX)|ROCm: Disabled|device=['\"]cuda"
-        r"|llama\.cpp:\w+-cuda",
+        r"|llama\.cpp:\w+-cuda|llama-b\d+-bin-\w+-cuda",
     ),
     # CPU named: vLLM's CPU platform and worker, a CPU device option.
     _sign(

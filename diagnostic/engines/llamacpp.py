@@ -50,6 +50,8 @@ ANCHORS: tuple[bytes, ...] = (
     b"statistics",
     b"spawning server instance",
     b"load:   ",
+    b"--spec-",
+    b"-md",
     b"router server",
 )
 SIGNATURES: tuple[bytes, ...] = (
@@ -113,6 +115,14 @@ SIGNALS: tuple[Signal, ...] = (
     Signal(
         "size_m=", {"spec.num_draft_tokens": "{k}"}, "startup", re.compile(r"\bsize_m=(?P<k>\d+)")
     ),
+    # A release archive's name (`llama-b6123-bin-win-cuda-12.4-x64.zip`).
+    Signal(
+        "-bin-",
+        {"version": "b{n}"},
+        "startup",
+        re.compile(r"\bllama-b(?P<n>\d{3,})-bin-"),
+        weak=True,
+    ),
     # The ggml-org images name the build in their tag (`llama.cpp:server-cuda-b5400`).
     Signal(
         "llama.cpp:",
@@ -125,6 +135,9 @@ SIGNALS: tuple[Signal, ...] = (
 COMMANDS: tuple[bytes, ...] = (b"llama-server", b"llama.cpp:server")
 _MARKERS = (re.compile(r"\S*llama-server(?:\.exe)?"), re.compile(r"\S*llama\.cpp:server\S*"))
 _OFF = {"none", "off", "0", "false"}
+# A line worth reading as a command: the program, the image, or flags only llama.cpp takes
+# (argument lists without the program: a compose command array, a line of flags).
+_COMMAND_HINTS = ("llama-server", "llama.cpp:server", "--spec-", "--draft", "-md", "--model-draft")
 # Settings files a command can take the rest of its flags from (not in the text).
 _FILE_FLAGS = ("models-preset", "config")
 
@@ -228,9 +241,7 @@ class Parser(LogParser):
         if "spawning server instance with args:" in text:
             self.router_args = []
             return
-        if ("llama-server" in text or "llama.cpp:server" in text or "-" in text[:2]) and (
-            self.command(line)
-        ):
+        if any(h in text for h in _COMMAND_HINTS) and self.command(line):
             return
         if "=" in text and (ini := _INI.match(text)):
             self._flags(Command(argv=[], flags={ini["k"]: ini["v"]}), line, whole=False)

@@ -71,6 +71,13 @@ SIGNALS: tuple[Signal, ...] = (
         weak=True,
     ),
     Signal(
+        "Name: tensorrt",
+        {"version": "{v}"},
+        "startup",
+        re.compile(r"Name: tensorrt[-_]llm Version:\s*(?P<v>\d+\.\d+[\w.+-]*)", re.I),
+        weak=True,
+    ),
+    Signal(
         "tensorrt-llm/release:",
         {"version": "{v}"},
         "startup",

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from diagnostic.schema.logfacts import LogFacts, RunSources
+from diagnostic.schema.logfacts import GRAPHLESS_PLATFORMS, LogFacts, RunSources
 
 __all__ = ["RULE_CHECKS", "CheckResult"]
 
@@ -80,9 +80,12 @@ def _llamacpp_graph_causes(facts: LogFacts, params: dict[str, Any]) -> CheckResu
 
 def _runner_fallback(facts: LogFacts, params: dict[str, Any]) -> CheckResult:
     """A speculative run that fell back to Model Runner V1 because of its speculation alone
-    (a fallback for the platform or another feature happens without speculation too)."""
+    (a fallback for the platform or another feature happens without speculation too; on a
+    CPU, TPU or XPU every vLLM run is on V1, so its baseline is too)."""
     fallback = facts.runner_fallback
     if not facts.spec.enabled or fallback is None or not fallback.by_speculation:
+        return None
+    if facts.platform in GRAPHLESS_PLATFORMS:
         return None
     return {"unsupported": ", ".join(fallback.unsupported)}
 

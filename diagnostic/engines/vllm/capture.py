@@ -82,16 +82,24 @@ def _own_evidence(proc: VWorker) -> bool:
     )
 
 
-def _cut_bars_mode(proc: VWorker) -> str | None:
+def _cut_bars_mode(proc: VWorker, expected: str | None) -> str | None:
     """The mode bars show before capture finished, when the bars already seen decide it:
     Model Runner V1 draws the mixed-batch bar first, so its PIECEWISE bar alone leaves a FULL
-    decode bar possible; a mixed FULL bar, or both kinds, decide."""
+    decode bar possible; a mixed FULL bar, or both kinds, decide. So do the bars of the mode
+    configured (or set by a warning) when they are the ones seen: resolution only lowers a
+    mode, and a lowered mode draws other bars."""
     descs = {d.replace(" ", "") for d in proc.bars}
     if "mixedprefill-decode,FULL" in descs:
         return "FULL"
     piecewise = {"mixedprefill-decode,PIECEWISE", "PIECEWISE"} & descs
     full = {"decode,FULL", "FULL"} & descs
-    return "FULL_AND_PIECEWISE" if piecewise and full else None
+    if piecewise and full:
+        return "FULL_AND_PIECEWISE"
+    if expected == "PIECEWISE" and piecewise and not full:
+        return expected
+    if expected in ("FULL_DECODE_ONLY", "FULL") and full and not piecewise:
+        return expected if expected == "FULL_DECODE_ONLY" or "FULL" in descs else None
+    return None
 
 
 def _resolve_one(run: _Run, proc: VWorker, config: VWorker) -> tuple[str, str, list[Evidence]]:
@@ -105,7 +113,7 @@ def _resolve_one(run: _Run, proc: VWorker, config: VWorker) -> tuple[str, str, l
         if not proc.finished and not run.ready:
             if downgrades:
                 return downgrades[-1][0], f"{_CUT} (capture bars: {shown})", evidence
-            cut = _cut_bars_mode(proc) or _planned_mode(proc.planned, expected)
+            cut = _cut_bars_mode(proc, expected) or _planned_mode(proc.planned, expected)
             if cut:
                 return cut, _started(f"{cut} (bars: {shown})"), evidence
             return (

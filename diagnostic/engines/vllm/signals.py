@@ -57,10 +57,18 @@ SIGNALS: tuple[Signal, ...] = (
             ("vLLM Version", r"vLLM Version\s*:\s*v?(?P<v>\d[\w.+-]*)"),
             ("vllm==", r"\bvllm==(?P<v>\d[\w.+-]*)"),
             ("vllm --version", r"vllm --version\s+v?(?P<v>\d+\.\d+[\w.+-]*)"),
+            ("Name: vllm", r"Name: vllm Version:\s*(?P<v>\d+\.\d+[\w.+-]*)"),
             ("vLLM version", r"vLLM version:?\s+v?(?P<v>\d+\.\d+[\w.+-]*)"),
             ("vllm-openai", r"vllm/vllm-openai(?:-\w+)?:v?(?P<v>\d+\.\d+(?:\.\d+)?(?:rc\d+)?)"),
             ("vllm-ascend", r"vllm-ascend:v?(?P<v>\d+\.\d+(?:\.\d+)?(?:rc\d+)?)"),
         )
+    ),
+    # The ASCII logo of the start-up banner (0.2x): `▄▄ ▄█ █ … █  version 0.26.0`.
+    Signal(
+        "█  version",
+        {"version": "{v}"},
+        "startup",
+        re.compile(r"█\s+version\s+(?P<v>\d+\.\d+[\w.+-]*)"),
     ),
     # vllm-ascend: the platform plugin names the mode it compiles for.
     Signal(
