@@ -40,12 +40,12 @@ SIGNS: tuple[Sign, ...] = (
         r"detected platform rocm|found \d+ ROCm devices|\bROCm\d\b|\bgfx(?:9\d\d|1[0-2]\d\d)\b"
         r"|ROCM_AITER|\[rocm\.py:|Platform:\s*ROCm\b|AMD Instinct|\bMI(?:2[05]0|3[0-5]\dX?)\b"
         r"|vllm-openai-rocm|rocm/vllm|:v?[\d.]+\S*-rocm\d|HIP_VISIBLE_DEVICES|hipGraph"
-        r"|llama\.cpp:\w+-rocm|llama-b\d+-bin-\w+-hip",
+        r"|HIP graphs?\b|llama\.cpp:\w+-rocm|llama-b\d+-bin-\w+-hip",
     ),
     # Ascend NPU: the vllm-ascend plugin, ACL graphs, SGLang's device and backend.
     _sign(
         "npu",
-        r"platform plugin ascend|\bon NPU\b|\bACL graphs?\b|\bnpu graph\b|device=['\"]?npu\b"
+        r"platform plugin ascend|\bon NPU\b|\bACL ?graphs?\b|\bnpu graph\b|device=['\"]?npu\b"
         r"|--device[ =]npu\b|\bascend\b|\bAscend\d|ASCEND_RT_VISIBLE_DEVICES|NPUGraph",
         flags=re.IGNORECASE,
     ),

@@ -147,7 +147,7 @@ _BUILD = re.compile(
     r"\b(?:build|version)(?::| =|) (?P<num>\d+) \((?P<hash>[0-9a-f]+)\)"
     r"|build=(?P<n2>\d+) commit=\"?(?P<h2>[0-9a-f]+)"
     r"|\(build (?P<n3>\d+), commit (?P<h3>[0-9a-f]+)\)"
-    r"|build_info[\"']?\s*[:=]\s*[\"']?b(?P<n4>\d+)-(?P<h4>[0-9a-f]+)"
+    r"|build_info[\"']?\s*[:=]\s*[\"']?b(?P<n4>\d+)-(?P<h4>[0-9a-zA-Z]+)"
 )
 # The router's child command, one argument per line: `srv  load:   --spec-type`.
 _ROUTER_ARG = re.compile(r"\bload:\s{3,}(?P<arg>\S.*)$")
