@@ -244,3 +244,11 @@ def test_a_version_query_takes_its_answer() -> None:
         (1, "$ vllm --version 0.10.1.1"),
         (3, "$ vllm serve m"),
     ]
+
+
+def test_head_anchors_are_looked_for_in_the_head_only() -> None:
+    """A paste's or a start-up's lines (platform, versions in dumps) cost nothing in the
+    serving lines after the head."""
+    data = b"x platform cpu\n" + b"filler\n" * 20 + b"y platform cuda\nz Capturing\n"
+    scanner = LineScanner((b"Capturing",), head_anchors=(b"platform",), head_bytes=16, block=64)
+    assert [line.number for line in scanner.scan(data)] == [1, 23]

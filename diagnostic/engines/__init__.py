@@ -62,21 +62,28 @@ class LinePattern:
         return False
 
 
-def _signals(module: ModuleType) -> tuple[bytes, ...]:
-    """The literals of an engine's signals and its command markers."""
-    return tuple(s.contains.encode() for s in module.SIGNALS) + module.COMMANDS
+def _signals(module: ModuleType, *, head: bool = False) -> tuple[bytes, ...]:
+    """The literals of an engine's signals (those of the log's head, or the others) and its
+    command markers."""
+    literals = tuple(s.contains.encode() for s in module.SIGNALS if s.head == head)
+    return literals + (() if head else module.COMMANDS)
 
 
 def _signatures(module: ModuleType) -> tuple[bytes, ...]:
     """What identifies an engine: its signatures, its signals' literals, its command markers."""
-    return tuple(dict.fromkeys(module.SIGNATURES + _signals(module)))
+    everything = module.SIGNATURES + _signals(module) + _signals(module, head=True)
+    return tuple(dict.fromkeys(everything))
 
 
 def _anchors(module: ModuleType) -> list[bytes]:
-    """The lines the scan hands the engine's parser."""
-    return list(
-        dict.fromkeys(module.ANCHORS + _signals(module) + COMMAND_ANCHORS + PLATFORM_ANCHORS)
-    )
+    """The lines the scan hands the engine's parser, anywhere in the log."""
+    return list(dict.fromkeys(module.ANCHORS + _signals(module) + COMMAND_ANCHORS))
+
+
+def _head_anchors(module: ModuleType) -> list[bytes]:
+    """The lines the scan hands the parser in the head of a log only (start-up, a paste)."""
+    found = getattr(module, "HEAD_ANCHORS", ()) + _signals(module, head=True) + PLATFORM_ANCHORS
+    return list(dict.fromkeys(found))
 
 
 def detect_engine(head: bytes) -> str | None:
@@ -126,7 +133,10 @@ def _scanner(module: ModuleType, patterns: Sequence[LinePattern], engine: str) -
     anchors = _anchors(module)
     anchors += [c.encode() for p in patterns if p.applies(engine) for c in p.contains if c]
     return LineScanner(
-        tuple(dict.fromkeys(anchors)), wants_more=module.wants_more, continues=module.continues
+        tuple(dict.fromkeys(anchors)),
+        wants_more=module.wants_more,
+        continues=module.continues,
+        head_anchors=tuple(a for a in _head_anchors(module) if a not in anchors),
     )
 
 
@@ -142,8 +152,9 @@ def _run(
     for line in lines:
         parser.kind = "startup"  # type: ignore[attr-defined]
         signals.feed(line)
-        platforms.feed(line)
         feed(line)
+        if parser.kind != "metric":  # type: ignore[attr-defined]
+            platforms.feed(line)
         if parser.kind != "command":  # type: ignore[attr-defined]
             parser.log_lines += 1  # type: ignore[attr-defined]
         if parser.kind != "metric":  # type: ignore[attr-defined]
@@ -213,7 +224,8 @@ _K_WHERE = {
 def _undetected(source: Path | bytes, facts: LogFacts, patterns: Sequence[LinePattern]) -> LogFacts:
     """No signature at the head: scan the whole log with every engine's anchors, then decide."""
     anchors = tuple(dict.fromkeys(a for m in ENGINES.values() for a in _anchors(m)))
-    scanner = LineScanner(anchors)
+    head = tuple(dict.fromkeys(a for m in ENGINES.values() for a in _head_anchors(m)))
+    scanner = LineScanner(anchors, head_anchors=tuple(a for a in head if a not in anchors))
     lines: list[Line] = []
     for line in scanner.scan(source):
         if len(lines) < MAX_UNDETECTED_LINES:

@@ -26,6 +26,7 @@ __all__ = ["Line", "LineScanner", "clean", "collapse", "read_head", "unwrap"]
 BLOCK = 256 << 10  # small blocks stay in cache across the per-anchor passes
 MAX_LINE = 1 << 20
 MAX_CONTINUATION = 64
+HEAD_BYTES = 8 << 20  # where a log's start-up, or a paste, says what it says once
 # Blocks in a row where scanning for a key byte costs more than plain finds before the plan
 # switches: a start-up block full of that byte must not spoil the plan for the gigabyte after it.
 _STRIKES = 4
@@ -155,7 +156,7 @@ class _Plan:
     """How to find each anchor: on its rarest byte (memchr speed) or with a full find pass."""
 
     def __init__(self, anchors: Sequence[bytes], sample: bytes) -> None:
-        counts = {c: sample.count(bytes([c])) for a in anchors for c in set(a)}
+        counts = {c: sample.count(bytes([c])) for c in {c for a in anchors for c in a}}
         n = max(len(sample), 1)
         # Costs in seconds for the sample (measured orders of magnitude): a memchr pass, a hit
         # checked in Python (plus one startswith per anchor sharing the key), a find pass.
@@ -219,11 +220,17 @@ class LineScanner:
     `wants_more(text)` marks a line whose content continues on the next physical lines (a
     settings line wrapped by a terminal or a log shipper); the scanner then appends the
     following lines for which `continues(text)` holds, up to 64 of them.
+
+    `head_anchors` are looked for in the first `head_bytes` only: what a paste or a start-up
+    says once (platform, versions in environment dumps, launch commands) costs nothing in the
+    gigabyte of serving lines after it.
     """
 
     anchors: Sequence[bytes] | None
     wants_more: Callable[[str], bool] | None = None
     continues: Callable[[str], bool] | None = None
+    head_anchors: Sequence[bytes] = ()
+    head_bytes: int = HEAD_BYTES
     block: int = BLOCK
     max_line: int = MAX_LINE
     lines: int = 0
@@ -231,9 +238,10 @@ class LineScanner:
     notes: list[str] = field(default_factory=list)
     sample: bytes = b""  # bytes from the middle of a long file: what the bulk looks like
     _plan: _Plan | None = None
+    _head_plan: _Plan | None = None
 
     def __post_init__(self) -> None:
-        if self.anchors is not None and any(b"\n" in a or not a for a in self.anchors):
+        if any(b"\n" in a or not a for a in [*(self.anchors or ()), *self.head_anchors]):
             raise ValueError("anchors must be non-empty and single-line")
 
     def scan(self, source: Source) -> Iterator[Line]:
@@ -278,18 +286,18 @@ class LineScanner:
             yield line
 
     def _wanted(self, data: bytes) -> bool:
-        return self.anchors is None or any(a in data for a in self.anchors)
+        anchors = [*(self.anchors or ()), *self.head_anchors]
+        return self.anchors is None or any(a in data for a in anchors)
 
     def _block(self, buf: bytes, end: int, *, final: bool) -> Generator[Line, None, int]:
         """Yield candidates of buf[:end]; return how many bytes were consumed."""
-        if self._plan is None and self.anchors is not None:
-            self._plan = _Plan(self.anchors, self.sample or buf[: 1 << 20])
+        plan = self._plan_for(buf)
         arr = np.frombuffer(buf, dtype=np.uint8, count=end)
         newlines = np.flatnonzero(arr == 10)
-        if self._plan is None:
+        if plan is None:
             starts = [0, *(int(n) + 1 for n in newlines if n + 1 < end)]
         else:
-            starts = sorted(self._plan.starts(buf, end))
+            starts = sorted(plan.starts(buf, end))
         if not starts:
             self.lines += len(newlines)
             return end
@@ -315,6 +323,20 @@ class LineScanner:
             yield line
         self.lines += len(newlines) + (1 if final and not buf[:end].endswith(b"\n") else 0)
         return end
+
+    def _plan_for(self, buf: bytes) -> _Plan | None:
+        """The plan of the block: with the head anchors while in the head of the source."""
+        if self.anchors is None:
+            return None
+        sample = self.sample or buf[: 1 << 20]
+        if self.head_anchors and self.bytes_read <= self.head_bytes + len(buf):
+            if self._head_plan is None:
+                anchors = tuple(dict.fromkeys([*self.anchors, *self.head_anchors]))
+                self._head_plan = _Plan(anchors, sample)
+            return self._head_plan
+        if self._plan is None:
+            self._plan = _Plan(self.anchors, sample)
+        return self._plan
 
     def _decode(self, data: bytes, number: int) -> Line:
         if len(data) > self.max_line:

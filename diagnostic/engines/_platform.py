@@ -82,32 +82,46 @@ SIGNS: tuple[Sign, ...] = (
         strong=False,
     ),
 )
+# The scan's prefilter for these signs: specific strings with rare bytes (not "cpu", "npu" or
+# "tpu", which are in every "input" and "output" of a serving log).
 ANCHORS: tuple[bytes, ...] = (
     b"platform",
     b"ROCm",
     b"rocm",
     b"gfx",
+    b"MI2",
     b"MI3",
     b"Instinct",
     b"HIP",
-    b"hip",
-    b"scend",
+    b"hipGraph",
+    b"Ascend",
+    b"ascend",
     b"NPU",
-    b"npu",
+    b"npu graph",
+    b"npu'",
+    b"=npu",
+    b" npu",
     b"ACL",
-    b"xpu",
-    b"tpu",
+    b"aclgraph",
     b"MTL",
-    b"metal",
+    b"ggml_metal",
     b"ulkan",
-    b"device",
+    b"device_config",
+    b"device=",
+    b"--device",
+    b"device type",
     b"CUDA",
-    b"cuda",
+    b"cuda graph",
+    b"# cuda",
+    b"-cuda",
     b"NVIDIA",
-    b"cpu",
-    b"CPU",
+    b"cpu_",
+    b"CPU backend",
+    b"VLLM_CPU",
     b"OMP tid",
+    b"-bin-",
 )
+_KEYS = tuple(a.decode() for a in ANCHORS)
 # Most specific first: ROCm and NPU logs mention CUDA, and llama.cpp lists a CPU beside GPUs.
 _RANK = ("rocm", "npu", "xpu", "tpu", "metal", "vulkan", "cuda", "cpu")
 
@@ -122,6 +136,8 @@ class PlatformReader:
     def feed(self, line: Line) -> None:
         """Record the signs one line shows (the first line of each platform is kept)."""
         text = line.text
+        if not any(key in text for key in _KEYS):
+            return  # most candidate lines are another kind: no regex for them
         for sign in SIGNS:
             found = self.strong if sign.strong else self.weak
             if sign.platform not in found and sign.regex.search(text):

@@ -100,6 +100,7 @@ SIGNALS: tuple[Signal, ...] = (
         {"spec.num_draft_tokens": "{k}"},
         "startup",
         re.compile(r"^(?:\S+ [IWE] )?common_speculative\w*: - n_max=(?P<k>\d+)"),
+        head=True,
     ),
     Signal("draft acceptance", _ON, "metric"),  # even when the line is cut before its numbers
     # A /completion response: draft_n counts drafted tokens; generation_settings always list
@@ -122,6 +123,7 @@ SIGNALS: tuple[Signal, ...] = (
         "startup",
         re.compile(r"\bllama-b(?P<n>\d{3,})-bin-"),
         weak=True,
+        head=True,
     ),
     # The ggml-org images name the build in their tag (`llama.cpp:server-cuda-b5400`).
     Signal(
@@ -130,6 +132,7 @@ SIGNALS: tuple[Signal, ...] = (
         "startup",
         re.compile(r"llama\.cpp:[\w.-]*?-b(?P<n>\d{3,})\b"),
         weak=True,
+        head=True,
     ),
 )
 COMMANDS: tuple[bytes, ...] = (b"llama-server", b"llama.cpp:server")

@@ -32,7 +32,6 @@ ANCHORS: tuple[bytes, ...] = (
     b"uda graph",
     b"UDA graph",
     b"npu graph",
-    b"--speculative",
     b"Decode batch",
     b"accept len",
     b"fired up",
@@ -41,6 +40,7 @@ ANCHORS: tuple[bytes, ...] = (
     b"arning",
     b"sglang",
 )
+HEAD_ANCHORS: tuple[bytes, ...] = (b"--speculative",)  # a pasted command: near the top only
 SIGNATURES: tuple[bytes, ...] = (
     b"server_args=ServerArgs(",
     b"sglang",

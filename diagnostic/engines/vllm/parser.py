@@ -46,9 +46,9 @@ ANCHORS: tuple[bytes, ...] = (
     b"backend",
     b"eager mode",
     b"spec_decode_num_accepted_tokens_per_pos",
-    b"piecewise_backend",
-    *(h.encode() for h in FLAG_HINTS),
 )
+# Start-up and paste lines: looked for near the top of a log only.
+HEAD_ANCHORS: tuple[bytes, ...] = (b"piecewise_backend", *(h.encode() for h in FLAG_HINTS))
 SIGNATURES: tuple[bytes, ...] = (
     b"vLLM",
     b"LLM engine",

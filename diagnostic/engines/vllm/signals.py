@@ -40,19 +40,20 @@ SIGNALS: tuple[Signal, ...] = (
     Signal("vllm:spec_decode_num_draft", _ON, "metric"),
     # Speculation named by errors and notices: a SpeculativeConfig that failed validation, a
     # token budget derived from the speculative settings, a run forced onto Model Runner V2.
-    Signal("validation error for SpeculativeConfig", _ON, "startup"),
-    Signal("speculative decoding settings", _ON, "startup"),
+    Signal("validation error for SpeculativeConfig", _ON, "startup", head=True),
+    Signal("speculative decoding settings", _ON, "startup", head=True),
     Signal(
         "does not yet support: ",
         _ON,
         "startup",
         re.compile(r"Model Runner V2 does not yet support: .*speculat"),
+        head=True,
     ),
     # The version outside the banner: collect_env, pip, a `vLLM version` notice, image tags
     # (with or without suffixes: `v0.26.0-aarch64-ubuntu2404`, `v0.24.0-cu129`). Weak: the
     # banner and the engine line win.
     *(
-        Signal(literal, {"version": "{v}"}, "startup", re.compile(rx), weak=True)
+        Signal(literal, {"version": "{v}"}, "startup", re.compile(rx), weak=True, head=True)
         for literal, rx in (
             ("vLLM Version", r"vLLM Version\s*:\s*v?(?P<v>\d[\w.+-]*)"),
             ("vllm==", r"\bvllm==(?P<v>\d[\w.+-]*)"),
@@ -69,6 +70,7 @@ SIGNALS: tuple[Signal, ...] = (
         {"version": "{v}"},
         "startup",
         re.compile(r"█\s+version\s+(?P<v>\d+\.\d+[\w.+-]*)"),
+        head=True,
     ),
     # vllm-ascend: the platform plugin names the mode it compiles for.
     Signal(
