@@ -289,3 +289,12 @@ def test_unread_facts_are_listed_under_the_run() -> None:
     log = CASES / "wild" / "7-trtllm-run-py-draft-len.log"
     out = CliRunner().invoke(main, ["check", str(log)], terminal_width=200).output
     assert "not in the log: speculation method" in out.replace("\n", " ")
+
+
+def test_a_findings_json_written_before_the_platform_still_reads() -> None:
+    """Bundles keep the findings.json an older check wrote; its `backend` is the platform."""
+    old = {"runs": [{"path": "server.log", "engine": "vllm", "backend": "cpu"}], "findings": []}
+    report = CheckReport.model_validate(old)
+    assert report.runs[0].platform == "cpu"
+    none = CheckReport.model_validate({"runs": [{"path": "s.log", "backend": None}]})
+    assert none.runs[0].platform == "unknown"

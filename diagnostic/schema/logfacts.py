@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from diagnostic.schema.bundle import SCHEMA_VERSION
 
@@ -231,6 +231,17 @@ class LogFacts(Strict):
         description="Lines that look like speculation or capture lines but were not read "
         "(a fork's own format, a cut line)",
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_older(cls, data: Any) -> Any:
+        """A findings.json written before the platform was read named it `backend` (cuda,
+        cpu, npu or null): read it as the platform."""
+        if isinstance(data, dict) and "backend" in data:
+            data = dict(data)
+            backend = data.pop("backend")
+            data.setdefault("platform", backend or "unknown")
+        return data
 
 
 class Finding(Strict):
