@@ -80,6 +80,12 @@ _SPEC_FLAGS = (
 _PREFIX = re.compile(r"^\[(?P<ts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)(?P<rank>(?: [A-Z]+\d+)*)\]\s?")
 _BEGIN = re.compile(r"Capture (?P<what>[\w ]*?)\s*(?:cuda|npu) graph begin", re.IGNORECASE)
 _END = re.compile(r"Capture (?P<what>[\w ]*?)\s*(?:cuda|npu) graph end", re.IGNORECASE)
+# The decode line's graph label names the device (`cuda graph` is printed on ROCm too).
+_GRAPH_LABELS = {
+    "cuda graph": ("cuda", False),
+    "npu graph": ("npu", True),
+    "cpu graph": ("cpu", True),
+}
 _GRAPH_LINE = re.compile(r"(?:cuda|npu) graph", re.IGNORECASE)
 _ELAPSED = re.compile(r"(?:Time elapsed: |elapsed=)(?P<s>[\d.]+) ?s")
 _MEM = re.compile(r"mem usage=(?P<gb>[\d.]+) GB")
@@ -237,6 +243,10 @@ class Parser(LogParser):
         if "accept rate" in fields:
             sample.accept_rate = _float(fields["accept rate"])
         graph = fields.get("cuda graph", fields.get("npu graph", fields.get("cpu graph")))
+        label = next((k for k in _GRAPH_LABELS if k in fields), None)
+        if label is not None:  # decode lines are metric lines: their graph label names it
+            platform, strong = _GRAPH_LABELS[label]
+            self.platforms.see(platform, ev(line), strong=strong)
         if graph in ("True", "False"):
             sample.cuda_graph = graph == "True"
             if sample.cuda_graph and len(self.graph_batches) < 1:
