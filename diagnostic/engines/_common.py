@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from diagnostic.engines._lines import Line
@@ -18,7 +19,7 @@ from diagnostic.schema.logfacts import (
     SourceKind,
 )
 
-__all__ = ["AcceptanceTally", "LogParser", "Worker", "cap_append", "ev"]
+__all__ = ["AcceptanceTally", "LogParser", "Worker", "cap_append", "disagreement", "ev"]
 
 EVIDENCE_WIDTH = 320
 
@@ -33,6 +34,15 @@ def ev(line: Line, focus: str | None = None) -> Evidence:
         else:
             text = text[:EVIDENCE_WIDTH] + " …"
     return Evidence(line=line.number, text=text)
+
+
+def disagreement(per_worker: Mapping[str, str], noun: str) -> str:
+    """Why workers (ranks) give no single mode: they disagree, or some captured while the
+    others' capture is not in the log (yet)."""
+    shown = ", ".join(f"{n}={m}" for n, m in per_worker.items())
+    if len({m for m in per_worker.values() if m != "UNKNOWN"}) > 1:
+        return f"{noun}s disagree: {shown}"
+    return f"not every {noun}'s capture is in the log: {shown}"
 
 
 def cap_append(items: list[Evidence], item: Evidence) -> None:

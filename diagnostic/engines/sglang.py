@@ -14,7 +14,14 @@ from dataclasses import dataclass, field
 
 from diagnostic.engines import _kv
 from diagnostic.engines._command import Command, find_command
-from diagnostic.engines._common import AcceptanceTally, LogParser, Worker, cap_append, ev
+from diagnostic.engines._common import (
+    AcceptanceTally,
+    LogParser,
+    Worker,
+    cap_append,
+    disagreement,
+    ev,
+)
 from diagnostic.engines._lines import Line
 from diagnostic.engines._signals import Signal, name_source, set_fact
 from diagnostic.schema.logfacts import (
@@ -278,9 +285,7 @@ class Parser(LogParser):
         modes = set(capture.per_worker.values())
         if len(modes) > 1:
             capture.resolved = "UNKNOWN"
-            capture.reason = "ranks disagree: " + ", ".join(
-                f"{n}={m}" for n, m in capture.per_worker.items()
-            )
+            capture.reason = disagreement(capture.per_worker, "rank")
         elif modes:
             first = next(iter(results.values()))
             capture.resolved, capture.reason = first[0], first[1]  # type: ignore[assignment]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from diagnostic.engines._common import Worker, cap_append
+from diagnostic.engines._common import Worker, cap_append, disagreement
 from diagnostic.engines.vllm.signals import mode_of
 from diagnostic.schema.logfacts import GRAPHLESS_PLATFORMS, Evidence, LogFacts
 
@@ -232,9 +232,7 @@ def resolve_capture(
             capture.reason += f" (all {len(results)} workers agree)"
     else:
         capture.resolved = "UNKNOWN"
-        capture.reason = "workers disagree: " + ", ".join(
-            f"{n}={m}" for n, m in capture.per_worker.items()
-        )
+        capture.reason = disagreement(capture.per_worker, "worker")
     for _, _, lines in results.values():
         for e in lines:
             cap_append(capture.evidence, e)
