@@ -163,3 +163,17 @@ def test_engine_line_without_its_config_marker_does_not_crash() -> None:
     )
     facts = parse_log([line])
     assert facts.engine == "vllm"
+
+
+@pytest.mark.parametrize(
+    ("error", "method"),
+    [
+        ("ValueError: Model Runner V2 does not yet support: ngram", "ngram"),
+        ("ValueError: Model Runner V2 does not yet support: speculative method 'mtp'", "mtp"),
+    ],
+)
+def test_a_forced_v2_error_names_the_speculation_it_refused(error: str, method: str) -> None:
+    """Run forced onto Model Runner V2: the error carries the fact, and it is no fallback."""
+    facts = parse_log([error], engine="vllm")
+    assert (facts.spec.enabled, facts.spec.method) == (True, method)
+    assert facts.runner_fallback is None

@@ -44,9 +44,12 @@ SIGNALS: tuple[Signal, ...] = (
     Signal("speculative decoding settings", _ON, "startup", head=True),
     Signal(
         "does not yet support: ",
-        _ON,
+        {**_ON, "spec.method": "{m}"},
         "startup",
-        re.compile(r"Model Runner V2 does not yet support: .*speculat"),
+        re.compile(
+            r"Model Runner V2 does not yet support: (?:speculative method )?'?"
+            r"(?:(?P<m>ngram|eagle3?|mtp|draft_model|medusa|suffix|dflash)\b|.*speculat)"
+        ),
         head=True,
     ),
     # The version outside the banner: collect_env, pip, a `vLLM version` notice, image tags
