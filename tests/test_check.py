@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -184,7 +185,7 @@ def test_cli_engine_option_overrides_detection(tmp_path: Path) -> None:
     assert detected["runs"][0]["engine"] == "sglang"
     forced = CliRunner().invoke(main, ["check", str(log), "--json", "--engine", "vllm"])
     assert json.loads(forced.output)["runs"][0]["engine"] == "vllm"
-    bad = CliRunner().invoke(main, ["check", str(log), "--engine", "trtllm"])
+    bad = CliRunner().invoke(main, ["check", str(log), "--engine", "tgi"])
     assert bad.exit_code == 2
 
 
@@ -268,3 +269,32 @@ def test_one_ray_log_names_each_node_s_workers(tmp_path: Path) -> None:
     remote = {w: m for w, m in run.capture.per_worker.items() if "ip=10.0.0.2" in w}
     assert set(remote.values()) == {"PIECEWISE"} and len(remote) == 2
     assert "workers-disagree" in {f.rule for f in report.findings}
+
+
+def test_the_platform_of_each_run_in_json_and_text() -> None:
+    """Issue 32 item 3: the platform per run; a CPU pair gives no CUDA-graph finding."""
+    wild = CASES / "wild"
+    logs = [str(wild / "4-vllm-cpu-0.32-ngram-eager.log"), str(VLLM / "ngram3" / "server.log")]
+    data = json.loads(CliRunner().invoke(main, ["check", "--json", *logs]).output)
+    assert [r["platform"] for r in data["runs"]] == ["cpu", "cuda"]
+    cpu_run = data["runs"][0]["path"]
+    assert not [f for f in data["findings"] if f["run"] == cpu_run]
+    text = CliRunner().invoke(main, ["check", logs[0]]).output
+    # the Engine cell reads "vllm 0.32.0 on cpu" (folded by the table at 80 columns)
+    assert re.search(r"0\.32\.0\s+on\b", text) and re.search(r"\bcpu\b", text)
+    assert "No findings." in text
+
+
+def test_unread_facts_are_listed_under_the_run() -> None:
+    log = CASES / "wild" / "7-trtllm-run-py-draft-len.log"
+    out = CliRunner().invoke(main, ["check", str(log)], terminal_width=200).output
+    assert "not in the log: speculation method" in out.replace("\n", " ")
+
+
+def test_a_findings_json_written_before_the_platform_still_reads() -> None:
+    """Bundles keep the findings.json an older check wrote; its `backend` is the platform."""
+    old = {"runs": [{"path": "server.log", "engine": "vllm", "backend": "cpu"}], "findings": []}
+    report = CheckReport.model_validate(old)
+    assert report.runs[0].platform == "cpu"
+    none = CheckReport.model_validate({"runs": [{"path": "s.log", "backend": None}]})
+    assert none.runs[0].platform == "unknown"

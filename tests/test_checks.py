@@ -153,10 +153,101 @@ def test_lookup_and_render() -> None:
     assert lookup(facts, "capture.__class__") is None
     assert (
         render("{capture.resolved} {nope} {{x}} {k}", facts, {"k": 0.123456})
-        == "UNKNOWN ? {x} 0.123"
+        == "UNKNOWN (not in the log) {x} 0.123"
     )
+
+
+def test_render_leaves_out_what_is_unknown() -> None:
+    """A message never prints a placeholder: defaults and optional parts say what is known."""
+    facts = LogFacts(path="p")
+    template = "Speculation ({spec.method|method not in the log}[[, k={spec.num_draft_tokens}]])"
+    assert render(template, facts, {}) == "Speculation (method not in the log)"
+    facts.spec.method, facts.spec.num_draft_tokens = "ngram", 3
+    assert render(template, facts, {}) == "Speculation (ngram, k=3)"
 
 
 def test_every_case_file_has_expectations() -> None:
     for log in CASES.glob("*.log"):
         assert log.with_name(log.stem + ".expected.json").is_file(), log
+
+
+# -- where a rule fires and what it says it is caused by --------------------------------------
+WILD = CASES / "wild"
+VLLM_026 = REAL_RUNS / "h200-vllm-0.26"
+
+
+def _check(*logs: Path) -> dict[str, list[tuple[str, str]]]:
+    """Rule id -> (run file name, message) of every finding on these logs checked together."""
+    runs = []
+    for log in logs:
+        facts = parse_log(log, patterns=PATTERNS)
+        facts.path = facts.label = str(log)
+        runs.append(facts)
+    findings, _ = apply_rules(RULES, runs)
+    out: dict[str, list[tuple[str, str]]] = {}
+    for f in findings:
+        out.setdefault(f.rule, []).append((Path(f.run or "").parent.name, f.message))
+    return out
+
+
+def test_runner_fallback_where_the_compared_runs_differ() -> None:
+    """On a GPU, n-gram leaves Model Runner V2 while its baseline stays: one warning, on the
+    n-gram run, naming the baseline's runner; the baseline gets none."""
+    found = _check(VLLM_026 / "base" / "server.log", VLLM_026 / "ngram3" / "server.log")
+    [(run, message)] = found["model-runner-fallback"]
+    assert run == "ngram3"
+    assert "ran Model Runner V2" in message and "ngram" in message
+
+
+def test_runner_fallback_of_a_lone_spec_run_says_what_v2_lacked() -> None:
+    [(_, message)] = _check(VLLM_026 / "ngram3" / "server.log")["model-runner-fallback"]
+    assert "V2 does not support ngram/ngram_gpu speculative decoding" in message
+    assert "without speculation stays on Model Runner V2" in message
+
+
+def test_cpu_runs_fall_back_alike_and_have_no_graphs_to_lose() -> None:
+    """vLLM 0.32 on a CPU: both runs fall back to V1 (so they do not differ), cudagraph_mode is
+    NONE with or without --enforce-eager, and a compiling run cut early is not 'before capture'."""
+    ngram = WILD / "4-vllm-cpu-0.32-ngram-eager.log"
+    base = WILD / "4-vllm-cpu-0.32-no-spec-compiling-cut.log"
+    assert _check(ngram, base) == {}
+    facts = parse_log(base, patterns=PATTERNS)
+    assert (facts.platform, facts.capture.resolved) == ("cpu", "NONE")
+    assert "before CUDA-graph capture" not in facts.capture.reason
+    assert facts.runner_fallback is not None and not facts.runner_fallback.by_speculation
+
+
+def test_a_v2_notice_about_a_request_parameter_is_no_fallback() -> None:
+    facts = parse_log(WILD / "2-vllm-indented-thinking-budget-notice.log", patterns=PATTERNS)
+    assert (facts.model_runner, facts.runner_fallback) == ("V2", None)
+
+
+def test_llamacpp_graphs_disabled_names_the_cause_the_log_gives() -> None:
+    arch = _check(WILD / "6-llamacpp-graphs-disabled-gpu-architecture.log")
+    [(_, message)] = arch["llamacpp-cuda-graphs-disabled"]
+    assert "GPU's architecture" in message and "verify" not in message
+    moe = _check(WILD / "6-llamacpp-graphs-disabled-mul-mat-id.log")
+    assert "mixture-of-experts" in moe["llamacpp-cuda-graphs-disabled"][0][1]
+    spec = _check(WILD / "6-llamacpp-graphs-disabled-batch-size-spec.log")
+    assert "verify batch" in spec["llamacpp-cuda-graphs-disabled"][0][1]
+
+
+def test_a_downgrade_rule_fires_only_on_a_line_that_names_speculation() -> None:
+    line = (
+        "(EngineCore pid=1) WARNING 01-01 00:00:01 [vllm.py:1] Overriding cudagraph_mode to "
+        "PIECEWISE for the KV connector."
+    )
+    spec = (
+        "(APIServer pid=1) INFO 01-01 00:00:00 [x.py:1] non-default args: "
+        "{'speculative_config': {'method': 'ngram', 'num_speculative_tokens': 3}}"
+    )
+    findings, _ = apply_rules(RULES, [parse_log([spec, line], patterns=PATTERNS)])
+    assert "capture-downgraded-under-spec" not in {f.rule for f in findings}
+
+
+def test_eagle3_rule_needs_drafter_evidence() -> None:
+    """Acceptance stuck at 1.0 under EAGLE has several causes: without an EAGLE-3 drafter path
+    or architecture the cause the rule states is not in the text."""
+    found = _check(WILD / "6-sglang-eagle-accept-one-no-drafter-evidence.log")
+    assert "sglang-eagle-with-eagle3-drafter" not in found
+    assert "acceptance-near-one" in found

@@ -11,8 +11,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from diagnostic.engines import parse_log
-from diagnostic.engines._lines import LineScanner, clean
-from diagnostic.schema.logfacts import CaptureMode
+from diagnostic.engines._lines import LineScanner, clean, unwrap
+from diagnostic.schema.logfacts import CaptureMode, EngineName
 from tests.engine_logs import CASES, REAL_RUNS
 
 ANCHORS = (b"Capturing", b"WARNING", b"accept")
@@ -97,8 +97,9 @@ def test_scanner_equals_brute_force(pieces: list[bytes], block: int) -> None:
 
 
 def _real_lines() -> list[bytes]:
+    """Lines of real logs and of every labelled case (the corpora of pasted and wild text)."""
     lines: list[bytes] = []
-    for log in sorted(REAL_RUNS.glob("*/*/server.log"))[:3] + sorted(CASES.glob("*.log")):
+    for log in sorted(REAL_RUNS.glob("*/*/server.log"))[:3] + sorted(CASES.rglob("*.log")):
         lines += log.read_bytes().split(b"\n")
     return lines
 
@@ -108,7 +109,7 @@ REAL_LINES = _real_lines()
 
 def _check(facts_source: bytes) -> None:
     facts = parse_log(facts_source)
-    assert facts.engine in ("vllm", "sglang", "llamacpp", "unknown")
+    assert facts.engine in get_args(EngineName)
     assert facts.capture.resolved in get_args(CaptureMode)
     facts.model_dump_json()
 
@@ -119,19 +120,37 @@ def test_random_bytes_never_crash(data: bytes) -> None:
     _check(data)
 
 
+# What people and tools put before a line, and what ends one in a continued command.
+_WRAPPERS = [
+    b"vllm-1  | ",
+    b"> ",
+    b"    ",
+    b"- ",
+    b'{"log":"',
+    b"Mar 02 10:41:07 h u[1]: ",
+    b"\xe2\x94\x82 ",
+]
+_ENDINGS = [b" \\", b" `", b" ^", b" --version", b'"}', b"\xe2\x94\x82"]
+
+
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.randoms(use_true_random=False), st.integers(min_value=1, max_value=60))
 def test_mutated_real_logs_never_crash(rng: random.Random, n: int) -> None:
-    """Real lines shuffled, cut, joined, with junk bytes spliced in."""
+    """Real and corpus lines shuffled, cut, joined, wrapped in prefixes and continuation marks,
+    with junk bytes spliced in."""
     picked = [bytearray(rng.choice(REAL_LINES)) for _ in range(n)]
     for line in picked:
         if line and rng.random() < 0.5:
             at = rng.randrange(len(line))
             line[at:at] = rng.choice(
-                [b"\r", b"(", b")", b"'", b"\xff\xfe", b"{", b"\x1b[0m", b" pid="]
+                [b"\r", b"(", b")", b"'", b"\xff\xfe", b"{", b"\x1b[0m", b" pid=", b'"', b"["]
             )
         if line and rng.random() < 0.3:
             del line[rng.randrange(len(line)) :]
+        if rng.random() < 0.2:
+            line[0:0] = rng.choice(_WRAPPERS)
+        if rng.random() < 0.1:
+            line += rng.choice(_ENDINGS)
     _check(b"\n".join(bytes(line) for line in picked))
 
 
@@ -168,3 +187,68 @@ def test_a_config_mode_cut_mid_name_is_no_mode() -> None:
     assert parse_log(line.replace("NAME", "FULL_AND_PIEC").encode()).capture.configured is None
     whole = parse_log(line.replace("NAME", "FULL_AND_PIECEWISE").encode()).capture
     assert whole.configured == "FULL_AND_PIECEWISE"
+
+
+@pytest.mark.parametrize(
+    "wrapped",
+    [
+        "vllm-1  | {line}",  # docker compose
+        "Mar 02 10:41:07 gpu-node-07 vllm[48211]: {line}",  # journald
+        "2026-02-11 08:14:02.511 | {line}",  # a log shipper's time and pipe
+        "2025-01-01T10:00:00.123456789Z {line}",  # docker logs -t
+        "[pod/vllm-0/vllm] {line}",  # kubectl logs --prefix
+        "> > {line}",  # a quote of a quote
+        "    {line}",  # indented code
+        "│ {line}   │",  # a k9s frame
+        '{{"log":"{line}\\n","stream":"stdout","time":"2026-01-14T09:13:40Z"}}',  # json-file
+    ],
+)
+def test_what_is_put_before_a_line_is_taken_off(wrapped: str) -> None:
+    line = "(EngineCore pid=7) INFO 01-14 09:13:46 [gpu_model_runner.py:3480] Graph capturing"
+    assert unwrap(wrapped.format(line=line)) == line
+
+
+def test_unwrap_keeps_engine_lines_that_contain_pipes() -> None:
+    for line in (
+        "slot print_timing: id  0 | task 0 | draft acceptance = 0.5 (1 accepted / 2 generated)",
+        "0.08.799.401 I slot print_timing: id  0 | task 0 |",
+        "[2025-06-18 03:44:10 TP0] Decode batch, #running-req: 4",
+        " in 4 secs, took 0.33 GiB",  # one leading space: where a terminal wrapped a line
+    ):
+        assert unwrap(line) == line
+
+
+def _joined(text: str) -> list[tuple[int, str]]:
+    scanner = LineScanner((b"serve", b"--spec", b"llama-server", b"--version", b"- CPU"))
+    return [(line.number, line.text) for line in scanner.scan(text.encode())]
+
+
+def test_commands_continued_in_powershell_cmd_and_as_argument_items() -> None:
+    ps = (
+        "PS D:\\llama> .\\llama-server.exe -m D:\\m.gguf `\n"
+        ">>   -md D:\\d.gguf `\n>>   --draft-max 8\n"
+    )
+    assert _joined(ps) == [
+        (1, "PS D:\\llama> .\\llama-server.exe -m D:\\m.gguf -md D:\\d.gguf --draft-max 8")
+    ]
+    items = (
+        'args:\n  - "serve"\n  - "--speculative-config"\n  - \'{"method": "ngram"}\'\nimage: x\n'
+    )
+    assert _joined(items) == [(2, '"serve" "--speculative-config" \'{"method": "ngram"}\'')]
+    devices = "device_info:\n  - CPU : EPYC (1 MiB)\n  - CUDA0 : H100 (1 MiB)\n"
+    assert _joined(devices) == [(2, "- CPU : EPYC (1 MiB)")]  # a list of values: not joined
+
+
+def test_a_version_query_takes_its_answer() -> None:
+    assert _joined("$ vllm --version\n0.10.1.1\n$ vllm serve m\n") == [
+        (1, "$ vllm --version 0.10.1.1"),
+        (3, "$ vllm serve m"),
+    ]
+
+
+def test_head_anchors_are_looked_for_in_the_head_only() -> None:
+    """A paste's or a start-up's lines (platform, versions in dumps) cost nothing in the
+    serving lines after the head."""
+    data = b"x platform cpu\n" + b"filler\n" * 20 + b"y platform cuda\nz Capturing\n"
+    scanner = LineScanner((b"Capturing",), head_anchors=(b"platform",), head_bytes=16, block=64)
+    assert [line.number for line in scanner.scan(data)] == [1, 23]

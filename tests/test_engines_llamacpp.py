@@ -24,9 +24,9 @@ def test_written_cases(log: Path, expected: dict[str, Any]) -> None:
 def test_cpu_log_says_there_are_no_cuda_graphs(tmp_path: Path) -> None:
     """The verbose CPU log lists only a CPU device: NONE, and the reason says why."""
     facts = parse_log(real_cases("llamacpp-cpu__server_verbose")[0].values[0])
-    assert facts.backend == "cpu"
+    assert facts.platform == "cpu"
     assert facts.capture.resolved == "NONE"
-    assert "CPU backend, no CUDA graphs" in facts.capture.reason
+    assert "no CUDA graphs: the model runs on the CPU" in facts.capture.reason
 
 
 def test_default_verbosity_cpu_log_is_unknown_and_says_graphs_reused_is_not_cuda() -> None:

@@ -99,7 +99,8 @@ def test_bars_without_finish_in_a_dead_log_are_unknown() -> None:
         ]
     )
     assert facts.capture.resolved == "UNKNOWN"
-    assert "never finished" in facts.capture.reason
+    assert "the log ends before it finished" in facts.capture.reason
+    assert "more bars could have followed" in facts.capture.reason
 
 
 def test_two_processes_written_into_one_line_are_split() -> None:
@@ -162,3 +163,17 @@ def test_engine_line_without_its_config_marker_does_not_crash() -> None:
     )
     facts = parse_log([line])
     assert facts.engine == "vllm"
+
+
+@pytest.mark.parametrize(
+    ("error", "method"),
+    [
+        ("ValueError: Model Runner V2 does not yet support: ngram", "ngram"),
+        ("ValueError: Model Runner V2 does not yet support: speculative method 'mtp'", "mtp"),
+    ],
+)
+def test_a_forced_v2_error_names_the_speculation_it_refused(error: str, method: str) -> None:
+    """Run forced onto Model Runner V2: the error carries the fact, and it is no fallback."""
+    facts = parse_log([error], engine="vllm")
+    assert (facts.spec.enabled, facts.spec.method) == (True, method)
+    assert facts.runner_fallback is None

@@ -191,8 +191,8 @@ def test_no_cuda_graph_advice_on_a_cpu_server() -> None:
         facts = LogFacts(path="server.log", engine="llamacpp")
         facts.spec.enabled = spec
         facts.capture.resolved = "NONE"
-        gpu, _ = apply_rules(rules, [facts.model_copy(update={"backend": "cuda"})])
-        cpu, _ = apply_rules(rules, [facts.model_copy(update={"backend": "cpu"})])
+        gpu, _ = apply_rules(rules, [facts.model_copy(update={"platform": "cuda"})])
+        cpu, _ = apply_rules(rules, [facts.model_copy(update={"platform": "cpu"})])
         assert any("CUDA graphs" in (x.title or "") for x in gpu), spec
         assert not any("CUDA" in f"{x.title} {x.message} {x.advice}" for x in cpu), spec
 

@@ -86,6 +86,8 @@ def _print(report: CheckReport) -> None:
             f"  [bold]{escape(facts.label or facts.path)}[/]: {escape(facts.capture.reason)}",
             highlight=False,
         )
+        if facts.engine != "unknown" and facts.unread:
+            console.print(f"    not in the log: {escape('; '.join(facts.unread))}", highlight=False)
     rows = source_rows(report.log_sources)
     if rows:
         console.print(_sources_table(rows))
@@ -125,6 +127,12 @@ def _spec(facts: LogFacts) -> str:
     return f"{spec.method or 'on'}{k}{seen}"
 
 
+def _engine(facts: LogFacts) -> str:
+    """`vllm 0.32.0 on cpu`: the engine, its version and the platform it ran on."""
+    where = f" on {facts.platform}" if facts.platform != "unknown" else ""
+    return f"{facts.engine} {facts.version or ''}".strip() + where
+
+
 def _lines(evidence: list[Evidence], limit: int = 6) -> str:
     numbers = [str(e.line) for e in evidence[:limit]]
     more = f" +{len(evidence) - limit}" if len(evidence) > limit else ""
@@ -148,7 +156,7 @@ def _runs_table(runs: list[LogFacts]) -> Table:
         )
         table.add_row(
             escape(facts.label or facts.path),
-            escape(f"{facts.engine} {facts.version or ''}".strip()),
+            escape(_engine(facts)),
             escape(_spec(facts)),
             capture,
             _lines(facts.capture.evidence),

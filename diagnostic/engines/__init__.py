@@ -1,6 +1,6 @@
 """Engine knowledge: which engine wrote a log and what the log says (`parse_log`).
 
-One module per engine (vllm, sglang, llamacpp) holds its anchors, detection signatures, its
+One module per engine (vllm, sglang, llamacpp, trtllm) holds its anchors, detection signatures, its
 signals as data (`SIGNALS`, read by `_signals`), its launch-command markers (`COMMANDS`) and
 its log parser; `_lines` is the streaming reader they share. Any text in which one engine's
 signatures or signals show is read, however short; text with none gets a note naming what
@@ -15,23 +15,29 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 
-from diagnostic.engines import llamacpp, sglang, vllm
+from diagnostic.engines import llamacpp, sglang, trtllm, vllm
 from diagnostic.engines._command import COMMAND_ANCHORS
 from diagnostic.engines._common import ev
 from diagnostic.engines._lines import Line, LineScanner, read_head
+from diagnostic.engines._platform import ANCHORS as PLATFORM_ANCHORS
 from diagnostic.engines._signals import SignalReader, record_sources
 from diagnostic.schema.logfacts import MAX_EVIDENCE, Evidence, LogFacts
 
-__all__ = ["ENGINES", "LOOKED_FOR", "LinePattern", "detect_engine", "parse_log"]
+__all__ = ["ENGINES", "LOOKED_FOR", "LinePattern", "detect_engine", "parse_log", "unread"]
 
-ENGINES: dict[str, ModuleType] = {"vllm": vllm, "sglang": sglang, "llamacpp": llamacpp}
+ENGINES: dict[str, ModuleType] = {
+    "vllm": vllm,
+    "sglang": sglang,
+    "llamacpp": llamacpp,
+    "trtllm": trtllm,
+}
 MAX_UNDETECTED_LINES = 200_000
 LOOKED_FOR = (
     "start-up banners and settings lines (vLLM version / engine config / non-default args, "
-    "SGLang server_args, llama.cpp build), capture and downgrade lines, speculation metrics "
-    "(SpecDecoding / Speculative metrics, accept len, draft acceptance, /metrics counters), "
-    "decode-batch and timing lines, launch commands (vllm serve, python -m "
-    "sglang.launch_server, llama-server)"
+    "SGLang server_args, llama.cpp build, TensorRT-LLM version), capture and downgrade lines, "
+    "speculation metrics (SpecDecoding / Speculative metrics, accept len, draft acceptance, "
+    "/metrics counters), decode-batch and timing lines, launch commands (vllm serve, python "
+    "-m sglang.launch_server, llama-server, trtllm-serve)"
 )
 
 
@@ -56,19 +62,28 @@ class LinePattern:
         return False
 
 
-def _signals(module: ModuleType) -> tuple[bytes, ...]:
-    """The literals of an engine's signals and its command markers."""
-    return tuple(s.contains.encode() for s in module.SIGNALS) + module.COMMANDS
+def _signals(module: ModuleType, *, head: bool = False) -> tuple[bytes, ...]:
+    """The literals of an engine's signals (those of the log's head, or the others) and its
+    command markers."""
+    literals = tuple(s.contains.encode() for s in module.SIGNALS if s.head == head)
+    return literals + (() if head else module.COMMANDS)
 
 
 def _signatures(module: ModuleType) -> tuple[bytes, ...]:
     """What identifies an engine: its signatures, its signals' literals, its command markers."""
-    return tuple(dict.fromkeys(module.SIGNATURES + _signals(module)))
+    everything = module.SIGNATURES + _signals(module) + _signals(module, head=True)
+    return tuple(dict.fromkeys(everything))
 
 
 def _anchors(module: ModuleType) -> list[bytes]:
-    """The lines the scan hands the engine's parser."""
+    """The lines the scan hands the engine's parser, anywhere in the log."""
     return list(dict.fromkeys(module.ANCHORS + _signals(module) + COMMAND_ANCHORS))
+
+
+def _head_anchors(module: ModuleType) -> list[bytes]:
+    """The lines the scan hands the parser in the head of a log only (start-up, a paste)."""
+    found = getattr(module, "HEAD_ANCHORS", ()) + _signals(module, head=True) + PLATFORM_ANCHORS
+    return list(dict.fromkeys(found))
 
 
 def detect_engine(head: bytes) -> str | None:
@@ -118,7 +133,10 @@ def _scanner(module: ModuleType, patterns: Sequence[LinePattern], engine: str) -
     anchors = _anchors(module)
     anchors += [c.encode() for p in patterns if p.applies(engine) for c in p.contains if c]
     return LineScanner(
-        tuple(dict.fromkeys(anchors)), wants_more=module.wants_more, continues=module.continues
+        tuple(dict.fromkeys(anchors)),
+        wants_more=module.wants_more,
+        continues=module.continues,
+        head_anchors=tuple(a for a in _head_anchors(module) if a not in anchors),
     )
 
 
@@ -130,10 +148,13 @@ def _run(
     feed = parser.feed  # type: ignore[attr-defined]
     signals = SignalReader(ENGINES[engine].SIGNALS, facts)
     parser.signals = signals  # type: ignore[attr-defined]
+    platforms = parser.platforms  # type: ignore[attr-defined]
     for line in lines:
         parser.kind = "startup"  # type: ignore[attr-defined]
         signals.feed(line)
         feed(line)
+        if parser.kind != "metric":  # type: ignore[attr-defined]
+            platforms.feed(line)
         if parser.kind != "command":  # type: ignore[attr-defined]
             parser.log_lines += 1  # type: ignore[attr-defined]
         if parser.kind != "metric":  # type: ignore[attr-defined]
@@ -159,13 +180,52 @@ def _finish(parser: object, scanner: LineScanner) -> LogFacts:
     facts.lines = scanner.lines
     facts.bytes = scanner.bytes_read
     facts.notes += scanner.notes
+    facts.unread = unread(facts)
+    facts.notes += [f"line {e.line} not understood: {e.text}" for e in facts.not_understood]
     return facts
+
+
+def unread(facts: LogFacts) -> list[str]:
+    """What the text did not say about the run (each with where it would have said it)."""
+    out: list[str] = []
+    if facts.version is None:
+        out.append("version (no banner, build line, package list or image tag)")
+    if facts.platform == "unknown":
+        out.append("platform (no device, platform detection or build line)")
+    spec = facts.spec
+    if spec.enabled is None:
+        out.append(
+            "speculation on or off (no settings line, whole launch command or acceptance line)"
+        )
+    elif spec.enabled:
+        if spec.method is None:
+            out.append(f"speculation method ({_METHOD_WHERE.get(facts.engine, 'its settings')})")
+        if spec.num_draft_tokens is None:
+            out.append(f"draft length k ({_K_WHERE.get(facts.engine, 'its settings')})")
+    if facts.capture.resolved == "UNKNOWN":
+        out.append("capture mode (see the reason)")
+    return out
+
+
+_METHOD_WHERE = {
+    "vllm": "speculative_config method",
+    "sglang": "--speculative-algorithm",
+    "llamacpp": "--spec-type or a draft model",
+    "trtllm": "speculative_config decoding_type",
+}
+_K_WHERE = {
+    "vllm": "num_speculative_tokens",
+    "sglang": "--speculative-num-draft-tokens",
+    "llamacpp": "--draft-max / --spec-draft-n-max",
+    "trtllm": "max_draft_len, or num_nextn_predict_layers for MTP",
+}
 
 
 def _undetected(source: Path | bytes, facts: LogFacts, patterns: Sequence[LinePattern]) -> LogFacts:
     """No signature at the head: scan the whole log with every engine's anchors, then decide."""
     anchors = tuple(dict.fromkeys(a for m in ENGINES.values() for a in _anchors(m)))
-    scanner = LineScanner(anchors)
+    head = tuple(dict.fromkeys(a for m in ENGINES.values() for a in _head_anchors(m)))
+    scanner = LineScanner(anchors, head_anchors=tuple(a for a in head if a not in anchors))
     lines: list[Line] = []
     for line in scanner.scan(source):
         if len(lines) < MAX_UNDETECTED_LINES:

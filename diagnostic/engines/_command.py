@@ -1,24 +1,80 @@
 """Launch commands pasted into a log or a message: found by an engine's markers, split by shlex.
 
 A command is evidence of what was configured, not of what the engine resolved. Each engine
-names its markers (program, `-m` module, container image) and reads the flags it knows.
+names its markers (program, `-m` module, container image) and reads the flags it knows. Besides
+a shell line (POSIX, PowerShell or cmd.exe, Windows paths included) a command can be a JSON
+array of arguments, a `docker run` of an image named after the engine, or a bare list of
+flags (argument items of a manifest, backend arguments one per line): a bare list names no
+program, so it is not known to be the whole command.
 """
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-__all__ = ["COMMAND_ANCHORS", "Command", "find_command"]
+__all__ = ["COMMAND_ANCHORS", "Command", "find_command", "from_argv"]
 
 # A multi-line container command often names the engine only on a later line: the scanner
 # takes these lines too and joins their `\` continuations.
 COMMAND_ANCHORS: tuple[bytes, ...] = (b"docker run", b"podman run")
 _ENV = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 _ENV_BEFORE = ("$", "+", "sudo", "env", "-e", "--env")  # what may precede NAME=VALUE
-_IMAGE_VERSION = re.compile(r":v?(?P<v>\d+\.\d+(?:\.\d+)?(?:\.post\d+)?)")
+_IMAGE_VERSION = re.compile(r":v?(?P<v>\d+\.\d+(?:\.\d+)?(?:\.post\d+|rc\d+)?)")
+_WINDOWS = re.compile(r"\b[A-Za-z]:\\|\.exe\b|(?:^|\s)\.\\")
+_JSON_ARGS = re.compile(r"""\[\s*"(?:[^"\\]|\\.)*"(?:\s*,\s*"(?:[^"\\]|\\.)*")*\s*\]""")
+_BARE_START = re.compile(r"--?[A-Za-z]")
+# docker/podman run options that take a value (the image is the first word that is neither).
+_DOCKER_VALUED = frozenset(
+    [
+        "-e",
+        "--env",
+        "--env-file",
+        "-v",
+        "--volume",
+        "-p",
+        "--publish",
+        "--name",
+        "--gpus",
+        "--network",
+        "--net",
+        "--ipc",
+        "--shm-size",
+        "-w",
+        "--workdir",
+        "--entrypoint",
+        "--runtime",
+        "-u",
+        "--user",
+        "--mount",
+        "--device",
+        "--ulimit",
+        "--cpuset-cpus",
+        "--cpuset-mems",
+        "--memory",
+        "-m",
+        "--platform",
+        "--label",
+        "-l",
+        "--pid",
+        "--restart",
+        "--add-host",
+        "--hostname",
+        "-h",
+        "--security-opt",
+        "--cap-add",
+        "--cap-drop",
+        "--group-add",
+        "--log-driver",
+        "--log-opt",
+        "--tmpfs",
+        "--cpus",
+        "--device-cgroup-rule",
+    ]
+)
 
 
 @dataclass
@@ -30,6 +86,7 @@ class Command:
     image: str | None = None
     flags: dict[str, str | bool] = field(default_factory=dict)
     positional: list[str] = field(default_factory=list)
+    bare: bool = False  # arguments without the program: maybe not the whole command
 
     def flag(self, *names: str) -> str | bool | None:
         """The value of the first of these flags given (names without dashes, `_` as `-`)."""
@@ -55,34 +112,47 @@ class Command:
 
 
 def find_command(
-    text: str, markers: Sequence[re.Pattern[str]], *, launch: bool = False
+    text: str,
+    markers: Sequence[re.Pattern[str]],
+    *,
+    launch: bool = False,
+    image_words: Sequence[str] = (),
 ) -> Command | None:
-    """The command on a (joined) line when a token is one of the engine's markers and flags
-    follow it, else None.
+    """The command on a (joined) line when a token is one of the engine's markers (or a
+    `docker run` image naming one of `image_words`) and flags follow it, else a bare list of
+    flags or a JSON array of arguments, else None.
 
     The engine's arguments start after the last marker token; a marker that looks like an
     image (has a `:` tag or a `/`) is kept as the image. `launch`: the text is known to be
     the engine's launch command (a bundle's run.json), whose program may be a variable
     (`$LLAMA_SERVER -m …`): without a marker, the arguments start after its first word.
     """
-    try:
-        tokens = shlex.split(text, comments=False, posix=True)
-    except ValueError:  # an unbalanced quote: a log line, or a command cut off
-        try:
-            tokens = shlex.split(text + '"', posix=True)
-        except ValueError:
-            return None
+    tokens = _tokens(text)
+    if tokens is None:
+        return None
     start = image = None
     for i, token in enumerate(tokens):
         if any(m.fullmatch(token) for m in markers):
             start = i + 1
             if "/" in token and ("docker" in tokens[:i] or "podman" in tokens[:i]):
                 image = token
+    if start is None and image_words:
+        at = _docker_image(tokens)
+        if at is not None and any(w in tokens[at].lower() for w in image_words):
+            start, image = at + 1, tokens[at]
     if start is None and launch:
         start = next((i + 1 for i, t in enumerate(tokens) if not _ENV.match(t)), None)
+    bare = False
+    if start is None:
+        array = _json_args(text)
+        if array is not None:
+            found = [i for i, t in enumerate(array) if any(m.fullmatch(t) for m in markers)]
+            tokens, start, bare = array, (found[-1] + 1 if found else 0), not found
+        elif tokens and _BARE_START.match(tokens[0]):
+            start, bare = 0, True
     if start is None or start >= len(tokens):
         return None
-    cmd = Command(argv=tokens[start:], image=image)
+    cmd = Command(argv=tokens[start:], image=image, bare=bare)
     before = "$"
     for token in tokens[:start]:
         if _ENV.match(token) and (before in _ENV_BEFORE or _ENV.match(before)):
@@ -91,6 +161,52 @@ def find_command(
         before = token
     _read_flags(cmd)
     return cmd if cmd.flags else None  # a command passes flags; a log line naming it does not
+
+
+def _tokens(text: str) -> list[str] | None:
+    """The words of a shell line; Windows paths keep their separators (as `/`)."""
+    if _WINDOWS.search(text):
+        text = re.sub(r'\\(?!")', "/", text)
+    try:
+        return shlex.split(text, comments=False, posix=True)
+    except ValueError:  # an unbalanced quote: a log line, or a command cut off
+        try:
+            return shlex.split(text + '"', posix=True)
+        except ValueError:
+            return None
+
+
+def _json_args(text: str) -> list[str] | None:
+    """A JSON array of strings on the line (a manifest's `"args": [...]`), when it holds flags."""
+    m = _JSON_ARGS.search(text)
+    if m is None:
+        return None
+    try:
+        value = json.loads(m[0])
+    except ValueError:
+        return None
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return [str(v) for v in value]
+    return None
+
+
+def _docker_image(tokens: list[str]) -> int | None:
+    """Index of the image in `docker run …` / `podman run …`, else None."""
+    for i, token in enumerate(tokens[:-1]):
+        if token in ("docker", "podman") and tokens[i + 1] == "run":
+            j = i + 2
+            while j < len(tokens) and tokens[j].startswith("-"):
+                valued = tokens[j] in _DOCKER_VALUED and "=" not in tokens[j]
+                j += 2 if valued else 1
+            return j if j < len(tokens) else None
+    return None
+
+
+def from_argv(argv: list[str]) -> Command:
+    """A command from arguments already split (a router's list), flags read."""
+    cmd = Command(argv=argv)
+    _read_flags(cmd)
+    return cmd
 
 
 def _read_flags(cmd: Command) -> None:

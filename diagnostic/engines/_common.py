@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from diagnostic.engines._lines import Line
+from diagnostic.engines._platform import PlatformReader
 from diagnostic.schema.logfacts import (
     MAX_EVIDENCE,
     MAX_SAMPLES,
@@ -12,11 +14,12 @@ from diagnostic.schema.logfacts import (
     AcceptanceSample,
     AcceptanceSummary,
     Evidence,
+    FieldSource,
     LogFacts,
     SourceKind,
 )
 
-__all__ = ["AcceptanceTally", "LogParser", "Worker", "cap_append", "ev"]
+__all__ = ["AcceptanceTally", "LogParser", "Worker", "cap_append", "disagreement", "ev"]
 
 EVIDENCE_WIDTH = 320
 
@@ -31,6 +34,15 @@ def ev(line: Line, focus: str | None = None) -> Evidence:
         else:
             text = text[:EVIDENCE_WIDTH] + " …"
     return Evidence(line=line.number, text=text)
+
+
+def disagreement(per_worker: Mapping[str, str], noun: str) -> str:
+    """Why workers (ranks) give no single mode: they disagree, or some captured while the
+    others' capture is not in the log (yet)."""
+    shown = ", ".join(f"{n}={m}" for n, m in per_worker.items())
+    if len({m for m in per_worker.values() if m != "UNKNOWN"}) > 1:
+        return f"{noun}s disagree: {shown}"
+    return f"not every {noun}'s capture is in the log: {shown}"
 
 
 def cap_append(items: list[Evidence], item: Evidence) -> None:
@@ -60,7 +72,18 @@ class LogParser:
         self.facts = facts
         self.kind: SourceKind = "startup"
         self.log_lines = 0  # candidate lines read that were not a launch command
+        self.platforms = PlatformReader()
         facts.engine = self.engine  # type: ignore[assignment]
+
+    def decide_platform(self) -> str:
+        """Set the run's platform from the signs seen (and name its line); return it."""
+        platform, evidence = self.platforms.decide()
+        self.facts.platform = platform  # type: ignore[assignment]
+        if evidence is not None:
+            self.facts.sources["platform"] = FieldSource(
+                kind="startup", line=evidence.line, text=evidence.text
+            )
+        return platform
 
     def command(self, line: Line, *, launch: bool = False) -> bool:
         """Read a launch command on this line (`launch`: known to be one); whether it was."""

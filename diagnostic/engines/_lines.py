@@ -9,6 +9,8 @@ removed, tqdm `\\r` redraws collapsed, lines capped at `max_line` bytes.
 
 from __future__ import annotations
 
+import contextlib
+import json
 import re
 from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -19,16 +21,31 @@ import numpy as np
 
 from diagnostic.errors import DiagnosticError
 
-__all__ = ["Line", "LineScanner", "clean", "collapse", "read_head"]
+__all__ = ["Line", "LineScanner", "clean", "collapse", "read_head", "unwrap"]
 
 BLOCK = 256 << 10  # small blocks stay in cache across the per-anchor passes
 MAX_LINE = 1 << 20
 MAX_CONTINUATION = 64
+HEAD_BYTES = 8 << 20  # where a log's start-up, or a paste, says what it says once
 # Blocks in a row where scanning for a key byte costs more than plain finds before the plan
 # switches: a start-up block full of that byte must not spoil the plan for the gigabyte after it.
 _STRIKES = 4
 _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b[@-Z\\-_]")
 _SEGMENT_PREFIX = re.compile(r"^\s*(?:\([^()]*\)\s*)*$")  # Ray nests two
+# What people and log shippers put before an engine's own line: markdown quotes (and the
+# PowerShell `>>` prompt), a k9s frame, journald's `Mon DD HH:MM:SS host unit[pid]:`, docker
+# compose's `service-1  | `, a shipper's `2026-02-11 08:14:02.511 | `, `docker logs -t`'s ISO
+# time, `kubectl logs --prefix`'s `[pod/NAME/CONTAINER]`, and indentation (two spaces or a tab:
+# one leading space is kept, it can be the space a terminal wrapped a line at).
+_WRAPPER = re.compile(
+    r"^(?:[ \t]{2,}|\t|(?:>\s?)+|│\s?"
+    r"|[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d(?:\.\d+)? \S+ [\w.@/-]+(?:\[\d+\])?: "
+    r"|[A-Za-z][\w.-]*\s+\| "
+    r"|\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?\s+\| "
+    r"|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z "
+    r"|\[pod/[^\]\s]+\] )"
+)
+_FRAME_END = re.compile(r"\s*│\s*$")
 
 Source = Path | bytes | Iterable[str] | Iterable[bytes]
 
@@ -49,7 +66,24 @@ def clean(data: bytes) -> Line:
         raw = _ANSI.sub("", raw)
     if raw.endswith("\r"):
         raw = raw[:-1]
+    raw = unwrap(raw)
     return Line(0, collapse(raw) if "\r" in raw else raw, raw)
+
+
+def unwrap(text: str) -> str:
+    """The line without what was put before it (quotes, frames, shipper prefixes, indent,
+    docker's json-file record around it)."""
+    if text.startswith('{"log":'):
+        with contextlib.suppress(ValueError, KeyError, TypeError):
+            text = str(json.loads(text)["log"]).rstrip("\n")
+    for _ in range(4):  # a quote of a compose log of a journal: a few layers at most
+        m = _WRAPPER.match(text)
+        if m is None or not m.end():
+            break
+        text = text[m.end() :]
+    if text.endswith("│"):
+        text = _FRAME_END.sub("", text)
+    return text
 
 
 def collapse(raw: str) -> str:
@@ -122,7 +156,7 @@ class _Plan:
     """How to find each anchor: on its rarest byte (memchr speed) or with a full find pass."""
 
     def __init__(self, anchors: Sequence[bytes], sample: bytes) -> None:
-        counts = {c: sample.count(bytes([c])) for a in anchors for c in set(a)}
+        counts = {c: sample.count(bytes([c])) for c in {c for a in anchors for c in a}}
         n = max(len(sample), 1)
         # Costs in seconds for the sample (measured orders of magnitude): a memchr pass, a hit
         # checked in Python (plus one startswith per anchor sharing the key), a find pass.
@@ -186,11 +220,17 @@ class LineScanner:
     `wants_more(text)` marks a line whose content continues on the next physical lines (a
     settings line wrapped by a terminal or a log shipper); the scanner then appends the
     following lines for which `continues(text)` holds, up to 64 of them.
+
+    `head_anchors` are looked for in the first `head_bytes` only: what a paste or a start-up
+    says once (platform, versions in environment dumps, launch commands) costs nothing in the
+    gigabyte of serving lines after it.
     """
 
     anchors: Sequence[bytes] | None
     wants_more: Callable[[str], bool] | None = None
     continues: Callable[[str], bool] | None = None
+    head_anchors: Sequence[bytes] = ()
+    head_bytes: int = HEAD_BYTES
     block: int = BLOCK
     max_line: int = MAX_LINE
     lines: int = 0
@@ -198,9 +238,10 @@ class LineScanner:
     notes: list[str] = field(default_factory=list)
     sample: bytes = b""  # bytes from the middle of a long file: what the bulk looks like
     _plan: _Plan | None = None
+    _head_plan: _Plan | None = None
 
     def __post_init__(self) -> None:
-        if self.anchors is not None and any(b"\n" in a or not a for a in self.anchors):
+        if any(b"\n" in a or not a for a in [*(self.anchors or ()), *self.head_anchors]):
             raise ValueError("anchors must be non-empty and single-line")
 
     def scan(self, source: Source) -> Iterator[Line]:
@@ -245,18 +286,18 @@ class LineScanner:
             yield line
 
     def _wanted(self, data: bytes) -> bool:
-        return self.anchors is None or any(a in data for a in self.anchors)
+        anchors = [*(self.anchors or ()), *self.head_anchors]
+        return self.anchors is None or any(a in data for a in anchors)
 
     def _block(self, buf: bytes, end: int, *, final: bool) -> Generator[Line, None, int]:
         """Yield candidates of buf[:end]; return how many bytes were consumed."""
-        if self._plan is None and self.anchors is not None:
-            self._plan = _Plan(self.anchors, self.sample or buf[: 1 << 20])
+        plan = self._plan_for(buf)
         arr = np.frombuffer(buf, dtype=np.uint8, count=end)
         newlines = np.flatnonzero(arr == 10)
-        if self._plan is None:
+        if plan is None:
             starts = [0, *(int(n) + 1 for n in newlines if n + 1 < end)]
         else:
-            starts = sorted(self._plan.starts(buf, end))
+            starts = sorted(plan.starts(buf, end))
         if not starts:
             self.lines += len(newlines)
             return end
@@ -267,25 +308,35 @@ class LineScanner:
                 continue
             stop = int(newlines[idx]) if idx < len(newlines) else end
             line = self._decode(buf[start:stop], self.lines + idx + 1)
-            shell = line.text.endswith("\\")
-            if shell or (self.wants_more is not None and self.wants_more(line.text)):
-                more = self._continuation(buf, newlines, idx, end, shell=shell)
+            mode = _join_mode(line.text, self.wants_more)
+            if mode is not None:
+                more = self._continuation(buf, newlines, idx, end, mode=mode)
                 if more is None and not final and len(buf) < 4 * self.max_line:
                     self.lines += idx  # wait for the next block: the wrap goes past this one
                     return start
-                for extra in more or []:
-                    if shell:  # a shell command continued with `\`: one command line
-                        line.text = line.text.rstrip()[:-1].rstrip() + " " + extra.text.strip()
-                        line.raw = line.text
-                    else:
-                        line.text += extra.text
-                        line.raw += extra.raw
+                if mode == "items" and more and not _has_flag(line.text, more[0].text):
+                    more = []  # a list of values (device lines, bullets), not arguments
+                _join(line, more or [], mode)
                 if more:
                     last = idx + len(more)
                     covered = int(newlines[last]) + 1 if last < len(newlines) else end
             yield line
         self.lines += len(newlines) + (1 if final and not buf[:end].endswith(b"\n") else 0)
         return end
+
+    def _plan_for(self, buf: bytes) -> _Plan | None:
+        """The plan of the block: with the head anchors while in the head of the source."""
+        if self.anchors is None:
+            return None
+        sample = self.sample or buf[: 1 << 20]
+        if self.head_anchors and self.bytes_read <= self.head_bytes + len(buf):
+            if self._head_plan is None:
+                anchors = tuple(dict.fromkeys([*self.anchors, *self.head_anchors]))
+                self._head_plan = _Plan(anchors, sample)
+            return self._head_plan
+        if self._plan is None:
+            self._plan = _Plan(self.anchors, sample)
+        return self._plan
 
     def _decode(self, data: bytes, number: int) -> Line:
         if len(data) > self.max_line:
@@ -296,28 +347,88 @@ class LineScanner:
         return line
 
     def _continuation(
-        self, buf: bytes, newlines: np.ndarray, idx: int, end: int, *, shell: bool = False
+        self, buf: bytes, newlines: np.ndarray, idx: int, end: int, *, mode: str
     ) -> list[Line] | None:
         """Following physical lines that continue line idx; None when the block ends first.
 
-        `shell`: a command line ending in `\\`, continued while each line ends in one.
+        `mode`: "shell" (a command whose lines end in a continuation mark, continued while each
+        does), "items" (argument items: YAML list items or flags, one per line), "answer" (the
+        one line a `--version` query printed) or "engine" (the engine's `continues`).
         """
         out: list[Line] = []
         for j in range(idx + 1, min(idx + 1 + MAX_CONTINUATION, len(newlines) + 1)):
             start = int(newlines[j - 1]) + 1
             if j >= len(newlines):
-                if shell and start < end:  # the last line of the buffer, without its newline
-                    out.append(self._decode(buf[start:end], self.lines + j + 1))
+                if mode != "engine" and start < end:  # the buffer's last line, no newline
+                    last = self._decode(buf[start:end], self.lines + j + 1)
+                    if mode == "shell" or _item(last.text) is not None or _ANSWER.match(last.text):
+                        out.append(last)
                     return out
                 return out if start >= end else None
             nxt = self._decode(buf[start : int(newlines[j])], self.lines + j + 1)
-            if shell:
+            if mode == "answer":
+                return [nxt] if _ANSWER.match(nxt.text) else []
+            if mode == "shell":
                 out.append(nxt)
-                if not nxt.text.endswith("\\"):
+                if not _CONTINUED.search(nxt.text):
                     return out
                 continue
-            assert self.continues is not None
-            if not self.continues(nxt.text):
+            goes_on = _item(nxt.text) is not None if mode == "items" else self.continues(nxt.text)  # type: ignore[misc]
+            if not goes_on:
                 return out
             out.append(nxt)
         return out
+
+
+# A command line continued on the next: `\` (sh), ` `` ` (PowerShell), ` ^` (cmd.exe).
+_CONTINUED = re.compile(r"(?:\\| `| \^)$")
+_ITEM = re.compile(r"^-\s+(?P<v>\S.*)$")  # a YAML list item
+_FLAG = re.compile(r"""^["']?--?[A-Za-z]""")
+# What `--version` printed alone on its line, or the line after `pip show`'s `Name: X`.
+_ANSWER = re.compile(r"(?:Version:\s*)?v?\d+\.\d+[\w.+-]*$")
+_PIP_NAME = re.compile(r"Name: (?:vllm|sglang|tensorrt[-_]llm)$", re.IGNORECASE)
+_PROGRAM = re.compile(r"(?i)vllm|sglang|llama|trtllm|tensorrt|python|serve|entrypoints")
+
+
+def _item(text: str) -> str | None:
+    """The argument an item line holds (`- "--model"`, a bare `--flag value`), else None."""
+    m = _ITEM.match(text)
+    if m:
+        return m["v"]
+    return text if _FLAG.match(text) and text.startswith("-") else None
+
+
+def _has_flag(first: str, second: str) -> bool:
+    return any(_FLAG.match(_item(t) or "") for t in (first, second))
+
+
+def _join_mode(text: str, wants_more: Callable[[str], bool] | None) -> str | None:
+    if text.endswith("--version") or _PIP_NAME.match(text):
+        return "answer"
+    if _CONTINUED.search(text):
+        return "shell"
+    if _item(text) is not None:
+        return "items"
+    if wants_more is not None and wants_more(text):
+        return "engine"
+    return None
+
+
+def _join(line: Line, more: list[Line], mode: str) -> None:
+    """Append continuation lines to a line: a command's words joined by spaces, an engine's
+    wrapped record as it was cut."""
+    if not more:
+        return
+    if mode in ("shell", "answer"):
+        words = [_CONTINUED.sub("", x.text).strip() for x in [line, *more]]
+    elif mode == "items":
+        words = [_item(x.text) or "" for x in [line, *more]]
+        while words and not _FLAG.match(words[0]) and not _PROGRAM.search(words[0]):
+            words.pop(0)  # the value of a flag on an earlier line
+    else:
+        for extra in more:
+            line.text += extra.text
+            line.raw += extra.raw
+        return
+    line.text = " ".join(w for w in words if w)
+    line.raw = line.text

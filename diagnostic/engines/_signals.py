@@ -38,7 +38,9 @@ class Signal:
     optionally a regex, the facts it sets (`"{group}"` takes a regex group) and its source.
 
     `weak` values are applied once every line was read, only where nothing else set the field;
-    `if_spec` ones are weak and apply only when speculation turned out to be on.
+    `if_spec` ones are weak and apply only when speculation turned out to be on. A `head`
+    signal is looked for near the top of a log only (a version in an environment dump, an
+    error at start-up): the scan skips it in the serving lines after.
     """
 
     contains: str
@@ -47,6 +49,7 @@ class Signal:
     regex: re.Pattern[str] | None = None
     weak: bool = False
     if_spec: bool = False
+    head: bool = False
 
     def match(self, text: str) -> dict[str, str] | None:
         """The regex groups when the line is this signal (empty without a regex), else None."""

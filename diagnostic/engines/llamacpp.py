@@ -10,11 +10,17 @@ from __future__ import annotations
 
 import re
 
-from diagnostic.engines._command import find_command
+from diagnostic.engines._command import Command, find_command, from_argv
 from diagnostic.engines._common import AcceptanceTally, LogParser, cap_append, ev
 from diagnostic.engines._lines import Line
 from diagnostic.engines._signals import Signal, name_source
-from diagnostic.schema.logfacts import AcceptanceSample, Evidence, LogFacts, SourceKind
+from diagnostic.schema.logfacts import (
+    GRAPHLESS_PLATFORMS,
+    AcceptanceSample,
+    Evidence,
+    LogFacts,
+    SourceKind,
+)
 
 ENGINE = "llamacpp"
 ANCHORS: tuple[bytes, ...] = (
@@ -38,6 +44,15 @@ ANCHORS: tuple[bytes, ...] = (
     b"llama-server",
     b" W ",
     b"warning",
+    b"version: ",
+    b"build_info",
+    b"n_max=",
+    b"statistics",
+    b"spawning server instance",
+    b"load:   ",
+    b"--spec-",
+    b"-md",
+    b"router server",
 )
 SIGNATURES: tuple[bytes, ...] = (
     b"llama_server",
@@ -51,6 +66,13 @@ SIGNATURES: tuple[bytes, ...] = (
     b"main: HTTP server",
     b"llama_perf_context_print",
     b"common_perf_print",
+    b"build_info",
+    b"common_speculative",
+    b"ggml_backend_cuda_graph_compute",
+    b"--draft-max",
+    b"--spec-type",
+    b"--spec-draft",
+    b"-md ",
 )
 _ON = {"spec.enabled": True}
 SIGNALS: tuple[Signal, ...] = (
@@ -64,12 +86,21 @@ SIGNALS: tuple[Signal, ...] = (
     Signal(
         "n_draft", {"spec.method": "draft"}, "metric", re.compile(r"^\s*n_draft\s*="), weak=True
     ),
-    # Per-drafter statistics: `statistics draft-eagle3: …`, `statistics ngram-simple: …`.
+    # Per-drafter statistics: `statistics draft-eagle3: …`, `statistics ngram-simple: …`, and
+    # forks' own types (`statistics mtp: …`), named as printed.
     Signal(
         "statistics",
         {**_ON, "spec.method": "{m}"},
         "metric",
-        re.compile(r"statistics\s+(?P<m>(?:draft|ngram)[\w-]*):"),
+        re.compile(r"statistics\s+(?P<m>[a-z][\w-]*):\s+#"),
+    ),
+    # The implementation's settings line after `adding speculative implementation`.
+    Signal(
+        "n_max=",
+        {"spec.num_draft_tokens": "{k}"},
+        "startup",
+        re.compile(r"^(?:\S+ [IWE] )?common_speculative\w*: - n_max=(?P<k>\d+)"),
+        head=True,
     ),
     Signal("draft acceptance", _ON, "metric"),  # even when the line is cut before its numbers
     # A /completion response: draft_n counts drafted tokens; generation_settings always list
@@ -85,14 +116,46 @@ SIGNALS: tuple[Signal, ...] = (
     Signal(
         "size_m=", {"spec.num_draft_tokens": "{k}"}, "startup", re.compile(r"\bsize_m=(?P<k>\d+)")
     ),
+    # A release archive's name (`llama-b6123-bin-win-cuda-12.4-x64.zip`).
+    Signal(
+        "-bin-",
+        {"version": "b{n}"},
+        "startup",
+        re.compile(r"\bllama-b(?P<n>\d{3,})-bin-"),
+        weak=True,
+        head=True,
+    ),
+    # The ggml-org images name the build in their tag (`llama.cpp:server-cuda-b5400`).
+    Signal(
+        "llama.cpp:",
+        {"version": "b{n}"},
+        "startup",
+        re.compile(r"llama\.cpp:[\w.-]*?-b(?P<n>\d{3,})\b"),
+        weak=True,
+        head=True,
+    ),
 )
 COMMANDS: tuple[bytes, ...] = (b"llama-server", b"llama.cpp:server")
-_MARKERS = (re.compile(r"(?:\S*/)?llama-server"), re.compile(r"\S*llama\.cpp:server\S*"))
+_MARKERS = (re.compile(r"\S*llama-server(?:\.exe)?"), re.compile(r"\S*llama\.cpp:server\S*"))
+_OFF = {"none", "off", "0", "false"}
+# A line worth reading as a command: the program, the image, or flags only llama.cpp takes
+# (argument lists without the program: a compose command array, a line of flags).
+_COMMAND_HINTS = ("llama-server", "llama.cpp:server", "--spec-", "--draft", "-md", "--model-draft")
+# Settings files a command can take the rest of its flags from (not in the text).
+_FILE_FLAGS = ("models-preset", "config")
 
+# `build: N (hash)`, `build N (hash) with …`, --version's `version: N (hash)` and newer
+# `version: 0.1.0-dev (build N, commit hash)`, /props' `"build_info": "bN-hash"`.
 _BUILD = re.compile(
-    r"\bbuild(?::| =|) (?P<num>\d+) \((?P<hash>[0-9a-f]+)\)"
+    r"\b(?:build|version)(?::| =|) (?P<num>\d+) \((?P<hash>[0-9a-f]+)\)"
     r"|build=(?P<n2>\d+) commit=\"?(?P<h2>[0-9a-f]+)"
+    r"|\(build (?P<n3>\d+), commit (?P<h3>[0-9a-f]+)\)"
+    r"|build_info[\"']?\s*[:=]\s*[\"']?b(?P<n4>\d+)-(?P<h4>[0-9a-zA-Z]+)"
 )
+# The router's child command, one argument per line: `srv  load:   --spec-type`.
+_ROUTER_ARG = re.compile(r"\bload:\s{3,}(?P<arg>\S.*)$")
+# A preset (INI) line for a speculation setting: `spec-type = draft-mtp`.
+_INI = re.compile(r"^(?P<k>(?:spec|draft)-[\w-]+|model-draft|md)\s*=\s*(?P<v>\S+)\s*$")
 _MODEL = re.compile(r"loading model '(?P<m>[^']+)'|loaded meta data .* from (?P<f>\S+)")
 _DRAFT_MODEL = re.compile(r"loading draft model '(?P<m>[^']+)'")
 _SPEC_IMPL = re.compile(r"adding speculative implementation '(?P<m>[^']+)'")
@@ -105,16 +168,29 @@ _EVAL = re.compile(r"\|\s+eval time =\s*[\d.]+ ms /\s*(?P<n>\d+) tokens")
 _PER_POS = re.compile(r"(?:acc per pos|acceptance rate per position) = \((?P<p>[^)]*)\)")
 _TASK = re.compile(r"\| task (?P<t>-?\d+) \|")
 _DISABLE = re.compile(r"disabling CUDA graphs due to (?P<why>[^\[(]+)")
+# A speculation statistic (acceptance, draft depth) and the ones this reader understands.
+_SPEC_STAT = re.compile(
+    r"(?i)\baccept\w*\s*[=:]\s*[\d.(]|\bdraft[ _-]?(?:depth|len|length)\w*\s*[=:]\s*\d"
+    r"|statistics\s+\S+:"
+)
+_UNDERSTOOD = re.compile(
+    r"draft acceptance(?: rate)? = [\d.]+ \(|^\s*(?:n_accept|accept|n_draft)\s*=|"
+    r"statistics\s+[a-z][\w-]*:\s+#|\"draft_n(?:_accepted)?\"|acceptance rate per position|"
+    r"acc per pos"
+)
+_GPU_DEVICE = re.compile(
+    r"- (?:CUDA|ROCm|MTL|Vulkan|SYCL)\d|ggml_(?:cuda|vulkan)_init: [Ff]ound [1-9]"
+    r"|(?:CUDA|ROCm)\d model buffer"
+)
+_GPU_BUILD = re.compile(r"\b(?:CUDA|ROCm|HIP|MTL|Metal|Vulkan|SYCL|CANN|MUSA|OpenCL)\b")
 _OFFLOADED = re.compile(r"offloaded (?P<n>\d+)/(?P<m>\d+) layers to GPU")
 _USE_GRAPHS = re.compile(r"USE_GRAPHS = (?P<v>\d)")
 _WARN = re.compile(r"^\d+\.\d+\.\d+\.\d+ W |^\s*(?:WARN|warning)\b|\bwarning:")
-_K_FLAGS = (
-    "--draft-max",
-    "--draft",
-    "--draft-n",
-    "--spec-draft-n-max",
-    "--spec-ngram-simple-size-m",
-)
+_K_FLAGS = ("--draft-max", "--draft", "--draft-n", "--spec-draft-n-max")
+_TYPE_K_FLAGS = {  # the draft max of a type that drafts without a draft model
+    "ngram-simple": "--spec-ngram-simple-size-m",
+    "ngram-mod": "--spec-ngram-mod-n-max",
+}
 _DRAFT_FLAGS = ("md", "model-draft", "spec-draft-model")
 
 
@@ -146,25 +222,43 @@ class Parser(LogParser):
         self.offloaded: tuple[int, Evidence] | None = None
         self.debug_level = False
         self.ready = False
+        self.router = False
+        self.router_args: list[tuple[str, Line]] | None = None  # the router's child command
         self.env_from_command = False
 
     def feed(self, line: Line) -> None:
         """Read one candidate line."""
         text = line.text
+        if _SPEC_STAT.search(text) and not _UNDERSTOOD.search(text):
+            cap_append(self.facts.not_understood, ev(line))  # a fork's own statistics line
         if "draft acceptance" in text:
             self.kind = "metric"
             self._acceptance(line)
             return
-        if ("llama-server" in text or "llama.cpp:server" in text) and self.command(line):
+        arg = _ROUTER_ARG.search(text) if self.router_args is not None else None
+        if arg:
+            self.kind = "command"
+            self.router_args.append((arg["arg"].strip(), line))  # type: ignore[union-attr]
             return
+        self._router_command()
+        if "spawning server instance with args:" in text:
+            self.router_args = []
+            return
+        if any(h in text for h in _COMMAND_HINTS) and self.command(line):
+            return
+        if "=" in text and (ini := _INI.match(text)):
+            self._flags(Command(argv=[], flags={ini["k"]: ini["v"]}), line, whole=False)
+        if "starting router server" in text:
+            self.router = True  # a router loads no model: it says nothing about speculation
         if "acc per pos" in text or "per position" in text:
             self._per_position(text)
         if " eval time =" in text:
             self._eval(text)
-        if "build" in text and self.facts.version is None:
+        if self.facts.version is None and ("build" in text or "version" in text):
             b = _BUILD.search(text)
             if b:
-                self.facts.version = f"b{b['num'] or b['n2']}-{b['hash'] or b['h2']}"
+                num = b["num"] or b["n2"] or b["n3"] or b["n4"]
+                self.facts.version = f"b{num}-{b['hash'] or b['h2'] or b['h3'] or b['h4']}"
         if self.facts.model is None:
             m = _MODEL.search(text)
             if m:
@@ -180,27 +274,13 @@ class Parser(LogParser):
 
     def command(self, line: Line, *, launch: bool = False) -> bool:
         """A llama-server command line: the flags it was started with."""
-        cmd = find_command(line.text, _MARKERS, launch=launch)
-        if cmd is None:
+        cmd = find_command(line.text, _MARKERS, launch=launch, image_words=("llama",))
+        if cmd is None or (cmd.bare and not any(_speculative(f) for f in cmd.flags)):
             return False
         self.kind = "command"
+        whole = not cmd.bare and not any(f in cmd.flags for f in _FILE_FLAGS)
+        self._flags(cmd, line, whole=whole)
         flags = cmd.flags
-        self.facts.requested.update(flags)
-        spec = self.facts.spec
-        drafter = cmd.text(*_DRAFT_FLAGS)
-        if drafter:
-            spec.enabled, spec.drafter = True, drafter
-        method = cmd.text("spec-type")
-        if method or drafter:
-            spec.enabled, spec.method = True, method or "draft"
-        for flag in _K_FLAGS:
-            k = cmd.number(flag.lstrip("-"))
-            if k is not None:
-                spec.num_draft_tokens = k
-        if spec.enabled:
-            self.facts.spec_evidence.append(ev(line))
-        if spec.enabled is None:
-            spec.enabled = False
         self.facts.model = self.facts.model or cmd.text("m", "model", "hf", "hf-repo")
         if "GGML_CUDA_DISABLE_GRAPHS" in cmd.env:
             self.env_disabled, self.env_from_command = ev(line, "GGML_CUDA_DISABLE_GRAPHS"), True
@@ -208,11 +288,42 @@ class Parser(LogParser):
             self.debug_level = self.debug_level or flags.get("lv") == "4" or "verbose" in flags
         return True
 
+    def _router_command(self) -> None:
+        """The child command the router listed one argument per line, once it is complete."""
+        if self.router_args:
+            args = [a for a, _ in self.router_args]
+            self._flags(from_argv(args[1:]), self.router_args[0][1], whole=True)
+        self.router_args = None
+
+    def _flags(self, cmd: Command, line: Line, *, whole: bool) -> None:
+        """Speculation from flags (a command, a router's argument list, preset lines):
+        `whole` when nothing else configures the server (no preset or config file)."""
+        self.facts.requested.update(cmd.flags)
+        spec = self.facts.spec
+        drafter = cmd.text(*_DRAFT_FLAGS)
+        method = cmd.text("spec-type")
+        if method is not None and method.lower() in _OFF:
+            method, drafter = None, None
+        if drafter:
+            spec.drafter = spec.drafter or drafter
+        if method or drafter:
+            spec.enabled, spec.method = True, spec.method or method or "draft"
+        k_flags = [f for t, f in _TYPE_K_FLAGS.items() if (method or "").startswith(t)] + list(
+            _K_FLAGS
+        )
+        k = next((n for f in k_flags if (n := cmd.number(f.lstrip("-"))) is not None), None)
+        if k is not None and (spec.enabled or not whole):
+            spec.num_draft_tokens = k
+        if spec.enabled:
+            self.facts.spec_evidence.append(ev(line))
+        elif spec.enabled is None and whole:
+            spec.enabled = False
+
     def _backend(self, line: Line) -> None:
         text = line.text
         if "- CPU" in text and ":" in text:
             self.cpu_device = self.cpu_device or ev(line)
-        if "- CUDA" in text or "ggml_cuda_init: found" in text or "CUDA0 model buffer" in text:
+        if _GPU_DEVICE.search(text):
             self.gpu_device = self.gpu_device or ev(line)
         if "system_info" in text:
             g = _USE_GRAPHS.search(text)
@@ -220,6 +331,8 @@ class Parser(LogParser):
                 self.use_graphs = (g["v"] == "1", ev(line, "USE_GRAPHS"))
             if "CUDA :" in text:
                 self.gpu_device = self.gpu_device or ev(line, "CUDA")
+            elif "CPU :" in text and not _GPU_BUILD.search(text):
+                self.platforms.see("cpu", ev(line))  # a build with no GPU backend
         d = _DISABLE.search(text)
         if d:
             why = d["why"].strip()
@@ -284,11 +397,12 @@ class Parser(LogParser):
 
     def finish(self) -> LogFacts:
         """Decide what can be said about CUDA graphs; return the facts."""
+        self._router_command()
         self._flush()
         self.tally.finish(self.facts)
         facts = self.facts
         facts.workers = ["main"]
-        if facts.spec.enabled is None and self.ready:
+        if facts.spec.enabled is None and self.ready and not self.router:
             facts.spec.enabled = False  # llama-server names its drafter at start-up
         if facts.spec.enabled and facts.spec.num_draft_tokens is None and facts.acceptance:
             positions = len(facts.acceptance[0].per_position)
@@ -304,9 +418,14 @@ class Parser(LogParser):
         if self.env_disabled is not None:
             capture.configured = "NONE"
             capture.evidence.append(self.env_disabled)
-        gpu = self.gpu_device is not None and not (self.offloaded and self.offloaded[0] == 0)
-        self.facts.backend = "cuda" if gpu else "cpu" if self.cpu_device or self.offloaded else None
-        capture.resolved, capture.reason = self._resolution(gpu)  # type: ignore[assignment]
+        layers = self.offloaded[0] if self.offloaded else None
+        gpu = (self.gpu_device is not None or bool(layers)) and layers != 0
+        if not gpu and (self.cpu_device or self.offloaded):
+            cpu = self.cpu_device or (self.offloaded[1] if self.offloaded else None)
+            assert cpu is not None
+            self.platforms.see("cpu", cpu)  # a CPU device list, or no layer offloaded
+        platform = self.decide_platform()
+        capture.resolved, capture.reason = self._resolution(gpu, platform)  # type: ignore[assignment]
         self._capture_source()
         for e in (self.gpu_device, self.cpu_device, self.offloaded and self.offloaded[1]):
             if e:
@@ -326,14 +445,15 @@ class Parser(LogParser):
             )
             name_source(self.facts, "capture.resolved", kind, e, replace=True)
 
-    def _resolution(self, gpu: bool) -> tuple[str, str]:
+    def _resolution(self, gpu: bool, platform: str) -> tuple[str, str]:
         if self.disabled:
             reasons = "; ".join(f"{why} ({n}x)" for why, n in self.disabled.items())
             return "NONE", f"llama.cpp disabled CUDA graphs: {reasons}"
         if self.env_disabled is not None:
             return "NONE", "GGML_CUDA_DISABLE_GRAPHS is set"
-        if not gpu and (self.cpu_device or self.offloaded):
-            return "NONE", "CPU backend, no CUDA graphs: the model runs on the CPU (no CUDA device)"
+        if platform in GRAPHLESS_PLATFORMS:
+            where = "the CPU (no GPU device)" if platform == "cpu" else f"{platform.title()}"
+            return "NONE", f"no CUDA graphs: the model runs on {where}"
         if gpu and self.use_graphs is not None and not self.use_graphs[0]:
             return "NONE", "built without CUDA graphs (USE_GRAPHS = 0)"
         if gpu and self.debug_level:
@@ -353,3 +473,7 @@ class Parser(LogParser):
             "this verbosity; -lv 4 logs them); 'graphs reused' is llama.cpp's compute-graph "
             "reuse, not CUDA graphs",
         )
+
+
+def _speculative(flag: str) -> bool:
+    return flag.startswith(("spec", "draft", "md", "model-draft", "hfd", "hf-repo-draft"))

@@ -1,9 +1,10 @@
 """SGLang server logs (0.4–0.5), excerpts of them and `sglang.launch_server` commands -> LogFacts.
 
 SGLang prints no version banner and no line when CUDA graphs are disabled: capture is read
-from `Capture cuda graph begin/end` per rank (drafter graphs are captured only after the
-target's), the decode batches' `cuda graph: True|False` (`npu graph` on Ascend), and
-`disable_cuda_graph` in the `server_args=ServerArgs(…)` line or `--disable-cuda-graph`.
+from `Capture cuda graph begin/end` per rank (`Capture npu graph …` on Ascend; drafter graphs
+are captured only after the target's), the decode batches' `cuda graph: True|False` (`npu
+graph`), and `disable_cuda_graph` in the `server_args=ServerArgs(…)` line or
+`--disable-cuda-graph`. The version comes from check_env (`sglang: X`), pip or an image tag.
 """
 
 from __future__ import annotations
@@ -12,11 +13,19 @@ import re
 from dataclasses import dataclass, field
 
 from diagnostic.engines import _kv
-from diagnostic.engines._command import find_command
-from diagnostic.engines._common import AcceptanceTally, LogParser, Worker, cap_append, ev
+from diagnostic.engines._command import Command, find_command
+from diagnostic.engines._common import (
+    AcceptanceTally,
+    LogParser,
+    Worker,
+    cap_append,
+    disagreement,
+    ev,
+)
 from diagnostic.engines._lines import Line
 from diagnostic.engines._signals import Signal, name_source, set_fact
 from diagnostic.schema.logfacts import (
+    GRAPHLESS_PLATFORMS,
     AcceptanceSample,
     CaptureTiming,
     Evidence,
@@ -29,6 +38,7 @@ ANCHORS: tuple[bytes, ...] = (
     b"server_args=",
     b"uda graph",
     b"UDA graph",
+    b"npu graph",
     b"Decode batch",
     b"accept len",
     b"fired up",
@@ -37,6 +47,7 @@ ANCHORS: tuple[bytes, ...] = (
     b"arning",
     b"sglang",
 )
+HEAD_ANCHORS: tuple[bytes, ...] = (b"--speculative",)  # a pasted command: near the top only
 SIGNATURES: tuple[bytes, ...] = (
     b"server_args=ServerArgs(",
     b"sglang",
@@ -45,6 +56,10 @@ SIGNATURES: tuple[bytes, ...] = (
     b"Capture cuda graph",
     b"fired up and ready to roll",
     b"Load weight begin",
+    b"--speculative-algorithm",
+    b"--speculative-algo ",
+    b"speculative_algorithm",
+    b"sglang:",
 )
 _ON = {"spec.enabled": True}
 SIGNALS: tuple[Signal, ...] = (
@@ -52,16 +67,40 @@ SIGNALS: tuple[Signal, ...] = (
     Signal("sglang:spec_accept_length", _ON, "metric"),
     Signal("Capture draft", _ON, "startup"),  # drafter graphs: draft, draft extend
 )
-COMMANDS: tuple[bytes, ...] = (b"sglang.launch_server", b"lmsysorg/sglang")
-_MARKERS = (re.compile(r"\S*sglang\.launch_server"), re.compile(r"\S*lmsysorg/sglang(?::\S*)?"))
+COMMANDS: tuple[bytes, ...] = (b"sglang.launch_server", b"lmsysorg/sglang", b"sglang serve")
+_MARKERS = (
+    re.compile(r"\S*sglang\.launch_server"),
+    re.compile(r"\S*lmsysorg/sglang(?::\S*)?"),
+    re.compile(r"serve"),  # `sglang serve` (0.5.x): the word after the program
+)
 _ALIASES = {"NEXTN": "EAGLE"}  # SGLang rewrites NEXTN to EAGLE at start-up
+# argparse takes any unique prefix of a long option (`--speculative-algo EAGLE`).
+_SPEC_FLAGS = (
+    "speculative-algorithm",
+    "speculative-draft-model-path",
+    "speculative-num-steps",
+    "speculative-eagle-topk",
+    "speculative-num-draft-tokens",
+    "disable-cuda-graph",
+)
 
 _PREFIX = re.compile(r"^\[(?P<ts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)(?P<rank>(?: [A-Z]+\d+)*)\]\s?")
-_BEGIN = re.compile(r"Capture (?P<what>[\w ]*?)\s*cuda graph begin", re.IGNORECASE)
-_END = re.compile(r"Capture (?P<what>[\w ]*?)\s*cuda graph end", re.IGNORECASE)
+_BEGIN = re.compile(r"Capture (?P<what>[\w ]*?)\s*(?:cuda|npu) graph begin", re.IGNORECASE)
+_END = re.compile(r"Capture (?P<what>[\w ]*?)\s*(?:cuda|npu) graph end", re.IGNORECASE)
+# The decode line's graph label names the device (`cuda graph` is printed on ROCm too).
+_GRAPH_LABELS = {
+    "cuda graph": ("cuda", False),
+    "npu graph": ("npu", True),
+    "cpu graph": ("cpu", True),
+}
+_GRAPH_LINE = re.compile(r"(?:cuda|npu) graph", re.IGNORECASE)
 _ELAPSED = re.compile(r"(?:Time elapsed: |elapsed=)(?P<s>[\d.]+) ?s")
 _MEM = re.compile(r"mem usage=(?P<gb>[\d.]+) GB")
-_VERSION = re.compile(r"\bsglang(?:==|\s+version[:=]?\s*|/v?)(?P<v>\d+\.\d+\.\d+[\w.+-]*)", re.I)
+_VERSION = re.compile(
+    r"\bsglang(?:==|:\s*v?|\s+version[:=]?\s*|\s+v|/v?)"
+    r"(?P<v>\d+\.\d+\.\d+(?:\.post\d+|rc\d+|\.dev\d+)?)(?![\w.])",
+    re.I,
+)
 _DRAFT_ARCH = re.compile(r"type=(?P<arch>\w*Eagle3\w*)|Loading (?P<alg>EAGLE3) draft model")
 _FIELD = re.compile(r"(?P<key>#?[\w ()/-]+?): (?P<value>[^,]+)")
 
@@ -103,7 +142,7 @@ class Parser(LogParser):
     def feed(self, line: Line) -> None:
         """Read one candidate line."""
         text = line.text
-        if "sglang" in text and self.command(line):
+        if ("sglang" in text or "--speculative" in text) and self.command(line):
             return
         m = _PREFIX.match(text)
         rank = self._rank(m["rank"].strip() if m and m["rank"] else "main")
@@ -113,7 +152,7 @@ class Parser(LogParser):
             return
         if "server_args=" in text:
             self._server_args(line)
-        elif "cuda graph" in text.lower():
+        elif _GRAPH_LINE.search(text):
             self._capture(rank, line)
         if "arning" in text:
             self.warning(line)
@@ -135,15 +174,17 @@ class Parser(LogParser):
 
     def command(self, line: Line, *, launch: bool = False) -> bool:
         """A pasted `python -m sglang.launch_server …` (or the image's) command."""
-        cmd = find_command(line.text, _MARKERS, launch=launch)
-        if cmd is None:
+        cmd = find_command(line.text, _MARKERS, launch=launch, image_words=("sglang",))
+        if cmd is None or not (cmd.bare is False or _spec_flags(cmd)):
             return False
+        _expand_prefixes(cmd)
         self.kind = self.args_kind = "command"
         facts, spec = self.facts, self.facts.spec
         set_fact(facts, "version", cmd.image_version())
         set_fact(facts, "model", cmd.text("model-path", "model"))
         algorithm = (cmd.text("speculative-algorithm") or "").upper()
-        if spec.enabled is None or algorithm:
+        whole = not cmd.bare and cmd.flag("config") is None
+        if (spec.enabled is None and whole) or algorithm:
             spec.enabled = bool(algorithm) and algorithm != "NONE"
         if spec.enabled:
             set_fact(facts, "spec.method", _ALIASES.get(algorithm, algorithm))
@@ -167,8 +208,6 @@ class Parser(LogParser):
         self.facts.tensor_parallel_size = tp if isinstance(tp, int) else None
         if "disable_cuda_graph" in args:
             self.disable_cuda_graph = args["disable_cuda_graph"] is True
-        device = args.get("device")
-        self.facts.backend = device if isinstance(device, str) else "cuda"
         spec = self.facts.spec
         algorithm = args.get("speculative_algorithm")
         spec.enabled = isinstance(algorithm, str) and algorithm.upper() != "NONE"
@@ -211,6 +250,10 @@ class Parser(LogParser):
         if "accept rate" in fields:
             sample.accept_rate = _float(fields["accept rate"])
         graph = fields.get("cuda graph", fields.get("npu graph", fields.get("cpu graph")))
+        label = next((k for k in _GRAPH_LABELS if k in fields), None)
+        if label is not None:  # decode lines are metric lines: their graph label names it
+            platform, strong = _GRAPH_LABELS[label]
+            self.platforms.see(platform, ev(line), strong=strong)
         if graph in ("True", "False"):
             sample.cuda_graph = graph == "True"
             if sample.cuda_graph and len(self.graph_batches) < 1:
@@ -232,14 +275,17 @@ class Parser(LogParser):
             capture.configured = "NONE" if self.disable_cuda_graph else "CAPTURED"
             assert self.args_line is not None
             capture.evidence.append(self.args_line)
+        platform = self.decide_platform()
+        if platform in GRAPHLESS_PLATFORMS:
+            capture.resolved = "NONE"
+            capture.reason = f"SGLang ran on {platform.upper()}: no CUDA graphs exist there"
+            return facts
         results = {r.name: _resolve_rank(r) for r in ranks}
         capture.per_worker = {n: res[0] for n, res in results.items()}  # type: ignore[misc]
         modes = set(capture.per_worker.values())
         if len(modes) > 1:
             capture.resolved = "UNKNOWN"
-            capture.reason = "ranks disagree: " + ", ".join(
-                f"{n}={m}" for n, m in capture.per_worker.items()
-            )
+            capture.reason = disagreement(capture.per_worker, "rank")
         elif modes:
             first = next(iter(results.values()))
             capture.resolved, capture.reason = first[0], first[1]  # type: ignore[assignment]
@@ -303,7 +349,27 @@ def _resolve_rank(rank: _Rank) -> tuple[str, str, list[Evidence]]:
         return "CAPTURED", f"'Capture cuda graph end' ({kinds})", lines
     if rank.ended:  # SGLang captures drafter graphs after the target's, and only with graphs on
         return "CAPTURED", f"drafter graphs captured ({kinds}), so the target's were too", lines
-    return "UNKNOWN", "capture began but the log has no 'Capture cuda graph end'", lines
+    begun = ", ".join(sorted(rank.begun))
+    return (
+        "UNKNOWN",
+        f"capture started ({begun} graphs: they were not disabled); the log ends before "
+        "'Capture cuda graph end' (a failed or unfinished capture)",
+        lines,
+    )
+
+
+def _spec_flags(cmd: Command) -> bool:
+    return any(name.startswith("speculative") for name in cmd.flags)
+
+
+def _expand_prefixes(cmd: Command) -> None:
+    """Rename abbreviated long options to the one known option they start."""
+    for name in list(cmd.flags):
+        if name in _SPEC_FLAGS:
+            continue
+        matches = [full for full in _SPEC_FLAGS if full.startswith(name)]
+        if len(matches) == 1 and len(name) >= 10:
+            cmd.flags[matches[0]] = cmd.flags.pop(name)
 
 
 def _kind(what: str) -> str:

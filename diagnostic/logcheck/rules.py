@@ -8,7 +8,7 @@ needs at least one of the three. A pure pattern rule is a YAML file and no code.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Literal
 
@@ -18,6 +18,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from diagnostic.common.resources import checklists_dir
 from diagnostic.engines import LinePattern
 from diagnostic.errors import RuleError
+from diagnostic.logcheck.checks import RULE_CHECKS
+from diagnostic.logcheck.pairs import pair_runs
+from diagnostic.logcheck.render import lookup, render
 from diagnostic.schema.logfacts import (
     MAX_EVIDENCE,
     Comparison,
@@ -28,9 +31,8 @@ from diagnostic.schema.logfacts import (
     Severity,
 )
 
-__all__ = ["RULE_CHECKS", "Rule", "apply_rules", "line_patterns", "load_rules"]
+__all__ = ["RULE_CHECKS", "Rule", "apply_rules", "line_patterns", "load_rules", "lookup", "render"]
 
-_FIELD = re.compile(r"\{([A-Za-z_][\w.\-]*)\}")
 _OPS = {"eq", "ne", "in", "not_in", "lt", "le", "gt", "ge", "regex", "exists"}
 
 
@@ -156,24 +158,7 @@ def line_patterns(rules: Iterable[Rule]) -> list[LinePattern]:
     ]
 
 
-# -- facts lookup and conditions ------------------------------------------------------------
-def lookup(obj: Any, path: str) -> Any:
-    """Value at a dotted path (`capture.resolved`, `acceptance_summary.per_position.-1`)."""
-    for part in path.split("."):
-        if obj is None or part.startswith("_"):
-            return None
-        if isinstance(obj, dict):
-            obj = obj.get(part)
-        elif isinstance(obj, list):
-            try:
-                obj = obj[int(part)]
-            except (ValueError, IndexError):
-                return None
-        else:
-            obj = getattr(obj, part, None)
-    return obj
-
-
+# -- conditions ----------------------------------------------------------------------------
 def _holds(value: Any, cond: Any) -> bool:
     if isinstance(cond, list):
         return value in cond
@@ -207,67 +192,6 @@ def _conditions_hold(rule: Rule, facts: LogFacts) -> bool:
     )
 
 
-def render(template: str, facts: Any, extra: dict[str, Any]) -> str:
-    """Fill {dotted.path} from extra first, then the facts; unknown -> '?'."""
-
-    def value(m: re.Match[str]) -> str:
-        key = m[1]
-        found = extra[key] if key in extra else lookup(facts, key)
-        if isinstance(found, float):
-            return f"{found:.3g}"
-        if isinstance(found, list):
-            return ", ".join(f"{v:.2f}" if isinstance(v, float) else str(v) for v in found)
-        return "?" if found is None else str(found)
-
-    return (
-        _FIELD.sub(value, template.replace("{{", "\0").replace("}}", "\1"))
-        .replace("\0", "{")
-        .replace("\1", "}")
-    )
-
-
-# -- named checks -----------------------------------------------------------------------------
-CheckResult = dict[str, Any] | None
-
-
-def _draft_too_long(facts: LogFacts, params: dict[str, Any]) -> CheckResult:
-    """Trailing draft positions accepted less often than `threshold`: k can come down."""
-    summary = facts.acceptance_summary
-    threshold = float(params.get("threshold", 0.2))
-    rates = summary.per_position if summary else []
-    drafted = summary.drafted_tokens if summary else None
-    if len(rates) < 2 or (drafted is not None and drafted < params.get("min_drafted_tokens", 0)):
-        return None
-    keep = len(rates)
-    while keep > 0 and rates[keep - 1] < threshold:
-        keep -= 1
-    if keep == len(rates):
-        return None
-    weak = ", ".join(f"{i + 1}: {rates[i]:.2f}" for i in range(keep, len(rates)))
-    return {"k": len(rates), "weak_positions": weak, "suggested_k": max(keep, 1)}
-
-
-def _workers_disagree(facts: LogFacts, params: dict[str, Any]) -> CheckResult:
-    """Workers of one server resolved different capture modes."""
-    modes = facts.capture.per_worker
-    if len(set(modes.values())) < 2:
-        return None
-    return {"per_worker": ", ".join(f"{w}: {m}" for w, m in modes.items())}
-
-
-def _nodes_disagree(group: RunSources, params: dict[str, Any]) -> CheckResult:
-    """The log sources of one run (its nodes, their workers) resolved differently."""
-    return {"differences": "; ".join(group.differences)} if group.differences else None
-
-
-RULE_CHECKS: dict[str, Callable[..., Any]] = {
-    "draft_too_long": _draft_too_long,
-    "workers_disagree": _workers_disagree,
-    "nodes_disagree": _nodes_disagree,
-    "spec_capture_differs": lambda runs, params: None,  # cross-run: see _cross_run
-}
-
-
 # -- applying -----------------------------------------------------------------------------
 def apply_rules(
     rules: Iterable[Rule], runs: list[LogFacts], groups: Iterable[RunSources] = ()
@@ -295,6 +219,10 @@ def apply_rules(
             pairs = pair_runs(runs, rule.params)
             comparisons = comparisons or pairs
             findings += [_differs(rule, c, runs) for c in pairs if c.same is False]
+    for rule in rules:
+        if rule.scope == "cross-run" and rule.check == "runner_fallback":
+            pairs = comparisons or pair_runs(runs, rule.params)
+            findings += _runner_findings(rule, runs, pairs)
     return findings, comparisons
 
 
@@ -385,79 +313,6 @@ def _unique(items: list[Evidence]) -> list[Evidence]:
     return sorted(seen.values(), key=lambda e: e.line)[:MAX_EVIDENCE]
 
 
-# -- spec vs no-spec across runs ---------------------------------------------------------------
-def _settings(facts: LogFacts, params: dict[str, Any]) -> dict[str, Any]:
-    """Requested settings less speculation and what differs between restarts by nature."""
-    ignore = set(params.get("ignore_args", []))
-    prefixes = tuple(params.get("ignore_prefixes", []))
-    return {
-        k: v
-        for k, v in facts.requested.items()
-        if k not in ignore and not k.lstrip("-").startswith(prefixes)
-    }
-
-
-def _differences(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
-    return sorted(k for k in a.keys() | b.keys() if a.get(k) != b.get(k))
-
-
-def pair_runs(runs: list[LogFacts], params: dict[str, Any]) -> list[Comparison]:
-    """Each spec run beside the no-spec run of its engine and model with the closest settings."""
-    pairs: list[Comparison] = []
-    for spec in runs:
-        if spec.spec.enabled is not True:
-            continue
-        candidates = [
-            b
-            for b in runs
-            if b.spec.enabled is False
-            and b.engine == spec.engine
-            and (b.run_id is None or b.run_id != spec.run_id)  # two nodes of one run: sources
-            and (b.model == spec.model or None in (b.model, spec.model))
-        ]
-        if not candidates:
-            continue
-        mine = _settings(spec, params)
-        scored = sorted(
-            (
-                (len(_differences(mine, _settings(b, params))), i, b)
-                for i, b in enumerate(candidates)
-            ),
-            key=lambda t: (t[0], t[1]),
-        )
-        best_score = scored[0][0]
-        best = [b for score, _, b in scored if score == best_score]
-        if len(best) > 1:
-            continue  # no single closest baseline: comparing would be a guess
-        base = best[0]
-        diff = _differences(mine, _settings(base, params))
-        how = (
-            "same settings apart from speculation"
-            if not diff
-            else f"closest settings (also differ: {', '.join(diff[:5])})"
-        )
-        pairs.append(
-            Comparison(
-                engine=spec.engine,
-                baseline=base.path,
-                baseline_label=base.label,
-                baseline_resolved=base.capture.resolved,
-                spec=spec.path,
-                spec_label=spec.label,
-                spec_method=spec.spec.method,
-                spec_resolved=spec.capture.resolved,
-                same=_same(base.capture.resolved, spec.capture.resolved),
-                matched_on=how,
-            )
-        )
-    return pairs
-
-
-def _same(a: str, b: str) -> bool | None:
-    """Equal modes; None when either run's mode could not be read."""
-    return None if "UNKNOWN" in (a, b) else a == b
-
-
 def _differs(rule: Rule, pair: Comparison, runs: list[LogFacts]) -> Finding:
     by_path = {r.path: r for r in runs}
     base, spec = by_path[pair.baseline], by_path[pair.spec]
@@ -466,7 +321,7 @@ def _differs(rule: Rule, pair: Comparison, runs: list[LogFacts]) -> Finding:
         "baseline_resolved": pair.baseline_resolved,
         "spec_run": pair.spec_label or pair.spec,
         "spec_resolved": pair.spec_resolved,
-        "method": pair.spec_method or "?",
+        "method": pair.spec_method,
         "matched_on": pair.matched_on,
     }
     return Finding(
@@ -480,3 +335,50 @@ def _differs(rule: Rule, pair: Comparison, runs: list[LogFacts]) -> Finding:
         run=spec.path,
         runs=[base.path, spec.path],
     )
+
+
+def _runner_findings(rule: Rule, runs: list[LogFacts], pairs: list[Comparison]) -> list[Finding]:
+    """Model-runner fallbacks where they make compared runs differ: a spec run on another
+    runner than its paired baseline; without a pair, a spec run whose speculation alone made
+    vLLM leave Model Runner V2 (its baseline would stay there). Runs on one runner (a CPU,
+    whose every run falls back) or without speculation give nothing."""
+    by_path = {r.path: r for r in runs}
+    by_spec = {c.spec: c for c in pairs}
+    found: list[Finding] = []
+    for facts in runs:
+        if facts.engine == "unknown" or (rule.engines and facts.engine not in rule.engines):
+            continue
+        pair = by_spec.get(facts.path)
+        base = by_path.get(pair.baseline) if pair else None
+        if base is not None and base.model_runner and facts.model_runner:
+            if base.model_runner == facts.model_runner or facts.runner_fallback is None:
+                continue
+            label = base.label or base.path
+            extra = {
+                "compared": f"its baseline {label} ran Model Runner {base.model_runner}, so the "
+                "comparison mixes speculation with a change of model runner"
+            }
+        else:
+            if RULE_CHECKS[rule.check or ""](facts, rule.params) is None:
+                continue
+            extra = {
+                "compared": "the same server without speculation stays on Model Runner V2, so a "
+                "comparison with it mixes speculation with a change of model runner"
+            }
+        fallback = facts.runner_fallback
+        assert fallback is not None
+        extra["unsupported"] = ", ".join(fallback.unsupported)
+        found.append(
+            Finding(
+                rule=rule.id,
+                severity=rule.severity,
+                title=rule.title,
+                message=render(rule.message, facts, extra),
+                evidence=[fallback.evidence],
+                advice=render(rule.advice, facts, extra),
+                reference=rule.reference,
+                run=facts.path,
+                runs=[base.path, facts.path] if base else [],
+            )
+        )
+    return found

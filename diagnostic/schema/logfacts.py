@@ -4,11 +4,15 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from diagnostic.schema.bundle import SCHEMA_VERSION
 
-EngineName = Literal["vllm", "sglang", "llamacpp", "unknown"]
+EngineName = Literal["vllm", "sglang", "llamacpp", "trtllm", "unknown"]
+# Where the model ran. Device graphs (CUDA graphs, HIP graphs on ROCm, ACL graphs on Ascend)
+# exist on cuda, rocm and npu only; a CPU, Metal or Vulkan server never captures any.
+Platform = Literal["cuda", "rocm", "npu", "xpu", "tpu", "cpu", "metal", "vulkan", "unknown"]
+GRAPHLESS_PLATFORMS: tuple[str, ...] = ("cpu", "metal", "vulkan", "xpu", "tpu")
 CaptureMode = Literal[
     "FULL_AND_PIECEWISE", "FULL", "FULL_DECODE_ONLY", "PIECEWISE", "NONE", "CAPTURED", "UNKNOWN"
 ]
@@ -82,6 +86,17 @@ class CaptureFacts(Strict):
     )
 
 
+class RunnerFallback(Strict):
+    """vLLM ran Model Runner V1 instead of V2, and what V2 did not support."""
+
+    unsupported: list[str] = Field(description="What Model Runner V2 does not support, as printed")
+    by_speculation: bool = Field(
+        description="Every unsupported item is about speculation: the same server without "
+        "speculation would stay on V2"
+    )
+    evidence: Evidence = Field(description="The fallback line")
+
+
 class CaptureTiming(Strict):
     """One 'capture finished' line: how long it took and the memory it used."""
 
@@ -149,11 +164,18 @@ class LogFacts(Strict):
     workers: list[str] = Field(default_factory=list, description="Processes or ranks seen")
     tensor_parallel_size: int | None = Field(None, description="TP size from the settings")
     model_runner: str | None = Field(
-        None, description="vLLM engine/model runner that ran (V0, V1, V2); None elsewhere"
+        None,
+        description="Engine runtime that ran: vLLM V0, V1 or V2 model runner, TensorRT-LLM "
+        "pytorch or tensorrt backend; None when the log does not say",
+    )
+    runner_fallback: RunnerFallback | None = Field(
+        None, description="vLLM switched from Model Runner V2 to V1 for this configuration"
     )
     attention_backend: str | None = Field(None, description="Attention backend the engine chose")
-    backend: str | None = Field(
-        None, description="Compute backend (cuda, cpu) when the log names it"
+    platform: Platform = Field(
+        "unknown",
+        description="Where the model ran, as the text names it: cuda, rocm, npu (Ascend), cpu, "
+        "metal, vulkan, xpu, tpu; unknown when nothing says",
     )
     requested: dict[str, Any] = Field(
         default_factory=dict,
@@ -199,6 +221,27 @@ class LogFacts(Strict):
     notes: list[str] = Field(
         default_factory=list, description="What the reader had to work around (long lines, ...)"
     )
+    unread: list[str] = Field(
+        default_factory=list,
+        description="Facts the text does not state or the reader could not read (version, "
+        "platform, speculation, method, k, capture mode), each with what would say it",
+    )
+    not_understood: list[Evidence] = Field(
+        default_factory=list,
+        description="Lines that look like speculation or capture lines but were not read "
+        "(a fork's own format, a cut line)",
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_older(cls, data: Any) -> Any:
+        """A findings.json written before the platform was read named it `backend` (cuda,
+        cpu, npu or null): read it as the platform."""
+        if isinstance(data, dict) and "backend" in data:
+            data = dict(data)
+            backend = data.pop("backend")
+            data.setdefault("platform", backend or "unknown")
+        return data
 
 
 class Finding(Strict):
@@ -228,6 +271,8 @@ class Comparison(Strict):
     spec_label: str | None = Field(None, description="Its run name")
     spec_method: str | None = Field(None, description="Speculation method of the spec run")
     spec_resolved: CaptureMode = Field(description="Its resolved capture mode")
+    baseline_runner: str | None = Field(None, description="Model runner of the baseline")
+    spec_runner: str | None = Field(None, description="Model runner of the spec run")
     same: bool | None = Field(description="Whether both resolved the same mode; None if unknown")
     matched_on: str = Field(description="How the pair was chosen (same settings, only baseline)")
 

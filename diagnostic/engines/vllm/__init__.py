@@ -8,6 +8,7 @@ worker, `signals` holds the one-line signals as data and the launch-command read
 from diagnostic.engines.vllm.parser import (
     ANCHORS,
     ENGINE,
+    HEAD_ANCHORS,
     SIGNATURES,
     Parser,
     continues,
@@ -19,6 +20,7 @@ __all__ = [
     "ANCHORS",
     "COMMANDS",
     "ENGINE",
+    "HEAD_ANCHORS",
     "SIGNALS",
     "SIGNATURES",
     "Parser",

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from diagnostic.engines._common import Worker, cap_append
+from diagnostic.engines._common import Worker, cap_append, disagreement
 from diagnostic.engines.vllm.signals import mode_of
-from diagnostic.schema.logfacts import Evidence, LogFacts
+from diagnostic.schema.logfacts import GRAPHLESS_PLATFORMS, Evidence, LogFacts
 
 __all__ = ["VWorker", "resolve_capture"]
 
@@ -22,6 +22,7 @@ class VWorker(Worker):
     eager: list[Evidence] = field(default_factory=list)
     planned: set[str] = field(default_factory=set)
     planned_line: Evidence | None = None
+    piecewise: list[Evidence] = field(default_factory=list)  # V1 piecewise-backend DEBUG lines
     runner: str | None = None
 
 
@@ -33,6 +34,7 @@ class _Run:
     ready: bool  # the engine finished starting (capture, if any, is over)
     generation: str | None  # V0 or V1 engine
     requested: str | None  # cudagraph_mode asked for in the non-default args
+    platform: str  # where the model ran (no device graphs on a CPU)
 
 
 def _bar_mode(proc: VWorker, expected: str | None) -> tuple[str, str]:
@@ -64,8 +66,40 @@ _ONE_FULL_BAR = (
 _CUT = "the excerpt ends before capture finished; the downgrade warning names the mode"
 
 
+def _started(what: str) -> str:
+    return f"capture started for {what}; the log ends before it finished"
+
+
 def _own_evidence(proc: VWorker) -> bool:
-    return bool(proc.bars or proc.v0_bars or proc.finished or proc.downgrades or proc.eager)
+    return bool(
+        proc.bars
+        or proc.v0_bars
+        or proc.finished
+        or proc.downgrades
+        or proc.eager
+        or proc.planned
+        or proc.piecewise
+    )
+
+
+def _cut_bars_mode(proc: VWorker, expected: str | None) -> str | None:
+    """The mode bars show before capture finished, when the bars already seen decide it:
+    Model Runner V1 draws the mixed-batch bar first, so its PIECEWISE bar alone leaves a FULL
+    decode bar possible; a mixed FULL bar, or both kinds, decide. So do the bars of the mode
+    configured (or set by a warning) when they are the ones seen: resolution only lowers a
+    mode, and a lowered mode draws other bars."""
+    descs = {d.replace(" ", "") for d in proc.bars}
+    if "mixedprefill-decode,FULL" in descs:
+        return "FULL"
+    piecewise = {"mixedprefill-decode,PIECEWISE", "PIECEWISE"} & descs
+    full = {"decode,FULL", "FULL"} & descs
+    if piecewise and full:
+        return "FULL_AND_PIECEWISE"
+    if expected == "PIECEWISE" and piecewise and not full:
+        return expected
+    if expected in ("FULL_DECODE_ONLY", "FULL") and full and not piecewise:
+        return expected if expected == "FULL_DECODE_ONLY" or "FULL" in descs else None
+    return None
 
 
 def _resolve_one(run: _Run, proc: VWorker, config: VWorker) -> tuple[str, str, list[Evidence]]:
@@ -79,20 +113,33 @@ def _resolve_one(run: _Run, proc: VWorker, config: VWorker) -> tuple[str, str, l
         if not proc.finished and not run.ready:
             if downgrades:
                 return downgrades[-1][0], f"{_CUT} (capture bars: {shown})", evidence
-            return "UNKNOWN", f"capture bars ({shown}) but capture never finished", evidence
+            cut = _cut_bars_mode(proc, expected) or _planned_mode(proc.planned, expected)
+            if cut:
+                return cut, _started(f"{cut} (bars: {shown})"), evidence
+            return (
+                "UNKNOWN",
+                _started(f"the graphs of the bars shown ({shown})")
+                + "; more bars could have followed",
+                evidence,
+            )
         if mode == "UNKNOWN":
             return mode, f"capture bars: {shown}", evidence
         reason = f"capture bars: {shown}"
         if downgrades:
             reason += f"; the engine set cudagraph_mode={downgrades[-1][0]} before capture"
         return mode, reason, evidence
-    if proc.v0_bars and run.generation == "V1" and expected:
-        # vLLM 0.9 V1 drew V0's "Capturing CUDA graph shapes" bar: the config says the mode.
+    if proc.v0_bars and run.generation == "V1" and (expected or proc.piecewise):
+        # vLLM 0.9 V1 drew V0's "Capturing CUDA graph shapes" bar: the config says the mode,
+        # or the piecewise backend's own lines do.
+        mode = expected or "PIECEWISE"
+        why = "its config line" if expected else "the piecewise backend's capture lines"
+        if not proc.finished and not run.ready:
+            return mode, _started(f"{mode} ({why})"), lines + proc.v0_bars + proc.piecewise
         return (
-            expected,
-            "V1 engine with the 'Capturing CUDA graph shapes' bar of vLLM <= 0.9; mode from "
-            "its config line",
-            lines + proc.v0_bars + proc.finished,
+            mode,
+            "V1 engine with the 'Capturing CUDA graph shapes' bar of vLLM <= 0.10; mode from "
+            + why,
+            lines + proc.v0_bars + proc.piecewise[:1] + proc.finished,
         )
     if proc.v0_bars or (run.generation == "V0" and proc.finished):
         return (
@@ -100,10 +147,17 @@ def _resolve_one(run: _Run, proc: VWorker, config: VWorker) -> tuple[str, str, l
             "vLLM V0 captured decode graphs (V0 has no capture modes)",
             proc.v0_bars + proc.finished,
         )
+    if proc.planned and not proc.finished and not run.ready:
+        planned = _planned_mode(proc.planned, expected)
+        shown = ", ".join(sorted(proc.planned))
+        evidence = lines + ([proc.planned_line] if proc.planned_line else [])
+        if planned:
+            return planned, _started(f"{shown} graphs ('Profiling CUDA graph memory')"), evidence
+        return "UNKNOWN", _started(f"{shown} graphs, FULL or FULL_DECODE_ONLY"), evidence
     if proc.finished:
         mode = expected if expected not in (None, "NONE") else "UNKNOWN"
         if proc.planned:
-            mode = _planned_mode(proc.planned) or mode
+            mode = _planned_mode(proc.planned, expected) or mode
         source = "the downgrade line" if downgrades else "the config line"
         return (
             mode or "UNKNOWN",
@@ -124,11 +178,14 @@ def _resolve_one(run: _Run, proc: VWorker, config: VWorker) -> tuple[str, str, l
     return "UNKNOWN", "the log ends before CUDA-graph capture", lines
 
 
-def _planned_mode(planned: set[str]) -> str | None:
+def _planned_mode(planned: set[str], expected: str | None = None) -> str | None:
+    """The mode the modes profiled for capture show (`PIECEWISE=51, FULL=35`)."""
     if {"PIECEWISE", "FULL"} <= planned:
         return "FULL_AND_PIECEWISE"
     if planned == {"PIECEWISE"}:
         return "PIECEWISE"
+    if planned == {"FULL"} and expected in ("FULL", "FULL_DECODE_ONLY"):
+        return expected
     return None
 
 
@@ -142,8 +199,19 @@ def resolve_capture(
     generation: str | None,
 ) -> None:
     """Fill facts.capture: per worker from its own lines, then the run (agreeing or not)."""
-    run = _Run(facts, ready, generation, mode_of(facts.requested.get("compilation_config")))
+    run = _Run(
+        facts, ready, generation, mode_of(facts.requested.get("compilation_config")), facts.platform
+    )
     capture = facts.capture
+    if run.platform in GRAPHLESS_PLATFORMS:
+        capture.resolved = "NONE"
+        capture.reason = (
+            f"the model ran on {run.platform.upper()}: no CUDA graphs exist there "
+            "(cudagraph_mode is NONE with or without --enforce-eager; compiling changes nothing)"
+        )
+        if configured_line:
+            capture.evidence.append(configured_line)
+        return
     own = [w for w in workers if _own_evidence(w)]
     if configured_line:
         capture.evidence.append(configured_line)
@@ -164,9 +232,7 @@ def resolve_capture(
             capture.reason += f" (all {len(results)} workers agree)"
     else:
         capture.resolved = "UNKNOWN"
-        capture.reason = "workers disagree: " + ", ".join(
-            f"{n}={m}" for n, m in capture.per_worker.items()
-        )
+        capture.reason = disagreement(capture.per_worker, "worker")
     for _, _, lines in results.values():
         for e in lines:
             cap_append(capture.evidence, e)

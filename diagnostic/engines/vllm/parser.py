@@ -10,17 +10,20 @@ from __future__ import annotations
 import re
 
 from diagnostic.engines import _kv
-from diagnostic.engines._command import find_command
-from diagnostic.engines._common import LogParser, ev
+from diagnostic.engines._common import ev
 from diagnostic.engines._lines import Line, collapse
-from diagnostic.engines._signals import name_source, set_fact
+from diagnostic.engines._signals import name_source
 from diagnostic.engines.vllm.capture import VWorker, resolve_capture
 from diagnostic.engines.vllm.runtime import Metrics
-from diagnostic.engines.vllm.signals import COMMANDS, MARKERS, command_spec
+from diagnostic.engines.vllm.settings import SettingsReader
+from diagnostic.engines.vllm.signals import (
+    COMMANDS,
+    FLAG_HINTS,
+)
 from diagnostic.schema.logfacts import (
     CaptureTiming,
-    Evidence,
     LogFacts,
+    RunnerFallback,
     SourceKind,
 )
 
@@ -44,6 +47,8 @@ ANCHORS: tuple[bytes, ...] = (
     b"eager mode",
     b"spec_decode_num_accepted_tokens_per_pos",
 )
+# Start-up and paste lines: looked for near the top of a log only.
+HEAD_ANCHORS: tuple[bytes, ...] = (b"piecewise_backend", *(h.encode() for h in FLAG_HINTS))
 SIGNATURES: tuple[bytes, ...] = (
     b"vLLM",
     b"LLM engine",
@@ -57,6 +62,13 @@ SIGNATURES: tuple[bytes, ...] = (
     b"Capturing CUDA graph",
     b"vllm.",
     b"[api_server.py",
+    b"/vllm/",  # a traceback through site-packages/vllm/…
+    b"SpeculativeConfig",
+    b"--speculative-config",
+    b"--speculative_config",
+    b"--speculative-model",
+    b"vllm-ascend",
+    b"Capturing cudagraphs for decoding",
 )
 
 # Process prefixes, nested under Ray: `(EngineCore_DP0 pid=860) (RayWorkerWrapper pid=3101,
@@ -69,25 +81,11 @@ _EMBEDDED_PROC = re.compile(
 )
 _WORKER_NAME = re.compile(r"Worker|VllmWorkerProcess")
 _RAY_DEDUP = re.compile(r"\[repeated (?P<n>\d+)x across cluster\]")
-_VERSION_BANNER = re.compile(r"vLLM (?:API )?server version (?P<v>\d[\w.+-]*)")
-_SERVING = re.compile(r"serving model (?P<m>\S+)")
-_ENGINE_LINE = re.compile(r"Initializing an? (?:(?P<gen>V[01]) )?LLM engine \(v(?P<v>[^)]+)\)")
-_MODE_REPR = re.compile(
-    r"""['"]cudagraph_mode['"]\s*:\s*(?:<CUDAGraphMode\.(?P<name>\w+)[^>]*>"""
-    r"""|\[\s*(?P<a>\d)\s*,\s*(?P<b>\d)\s*\]|(?P<n>\d)|(?P<null>null|None))"""
-)
-_MODE_NUMBERS = {
-    "0": "NONE",
-    "1": "PIECEWISE",
-    "2": "FULL",
-    "2,0": "FULL_DECODE_ONLY",
-    "2,1": "FULL_AND_PIECEWISE",
-}
 _BAR = re.compile(r"Capturing (?:CUDA|ACL) graphs \((?P<desc>[^)]*)\)")  # ACL: vllm-ascend
 _BAR_V0 = re.compile(r"Capturing (?:CUDA graph shapes|cudagraphs for decoding|the model for CUDA)")
 _BAR_DRAFT = re.compile(r"Capturing (?P<what>[a-z][\w -]*?) CUDA graphs")
 _FINISHED = re.compile(
-    r"Graph capturing finished in (?P<s>[\d.]+) secs?(?:, took (?P<gib>[\d.]+) GiB)?"
+    r"Graph capturing finished\s*in (?P<s>[\d.]+) secs?(?:, took (?P<gib>[\d.]+) GiB)?"
 )
 # Only a whole mode name counts: a line cut mid-word ("cudagraph_mode=P", a pasted excerpt)
 # is no evidence of what the engine set.
@@ -102,17 +100,25 @@ _BACKEND = re.compile(
     r"|Using (?P<v0>[A-Z][\w ]*?) backend(?:\.| on )"
 )
 _READY = ("Starting vLLM", "init engine (profile", "startup complete")
+_FALLBACK = re.compile(r"Model Runner V2 (?:does not yet support|requires) (?P<what>.+?); using")
+# V1's piecewise compile backend (0.9-0.10) logs each shape it captures at DEBUG level.
+_PIECEWISE_DEBUG = re.compile(r"piecewise_backend\.py:\d+\] Capturing a cudagraph for shape")
 _EAGER = ("Cudagraph is disabled under eager mode", "Enforce eager set", "using eager mode")
-_COMMANDS = tuple(c.decode() for c in COMMANDS)
+_COMMANDS = tuple(c.decode() for c in COMMANDS) + FLAG_HINTS
 
 
 def wants_more(text: str) -> bool:
-    """A settings line whose brackets are still open: the log wrapped it."""
+    """A record the log or a terminal wrapped: a settings line whose brackets are still open,
+    a downgrade warning cut before its target, a capture line cut before its numbers."""
     for marker in ("with config: ", "non-default args: ", "args: Namespace("):
         at = text.find(marker)
         if at != -1:
             return _kv.balance(text, at) > 0
-    return False
+    if "CUDAGraphMode." in text and "not supported" not in text and "setting" not in text:
+        return "WARNING" in text[:80]  # cut inside the first mode name
+    if "is not supported with" in text and "cudagraph_mode=" not in text:
+        return True
+    return text.endswith("Graph capturing finished")
 
 
 def continues(text: str) -> bool:
@@ -126,7 +132,7 @@ _RECORD = re.compile(
 )
 
 
-class Parser(LogParser):
+class Parser(SettingsReader):
     """Feed it candidate lines in order; `finish()` returns the facts."""
 
     engine = ENGINE
@@ -135,11 +141,7 @@ class Parser(LogParser):
         super().__init__(facts)
         self.procs: dict[str, VWorker] = {}
         self.metrics = Metrics(facts)
-        self.configured_line: Evidence | None = None
-        self.enforce_eager: bool | None = None
-        self.generation: str | None = None
         self.ready = False
-        self.command_lines: set[int] = set()
         self.ray_folded = 0  # lines Ray's log dedup folded into one (other workers' copies)
 
     # -- lines -------------------------------------------------------------------------
@@ -179,6 +181,9 @@ class Parser(LogParser):
             proc.eager.append(ev(line))
         if "Profiling CUDA graph memory" in text:
             self._planned(proc, line)
+        if "piecewise_backend" in text and _PIECEWISE_DEBUG.search(text):
+            proc.piecewise.append(ev(line))
+            self.generation = self.generation or "V1"
         if "LLM engine" in text and "with config" in text:
             self._config(proc, line)
         elif "args: {" in text:
@@ -240,132 +245,28 @@ class Parser(LogParser):
             proc.planned.discard("")
             proc.planned_line = ev(line)
 
-    def _config(self, proc: VWorker, line: Line) -> None:
-        text = line.text
-        m = _ENGINE_LINE.search(text)
-        if m:
-            self.facts.version = self.facts.version or m["v"]
-            self.generation = m["gen"] or "V0"
-        _, found, config = text.partition("with config:")
-        if not found:  # a mutated or wrapped line that lost its "with config:" marker
-            return
-        kv = _kv.split_kv(config)
-        self.facts.model = self.facts.model or _kv.unquote(kv.get("model"))
-        tp = kv.get("tensor_parallel_size", "")
-        if tp.isdigit():
-            self.facts.tensor_parallel_size = int(tp)
-        if "enforce_eager" in kv:
-            self.enforce_eager = kv["enforce_eager"] == "True"
-            if self.enforce_eager:
-                proc.eager.append(ev(line, "enforce_eager"))
-        self._spec_config(kv.get("speculative_config"), line)
-        compilation = kv.get("compilation_config", "")
-        mode = _MODE_REPR.search(compilation)
-        if mode:
-            self.facts.capture.configured = _mode_name(mode)
-            self.configured_line = ev(line, "cudagraph_mode")
-        elif self.generation == "V1" and '"use_cudagraph"' in compilation:
-            # 0.9 printed no cudagraph_mode: use_cudagraph and full_cuda_graph say it.
-            full = '"full_cuda_graph":true' in compilation.replace(" ", "")
-            graphs = '"use_cudagraph":true' in compilation.replace(" ", "")
-            self.facts.capture.configured = (
-                "NONE" if not graphs or self.enforce_eager else "FULL" if full else "PIECEWISE"
-            )
-            self.configured_line = ev(line, "use_cudagraph")
-        elif self.generation == "V0" and self.enforce_eager is not None:
-            self.facts.capture.configured = "NONE" if self.enforce_eager else "CAPTURED"
-            self.configured_line = ev(line, "enforce_eager")
-
-    def _spec_config(self, raw: str | None, line: Line) -> None:
-        if raw is None:
-            return
-        spec = self.facts.spec
-        if raw.strip() in ("None", ""):
-            spec.enabled = spec.enabled or False
-            return
-        inner = _kv.split_kv(raw[raw.find("(") + 1 : raw.rfind(")")])
-        spec.enabled = True
-        spec.method = spec.method or _kv.unquote(inner.get("method"))
-        spec.drafter = spec.drafter or _kv.unquote(inner.get("model") or inner.get("draft_model"))
-        k = inner.get("num_spec_tokens") or inner.get("num_speculative_tokens") or ""
-        if k.isdigit():
-            spec.num_draft_tokens = int(k)
-        if spec.method is None and spec.drafter:
-            spec.method = "draft_model"
-        self.facts.spec_evidence.append(ev(line, "speculative_config"))
-
-    def _requested(self, line: Line) -> None:
-        text = line.text
-        value = _kv.literal_prefix(text[text.index("args: {") + 6 :])
-        if not isinstance(value, dict):
-            self.facts.notes.append(f"line {line.number}: could not read the non-default args")
-            return
-        self.facts.requested.update({str(k): v for k, v in value.items()})
-        self.facts.model = self.facts.model or _str(value.get("model"))
-        sc = value.get("speculative_config")
-        if isinstance(sc, dict) and sc:
-            spec = self.facts.spec
-            spec.enabled = True
-            spec.method = spec.method or _str(sc.get("method"))
-            spec.drafter = spec.drafter or _str(sc.get("model"))
-            k = sc.get("num_speculative_tokens")
-            if isinstance(k, int) and spec.num_draft_tokens is None:
-                spec.num_draft_tokens = k
-            self.facts.spec_evidence.append(ev(line))
-
-    def _namespace(self, line: Line) -> None:
-        text = line.text
-        body = text[text.index("args: Namespace(") + 16 : text.rfind(")")]
-        kv = {k: _kv.literal(v) for k, v in _kv.split_kv(body).items()}
-        self.facts.requested.update(kv)
-        self.facts.model = self.facts.model or _str(kv.get("model"))
-        drafter = _str(kv.get("speculative_model"))
-        if drafter:
-            spec = self.facts.spec
-            spec.enabled, spec.drafter = True, spec.drafter or drafter
-            spec.method = spec.method or ("ngram" if drafter == "[ngram]" else "draft_model")
-            k = kv.get("num_speculative_tokens")
-            if isinstance(k, int):
-                spec.num_draft_tokens = spec.num_draft_tokens or k
-            self.facts.spec_evidence.append(ev(line))
-
-    def _banner(self, line: Line) -> None:
-        m = _VERSION_BANNER.search(line.text)
-        if m:
-            self.facts.version = self.facts.version or m["v"]
-            serving = _SERVING.search(line.text)
-            if serving:
-                self.facts.model = self.facts.model or serving["m"].rstrip(",")
-
     def _runner(self, proc: VWorker, line: Line) -> None:
+        """`Using V2 Model Runner`, or the V2 -> V1 fallback and what V2 did not support.
+
+        Only `…; using the V1 model runner instead` is a fallback: `does not yet support the
+        X request parameter` is a notice on a V2 run, and `does not yet support: X` is the
+        error of a run forced onto V2."""
         text = line.text
         if "Using V2 Model Runner" in text:
             proc.runner = "V2"
-        elif "using the V1 model runner instead" in text or "does not yet support" in text:
-            proc.runner = "V1"
-            self.fallback(line)
-
-    def command(self, line: Line, *, launch: bool = False) -> bool:
-        """A pasted launch command: what was configured (not what the engine resolved)."""
-        cmd = find_command(line.text, MARKERS, launch=launch)
-        if cmd is None:
-            return False
-        self.kind = "command"
-        self.command_lines.add(line.number)
-        got = command_spec(cmd)
-        facts, spec = self.facts, self.facts.spec
-        set_fact(facts, "version", got["version"])
-        set_fact(facts, "model", got["model"])
-        set_fact(facts, "capture.configured", "NONE" if got["eager"] else got["configured"])
-        if got["eager"]:
-            self._proc("command").eager.append(ev(line, "--enforce-eager"))
-        if spec.enabled is None or got["enabled"]:
-            spec.enabled = got["enabled"]
-        for path, key in (("method", "method"), ("num_draft_tokens", "k"), ("drafter", "drafter")):
-            set_fact(facts, f"spec.{path}", got[key])
-        facts.spec_evidence.append(ev(line, "--speculative"))
-        facts.requested.update({k: v for k, v in cmd.flags.items()})
-        return True
+            return
+        if "using the V1 model runner instead" not in text:
+            return
+        proc.runner = "V1"
+        self.fallback(line)
+        m = _FALLBACK.search(text)
+        items = [i.strip() for i in m["what"].split(", ") if i.strip()] if m else []
+        if self.facts.runner_fallback is None:
+            self.facts.runner_fallback = RunnerFallback(
+                unsupported=items,
+                by_speculation=bool(items) and all("speculat" in i for i in items),
+                evidence=ev(line),
+            )
 
     # -- conclusions -------------------------------------------------------------------
     def finish(self) -> LogFacts:
@@ -390,9 +291,7 @@ class Parser(LogParser):
             facts.model_runner = "V1" if "V1" in runners else sorted(runners)[0]
         elif self.generation == "V1":
             facts.model_runner = "V1"
-        facts.backend = facts.backend or (
-            "cuda" if facts.capture_timings or self.generation else None
-        )
+        self.decide_platform()
         resolve_capture(
             facts,
             workers,
@@ -452,17 +351,3 @@ def _process(text: str) -> str:
     if name is None:
         return "main"
     return f"{name} ip={ip}" if ip else name
-
-
-def _mode_name(m: re.Match[str]) -> str | None:
-    if m["name"]:  # a repr cut or spliced mid-name ('FULL_AND_PIEC') names no mode
-        return m["name"] if m["name"] in _MODE_NUMBERS.values() else None
-    if m["a"] is not None:
-        return _MODE_NUMBERS.get(f"{m['a']},{m['b']}")
-    if m["n"] is not None:
-        return _MODE_NUMBERS.get(m["n"])
-    return None
-
-
-def _str(value: object) -> str | None:
-    return value if isinstance(value, str) and value else None

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from diagnostic.engines._common import AcceptanceTally, ev
+from diagnostic.engines._common import AcceptanceTally, cap_append, ev
 from diagnostic.engines._lines import Line
 from diagnostic.engines._signals import name_source, set_fact
 from diagnostic.schema.logfacts import AcceptanceSample, Evidence, LogFacts
@@ -71,6 +71,9 @@ class Metrics:
             )
             return
         got = {name: rx.search(text) for name, rx in _METRIC.items()}
+        if not any(got.values()):  # a fork's layout, or a line cut before its numbers
+            cap_append(self.facts.not_understood, ev(line, "metrics"))
+            return
         sample = AcceptanceSample(line=line.number)
         if got["per_pos"]:
             rates = got["per_pos"][1].split(", ")

@@ -11,7 +11,7 @@ from diagnostic.engines import _kv
 from diagnostic.engines._command import Command
 from diagnostic.engines._signals import Signal
 
-__all__ = ["COMMANDS", "MARKERS", "SIGNALS", "command_spec", "mode_of"]
+__all__ = ["COMMANDS", "FLAG_HINTS", "IMAGE_WORDS", "MARKERS", "SIGNALS", "command_spec", "mode_of"]
 
 _ON = {"spec.enabled": True}
 SIGNALS: tuple[Signal, ...] = (
@@ -38,11 +38,47 @@ SIGNALS: tuple[Signal, ...] = (
     ),
     Signal("SpecDecoding metrics", _ON, "metric"),
     Signal("vllm:spec_decode_num_draft", _ON, "metric"),
+    # Speculation named by errors and notices: a SpeculativeConfig that failed validation, a
+    # token budget derived from the speculative settings, a run forced onto Model Runner V2.
+    Signal("validation error for SpeculativeConfig", _ON, "startup", head=True),
+    Signal("speculative decoding settings", _ON, "startup", head=True),
+    Signal(
+        "does not yet support: ",
+        {**_ON, "spec.method": "{m}"},
+        "startup",
+        re.compile(
+            r"Model Runner V2 does not yet support: (?:speculative method )?'?"
+            r"(?:(?P<m>ngram|eagle3?|mtp|draft_model|medusa|suffix|dflash)\b|.*speculat)"
+        ),
+        head=True,
+    ),
+    # The version outside the banner: collect_env, pip, a `vLLM version` notice, image tags
+    # (with or without suffixes: `v0.26.0-aarch64-ubuntu2404`, `v0.24.0-cu129`). Weak: the
+    # banner and the engine line win.
+    *(
+        Signal(literal, {"version": "{v}"}, "startup", re.compile(rx), weak=True, head=True)
+        for literal, rx in (
+            ("vLLM Version", r"vLLM Version\s*:\s*v?(?P<v>\d[\w.+-]*)"),
+            ("vllm==", r"\bvllm==(?P<v>\d[\w.+-]*)"),
+            ("vllm --version", r"vllm --version\s+v?(?P<v>\d+\.\d+[\w.+-]*)"),
+            ("Name: vllm", r"Name: vllm Version:\s*(?P<v>\d+\.\d+[\w.+-]*)"),
+            ("vLLM version", r"vLLM version:?\s+v?(?P<v>\d+\.\d+[\w.+-]*)"),
+            ("vllm-openai", r"vllm/vllm-openai(?:-\w+)?:v?(?P<v>\d+\.\d+(?:\.\d+)?(?:rc\d+)?)"),
+            ("vllm-ascend", r"vllm-ascend:v?(?P<v>\d+\.\d+(?:\.\d+)?(?:rc\d+)?)"),
+        )
+    ),
+    # The ASCII logo of the start-up banner (0.2x): `▄▄ ▄█ █ … █  version 0.26.0`.
+    Signal(
+        "█  version",
+        {"version": "{v}"},
+        "startup",
+        re.compile(r"█\s+version\s+(?P<v>\d+\.\d+[\w.+-]*)"),
+        head=True,
+    ),
     # vllm-ascend: the platform plugin names the mode it compiles for.
-    Signal("Platform plugin ascend", {"backend": "npu"}, "startup"),
     Signal(
         "compilation enabled on NPU",
-        {"capture.configured": "{mode}", "backend": "npu"},
+        {"capture.configured": "{mode}"},
         "startup",
         re.compile(
             r"\b(?P<mode>FULL_AND_PIECEWISE|FULL_DECODE_ONLY|PIECEWISE|FULL|NONE) compilation "
@@ -52,6 +88,20 @@ SIGNALS: tuple[Signal, ...] = (
 )
 
 COMMANDS: tuple[bytes, ...] = (b"vllm serve", b"vllm.entrypoints", b"vllm/vllm-openai")
+# Flags only vLLM takes: a line with one is read as (part of) a launch command even without
+# the program (argument lists of manifests, backend arguments, a custom image).
+FLAG_HINTS: tuple[str, ...] = (
+    "--speculative-config",
+    "--speculative_config",
+    "--speculative-model",
+    "--num-speculative-tokens",
+    "--num_speculative_tokens",
+    "--enforce-eager",
+    "--compilation-config",
+    "--compilation_config",
+    "docker run",
+)
+IMAGE_WORDS = ("vllm",)
 MARKERS = (
     re.compile(r"(?:\S*/)?vllm"),
     re.compile(r"\S*vllm\.entrypoints\.openai\.api_server"),
@@ -78,18 +128,21 @@ def mode_of(compilation: Any) -> str | None:
 
 
 def command_spec(cmd: Command) -> dict[str, Any]:
-    """What a launch command configures: model, speculation (method, k, drafter), eager, mode."""
+    """What a launch command configures: model, speculation (method, k, drafter), eager, mode.
+
+    Speculation is off when a whole command has no speculative flag; unknown for a bare
+    list of flags or when the rest comes from a `--config` file the text does not show."""
     out: dict[str, Any] = {
         "version": cmd.image_version(),
         "model": cmd.text("model") or _served(cmd),
         "eager": cmd.flag("enforce-eager") is True,
         "configured": mode_of(cmd.text("compilation-config", "O")),
-        "enabled": False,
+        "enabled": None if cmd.bare or cmd.flag("config") is not None else False,
         "method": None,
         "k": None,
         "drafter": None,
     }
-    spec = _json(cmd.text("speculative-config"))
+    spec = _json(cmd.text("speculative-config")) or _dotted(cmd, "speculative-config.")
     if isinstance(spec, dict) and spec:
         k = spec.get("num_speculative_tokens")
         out.update(
@@ -106,6 +159,17 @@ def command_spec(cmd: Command) -> dict[str, Any]:
             drafter=None if drafter == "[ngram]" else drafter,
             k=cmd.number("num-speculative-tokens"),
         )
+    return out
+
+
+def _dotted(cmd: Command, prefix: str) -> dict[str, Any]:
+    """`--speculative_config.method ngram --speculative_config.num_speculative_tokens 4` as a
+    dict (vLLM reads dotted sub-arguments into the JSON config)."""
+    out: dict[str, Any] = {}
+    for name, value in cmd.flags.items():
+        if name.startswith(prefix) and isinstance(value, str):
+            key = name[len(prefix) :].replace("-", "_")
+            out[key] = int(value) if value.isdigit() else value
     return out
 
 

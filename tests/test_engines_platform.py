@@ -1,0 +1,79 @@
+"""diagnostic.engines._platform: which platform a log ran on, from what its lines name."""
+
+from __future__ import annotations
+
+import pytest
+
+from diagnostic.engines import parse_log
+from diagnostic.engines._lines import Line
+from diagnostic.engines._platform import PlatformReader
+
+
+def decide(*texts: str) -> str:
+    reader = PlatformReader()
+    for n, text in enumerate(texts, 1):
+        reader.feed(Line(n, text, text))
+    return reader.decide()[0]
+
+
+@pytest.mark.parametrize(
+    ("lines", "platform"),
+    [
+        (["INFO 06-25 17:38:01 [__init__.py:239] Automatically detected platform cpu."], "cpu"),
+        (["(EngineCore pid=1) INFO … with config: model='m', device_config=cpu, seed=0"], "cpu"),
+        (["(EngineCore_DP0 pid=41) INFO 01-08 12:18:24 [cpu_worker.py:86] \tOMP tid: 54"], "cpu"),
+        (
+            ["ggml_cuda_init: found 2 ROCm devices:", "  Device 0: Radeon RX 7900 XTX, gfx1100"],
+            "rocm",
+        ),
+        (["Platform plugin ascend is activated"], "npu"),
+        (["[2026-03-11 13:53:32 TP0] Capture npu graph end. Time elapsed: 8.04 s."], "npu"),
+        (["  - MTL0    : Apple M4 Pro (18186 MiB, 18185 MiB free)"], "metal"),
+        (["llama-server -m x.gguf --device Vulkan0 -ngl 99"], "vulkan"),
+        (["Automatically detected platform tpu."], "tpu"),
+        (["CUDA Archs: 8.0 9.0; ROCm: Disabled; XPU: Disabled"], "cuda"),
+        (["Capturing CUDA graphs (decode, FULL): 100%"], "cuda"),  # implied, nothing named
+        (["INFO 01-01 [core.py:1] Initializing a V1 LLM engine (v0.9.2)"], "unknown"),
+    ],
+)
+def test_the_platform_a_line_names(lines: list[str], platform: str) -> None:
+    assert decide(*lines) == platform
+
+
+def test_a_named_platform_beats_one_implied_and_rocm_beats_cuda() -> None:
+    # vLLM on ROCm prints CUDA-graph bars and device_config=cuda; on a CPU, CUDAGraphMode.NONE.
+    assert decide("Automatically detected platform rocm.", "device_config=cuda") == "rocm"
+    assert decide("Capturing CUDA graphs (PIECEWISE): 100%", "device_config=cpu") == "cpu"
+    assert decide("ROCM used to build PyTorch: N/A", "CUDA available: True") == "cuda"
+
+
+def test_llamacpp_device_lists_and_builds() -> None:
+    """llama.cpp lists a CPU beside every GPU; a GPU device (or layers offloaded) wins, and a
+    build whose system_info names no GPU backend is a CPU build."""
+    gpu = parse_log(
+        [
+            "ggml_cuda_init: found 1 CUDA devices:",
+            "  - CPU : AMD EPYC (64000 MiB, 60000 MiB free)",
+            "load_tensors: offloaded 29/29 layers to GPU",
+        ],
+        engine="llamacpp",
+    )
+    assert gpu.platform == "cuda"
+    cpu = parse_log(
+        ["system_info: n_threads = 8 / 16 | CPU : SSE3 = 1 | AVX2 = 1 | OPENMP = 1 |"],
+        engine="llamacpp",
+    )
+    assert (cpu.platform, cpu.capture.resolved) == ("cpu", "NONE")
+    offloaded = parse_log(["llm_load_tensors: offloaded 33/33 layers to GPU"], engine="llamacpp")
+    assert offloaded.platform == "unknown"  # a GPU, but which kind the text does not say
+    assert offloaded.capture.resolved == "UNKNOWN"
+
+
+def test_the_platform_names_its_line() -> None:
+    facts = parse_log(
+        [
+            "INFO 02-20 18:35:41 api_server.py:840] vLLM API server version 0.7.2",
+            "INFO 02-20 18:35:40 __init__.py:190] Automatically detected platform cpu.",
+        ]
+    )
+    assert (facts.platform, facts.sources["platform"].line) == ("cpu", 2)
