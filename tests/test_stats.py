@@ -142,22 +142,6 @@ def test_restarts_for_width_uses_t_and_the_log_ratio_variance() -> None:
     assert stats.restarts_for_width(1.0, 0.01, cap=50) is None
 
 
-def test_restarts_to_decide_shrinks_the_interval_to_the_band_edge() -> None:
-    se, n = 0.05, 3
-    needed = stats.restarts_to_decide(se, n, ratio=1.10, delta=0.02)
-    assert needed is not None and needed > n
-    sd, room = se * math.sqrt(n / 2), math.log(1.10) - math.log(1.02)
-
-    def half(r: int) -> float:
-        return float(sps.t.ppf(0.975, r - 1)) * sd * math.sqrt(2 / r)
-
-    assert half(needed) <= room < half(needed - 1)
-    wider = stats.restarts_to_decide(se, n, ratio=1.10, delta=0.02, level=1 - 0.05 / 6)
-    assert wider is not None and wider > needed  # a multiplicity-corrected verdict needs more
-    assert stats.restarts_to_decide(se, n, ratio=1.02, delta=0.02) is None  # on the edge
-    assert stats.restarts_to_decide(1e-4, n, ratio=1.10, delta=0.02) == n + 1  # never fewer
-
-
 def test_drift_check_flags_slow_first_requests() -> None:
     values = [80.0, 82.0, 81.0, 100.0, 101.0, 99.0, 100.5, 99.5, 100.2, 100.1, 99.8]
     d = stats.drift_check(values, n_first=3)

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 from diagnostic import defaults
 from diagnostic.analyse import stats
+from diagnostic.analyse.extension import ASSURANCE, belief, extension
 from diagnostic.analyse.family import simultaneous_intervals
 from diagnostic.analyse.requests import Sample
 from diagnostic.analyse.sequential import sequential_alpha
@@ -18,7 +19,9 @@ from diagnostic.schema.analysis import (
     WITHIN_PROCESS_LABEL,
     Comparison,
     ComparisonKind,
+    ExtensionPoint,
     IntervalMethod,
+    Outlook,
     StoppingStatus,
 )
 from diagnostic.schema.bundle import Design
@@ -306,8 +309,13 @@ def _finish(
         pooled_with=", ".join(p.base.pooled) or None,
         within_process_only=p.result.method == "within-process",
         label=_caveat(p) if withheld else None,
-        more_restarts_needed=_more_restarts(p, ci, verdict, delta, level),
     )
+    if p.withheld:
+        c.more_restarts_needed = defaults.MIN_RESTARTS
+    elif deciding is not None and verdict == "INCONCLUSIVE":
+        c.outlook = _outlook(p, ci, level, delta)
+        enough = [e for e in c.outlook.extension if e.assurance >= ASSURANCE] if c.outlook else []
+        c.more_restarts_needed = enough[0].restarts if enough else None
     if deciding is not None and design.kind == "adaptive" and design.looks:
         c.stopping = _stopping(p, ci, verdict, design)
     return c
@@ -328,16 +336,20 @@ def _lean(ratio: float) -> str | None:
     return "faster" if ratio > 1 else "slower" if ratio < 1 else None
 
 
-def _more_restarts(
-    p: Pending, ci: stats.RatioCI, verdict: str, delta: float, level: float
-) -> int | None:
-    """Restarts per arm (in all, not added) likely to decide an INCONCLUSIVE comparison; with
-    fewer than the floor on a side, the floor a verdict needs."""
-    if p.withheld:
-        return defaults.MIN_RESTARTS
-    if verdict != "INCONCLUSIVE" or not ci.se_log:
+def _outlook(p: Pending, ci: stats.RatioCI, level: float, delta: float) -> Outlook | None:
+    """The confidence distribution of an undecided member and its planned extensions."""
+    if not ci.se_log or ci.df is None or ci.ratio <= 0:
         return None
-    return stats.restarts_to_decide(ci.se_log, p.result.n_now, ci.ratio, delta, level=level)
+    mean, n = math.log(ci.ratio), p.result.n_now
+    now = belief(mean, ci.se_log, ci.df, delta)
+    points = extension(mean, ci.se_log, ci.df, n, level, delta)
+    return Outlook(
+        p_faster=now.p_faster,
+        p_slower=now.p_slower,
+        low95=now.low95,
+        high95=now.high95,
+        extension=[ExtensionPoint(restarts=r, added=r - n, assurance=a) for r, a in points],
+    )
 
 
 def _stopping(p: Pending, ci: stats.RatioCI, verdict: str, design: Design) -> StoppingStatus:

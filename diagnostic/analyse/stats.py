@@ -25,7 +25,6 @@ __all__ = [
     "paired_ratio_ci",
     "requests_per_restart",
     "restarts_for_width",
-    "restarts_to_decide",
     "t_interval",
     "tukey_fences",
     "tukey_outliers",
@@ -282,24 +281,6 @@ def restarts_for_width(
         return floor
     for r in range(max(floor, 2), cap + 1):
         if 2 * float(sps.t.ppf(0.5 + level / 2, r - 1)) * sd_log * math.sqrt(2.0 / r) <= width:
-            return r
-    return None
-
-
-def restarts_to_decide(
-    se_log: float, n_per_arm: int, ratio: float, delta: float, level: float = 0.95, cap: int = 100
-) -> int | None:
-    """Restarts per arm likely to turn an INCONCLUSIVE ratio into a decision, if the ratio and
-    the per-restart SD (se_log·sqrt(n/2)) stay as measured: the smallest R above n_per_arm
-    whose half width t(level, R−1)·sd·sqrt(2/R) fits between log(ratio) and the nearest band
-    edge, with `level` the one the verdict uses (multiplicity included). None beyond `cap`."""
-    band = math.log1p(delta)
-    room = abs(abs(math.log(ratio)) - band)
-    if room <= 0 or se_log <= 0:
-        return None
-    sd = se_log * math.sqrt(n_per_arm / 2.0)
-    for r in range(max(n_per_arm + 1, 2), cap + 1):
-        if float(sps.t.ppf(0.5 + level / 2, r - 1)) * sd * math.sqrt(2.0 / r) <= room:
             return r
     return None
 

@@ -116,8 +116,8 @@ def _profile_recs(a: Analysis, describe: Describe) -> list[Recommendation]:
             "WIN": f"Serve {ws} with {name}.",
             "LOSS": f"Serve {ws} without speculation until the configuration problem is fixed.",
             "EQUIVALENT": f"Serve {ws} without speculation: it does not pay.",
-            "UNDECIDED": f"Serve {ws} without speculation until more restarts show whether "
-            f"{name} pays.",
+            "UNDECIDED": f"Decide {ws} with the odds on page 1: {name} is not yet shown faster "
+            "or slower; serving it is a bet on the estimate, not a measured win.",
             "FUTILE": f"Serve {ws} without speculation: {name} is unlikely to pay.",
         }[kind]
         out.append(Recommendation(text=text, evidence="; ".join(_evidence(c) for c in comps)))
@@ -184,32 +184,38 @@ def _futility_recs(a: Analysis) -> list[Recommendation]:
 
 
 def _repeat_recs(a: Analysis, day: Day) -> list[Recommendation]:
-    """Repeat the undecided comparisons a day can settle; name the ones it cannot. A
-    comparison stopped for futility is not repeated (_futility_recs)."""
-    pending = [c for c in _undecided(a) if c.more_restarts_needed and not futility(c)]
+    """Extend the undecided comparisons a day can decide with ASSURANCE, at the cost of the
+    one that needs most; name the ones it cannot, with what a day would buy. A comparison
+    stopped for futility is not extended (_futility_recs)."""
+    pending = [c for c in _undecided(a) if c.outlook and not futility(c)]
     arms = list(dict.fromkeys(c.arm for c in pending))
-    # Repeating them all restarts every arm named and the baseline, alike.
+    # Extending them all restarts every arm named and the baseline, alike.
     fit = day.restarts(len(arms) + 1)
-    doable = [c for c in pending if fit is None or (c.more_restarts_needed or 0) <= fit]
+
+    def added(c: Comparison) -> int | None:
+        need = c.more_restarts_needed
+        return None if need is None else need - min(c.n_restarts_arm, c.n_restarts_baseline)
+
+    doable = [c for c in pending if (n := added(c)) is not None and (fit is None or n <= fit)]
     beyond = [c for c in pending if c not in doable]
     out = []
     if doable:
-        need = max(c.more_restarts_needed or 0 for c in doable)
+        hardest = max(doable, key=lambda c: added(c) or 0)
         names = list(dict.fromkeys(c.arm for c in doable))
         out.append(
             Recommendation(
-                text=f"Repeat the undecided comparisons of {f.join(names)}: "
-                f"{day.settle(need, len(names) + 1)}.",
+                text=f"Extend the undecided comparisons of {f.join(names)}: "
+                f"{day.extension(hardest, len(names) + 1)}.",
                 evidence="; ".join(_measured(c) for c in doable[:3]),
             )
         )
     if beyond:
         names = list(dict.fromkeys(f"{c.arm} on {c.workload}" for c in beyond))
-        need = min(c.more_restarts_needed or 0 for c in beyond)
+        text = day.extension(beyond[0], len(arms) + 1)
         out.append(
             Recommendation(
-                text=f"Plan no more restarts for {f.join(names)} on this visit: "
-                f"{day.settle(need, len(arms) + 1)}.",
+                text=f"Plan no more restarts for {f.join(names)} on this visit"
+                + (f": {text}." if text else "."),
                 evidence="; ".join(_measured(c) for c in beyond[:3]),
             )
         )

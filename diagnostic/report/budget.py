@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from diagnostic import defaults
+from diagnostic.analyse.extension import ASSURANCE
+from diagnostic.schema.analysis import Comparison
 from diagnostic.schema.arms import PlanningAdvice
 from diagnostic.schema.bundle import RunInfo
 
@@ -40,18 +42,37 @@ class Day:
             return None
         return math.floor(self.budget_s / (arms * self.restart_s))
 
-    def settle(self, need: int, arms: int = ARMS_COMPARED) -> str:
-        """'about 8 restarts per arm would settle it (1.2 h)', or, when a day on site holds
-        fewer for `arms` arms, that the effect is too small to resolve in a day."""
+    def extension(self, c: Comparison, arms: int = ARMS_COMPARED) -> str:
+        """The planned extension for an undecided comparison, its cost and its probability of
+        deciding (the analysis' outlook): the smallest that reaches ASSURANCE within a day
+        on site for `arms` arms, else the largest a day holds, with its lower assurance.
+        A withheld comparison: the restarts a verdict needs."""
+        if c.withheld:
+            need = max(0, defaults.MIN_RESTARTS - min(c.n_restarts_arm, c.n_restarts_baseline))
+            return f"a verdict needs {defaults.MIN_RESTARTS} restarts per arm: {need} more"
+        points = c.outlook.extension if c.outlook else []
         fit = self.restarts(arms)
-        if fit is None:
-            return f"about {need} restarts per arm would settle it"
-        if need <= fit:
-            cost = need * arms * (self.restart_s or 0.0)
-            return f"about {need} restarts per arm would settle it ({_hours(cost)})"
+        inside = [p for p in points if fit is None or p.added <= fit]
+        pick = next((p for p in inside if p.assurance >= ASSURANCE), None)
+        if pick is None and not inside:
+            return (
+                f"a day on site holds {fit} restarts per arm for {arms} arms: too few to add "
+                "enough to decide it"
+                if points
+                else ""
+            )
+        pick = pick or inside[-1]
+        cost = f", ≈ {_hours(pick.added * arms * self.restart_s)}" if self.restart_s else ""
+        held = ""
+        if pick.assurance < ASSURANCE:
+            held = (
+                " (the most a day on site holds)"
+                if len(inside) < len(points)
+                else " (the largest extension considered)"
+            )
         return (
-            f"about {need} restarts per arm would settle it, but a day on site holds {fit} "
-            f"for {arms} arms: too small an effect to resolve in a day"
+            f"{pick.added} more restarts per arm ({pick.restarts} in all{cost}){held} would "
+            f"decide it with probability {pick.assurance:.0%}"
         )
 
     def plan(self, p: PlanningAdvice) -> str:

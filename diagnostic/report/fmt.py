@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from datetime import datetime
 
+from diagnostic import defaults
 from diagnostic.schema.analysis import Comparison
 
 __all__ = [
@@ -22,6 +23,7 @@ __all__ = [
     "pvalue",
     "ratio",
     "ratio_ci",
+    "ratio_end",
     "seconds",
     "span",
     "text",
@@ -85,17 +87,28 @@ RATIO_SHOWN_MAX = 100.0
 reaches 10^30: the digits would say nothing the '+' does not)."""
 
 
-def _ratio_end(value: float) -> str:
-    return f"{RATIO_SHOWN_MAX:.0f}+" if value > RATIO_SHOWN_MAX else num(value, 2)
+def ratio_end(value: float, delta: float = defaults.MARGIN) -> str:
+    """A ratio interval's end: 2 decimals, more when those would print an edge of the ±δ
+    margin (1.0199 is '1.0199', never '1.02', which reads as deciding)."""
+    if value > RATIO_SHOWN_MAX:
+        return f"{RATIO_SHOWN_MAX:.0f}+"
+    edges = (1 + delta, 1 / (1 + delta))
+    for digits in range(2, 7):
+        text = num(value, digits)
+        if all(text != num(e, digits) or value == e for e in edges):
+            return text
+    return num(value, 6)
 
 
-def span(low: float | None, high: float | None, fmt: str = "tps") -> str:
+def span(
+    low: float | None, high: float | None, fmt: str = "tps", delta: float = defaults.MARGIN
+) -> str:
     """'low–high' in the estimate's format, or '' when the interval was not computed."""
     if low is None or high is None or not (_ok(low) and _ok(high)):
         return ""
     if fmt == "tps":
         return f"{tps(low)}–{tps(high)}"
-    return f"{_ratio_end(low)}–{_ratio_end(high)}"
+    return f"{ratio_end(low, delta)}–{ratio_end(high, delta)}"
 
 
 def ratio(value: float | None) -> str:
@@ -111,18 +124,18 @@ def ratio_ci(value: float | None, low: float | None, high: float | None) -> str:
     return f"{ratio(value)} {interval}" if interval else ratio(value)
 
 
-def decided_ci(c: Comparison) -> str:
+def decided_ci(c: Comparison, delta: float = defaults.MARGIN) -> str:
     """The interval that decided a comparison, with its level: '[95% CI 1.15–1.31]',
-    '[simultaneous 95% CI over 6 comparisons: 1.15–1.31]'."""
-    interval = span(c.ci_low, c.ci_high, "ratio")
+    '[simultaneous 95% CI over 6 comparisons (each 99.4%): 1.15–1.31]'."""
+    interval = span(c.ci_low, c.ci_high, "ratio", delta)
     if not interval:
         return ""
     return f"[{c.ci_label} {interval}]" if c.ci_label == "95% CI" else f"[{c.ci_label}: {interval}]"
 
 
-def decided_ratio(c: Comparison) -> str:
+def decided_ratio(c: Comparison, delta: float = defaults.MARGIN) -> str:
     """'1.23× [95% CI 1.15–1.31]' for a comparison, its deciding interval labelled."""
-    interval = decided_ci(c)
+    interval = decided_ci(c, delta)
     return f"{ratio(c.ratio)} {interval}" if interval else ratio(c.ratio)
 
 

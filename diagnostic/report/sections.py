@@ -81,8 +81,8 @@ def _arm_row(
         notes.append(c.label)
     elif c is not None and (stop := futility(c)):
         notes.append(stop)
-    elif c is not None and c.verdict == "INCONCLUSIVE" and c.more_restarts_needed:
-        notes.append(day.settle(c.more_restarts_needed))
+    elif c is not None and c.verdict == "INCONCLUSIVE" and (more := day.extension(c)):
+        notes.append(more)
     note = "; ".join(notes)
     return ArmRow(
         arm=arm.id,
@@ -90,7 +90,9 @@ def _arm_row(
         decode_tps=f.tps(e.estimate),
         decode_ci=f.span(e.ci_low, e.ci_high),
         ratio="—" if arm.is_baseline else (f.ratio(c.ratio) if c else f.MISSING),
-        ratio_ci=f.span(c.ci_low, c.ci_high, "ratio") if c and not arm.is_baseline else "",
+        ratio_ci=f.span(c.ci_low, c.ci_high, "ratio", a.noise_band.delta)
+        if c and not arm.is_baseline
+        else "",
         verdict=verdict,
         n=_n(aw),
         ttft=f.seconds(aw.ttft_median_s),
@@ -183,7 +185,6 @@ def _sweep_rows(sw: SweepWorkload) -> list[SweepRow]:
             decode_ci=f.span(p.decode_tps.ci_low, p.decode_tps.ci_high),
             ratio="—" if p.k == 0 else f.ratio(p.ratio),
             ratio_ci="" if p.k == 0 else f.span(p.ci_low, p.ci_high, "ratio"),
-            p_adjusted="—" if p.k == 0 else f.pvalue(p.p_adjusted),
             verdict="BASELINE" if p.k == 0 else (p.verdict or "—"),
             # A dash, not 'not measured': three narrow columns side by side (the note says so).
             acceptance="—" if p.k == 0 else _dash(f.num(p.acceptance_length, 2)),

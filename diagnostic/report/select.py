@@ -103,12 +103,15 @@ def best_comparison(a: Analysis, workload: str) -> Comparison | None:
 
 
 def lead_comparison(a: Analysis, workload: str) -> Comparison | None:
-    """The comparison page 1 speaks of on a workload: the recommended WIN, else the highest
-    ratio among comparisons with a verdict, else any (withheld) one."""
+    """The comparison page 1 speaks of on a workload: the recommended WIN, else by the
+    decision rule the one with the highest lower bound among comparisons with a verdict,
+    else any (withheld) one (the highest ratio: their intervals say little)."""
     comps = _on_plan_baseline(a, spec_comparisons(a, workload))
-    decided = [c for c in comps if not c.withheld] or comps
     best = best_comparison(a, workload)
-    return best or max(decided, key=lambda c: c.ratio or 0.0, default=None)
+    decided = [c for c in comps if not c.withheld]
+    if best or decided:
+        return best or max(decided, key=lambda c: c.ci_low or 0.0)
+    return max(comps, key=lambda c: c.ratio or 0.0, default=None)
 
 
 def _on_plan_baseline(a: Analysis, comps: list[Comparison]) -> list[Comparison]:

@@ -111,10 +111,10 @@ def _band(a: Analysis) -> str:
 
 def verdict_phrase(c: Comparison, workload: str, a: Analysis) -> str:
     """'1.23× faster on code [95% CI 1.15–1.31]', 'no faster on prose', …"""
-    interval = f.decided_ci(c)
-    value = f.decided_ratio(c)
+    interval = f.decided_ci(c, a.noise_band.delta)
+    value = f.decided_ratio(c, a.noise_band.delta)
     if c.withheld:
-        return f"not decided on {workload} ({f.ratio(c.ratio)}, one restart: no verdict)"
+        return f"not decided on {workload} ({f.ratio(c.ratio)}; {c.label or 'no verdict'})"
     if c.verdict == "WIN":
         return f"{f.ratio(c.ratio)} faster on {workload} {interval}".strip()
     if c.verdict == "LOSS":
@@ -197,16 +197,43 @@ def _verdict_line(a: Analysis, workload: str, describe: Describe, day: Day) -> V
         "INCONCLUSIVE": f"is not yet decided against {off} ({f.ratio(c.ratio)}, "
         f"leans {c.lean or 'neither way'})",
     }[c.verdict]
-    interval = f.decided_ci(c)
+    # A withheld interval (two restarts: df 1) spans orders of magnitude: its label says why.
+    interval = "" if c.withheld else f.decided_ci(c, a.noise_band.delta)
     tail = f"{'no verdict' if c.withheld else c.verdict}, {restarts}"
     if stop := futility(c):
         tail += f"; {stop}"
-    elif c.verdict == "INCONCLUSIVE" and c.more_restarts_needed:
-        tail += f"; {day.settle(c.more_restarts_needed)}"
-    if c.within_process_only:
-        tail += f"; {c.label or WITHIN_PROCESS_LABEL}"
+    if c.withheld:
+        tail += f"; {c.label or WITHIN_PROCESS_LABEL}; {day.extension(c)}"
     sentence = f"{lead} {body} {interval} ({tail}).".replace("  ", " ")
+    if c.verdict == "INCONCLUSIVE" and not c.withheld and not stop:
+        sentence += " " + _undecided(a, c, day)
     return VerdictLine(workload=workload, verdict=c.verdict, sentence=sentence)
+
+
+def _undecided(a: Analysis, c: Comparison, day: Day) -> str:
+    """An undecided lead: how likely it is faster than the margin, what its estimate and own
+    95% interval are, what either choice risks, and what a planned extension would buy."""
+    o = c.outlook
+    if o is None:
+        return ""
+    edge = f.ratio(1 + a.noise_band.delta)
+    gain = f"{(c.ratio or 1.0) - 1:+.0%}"
+    own = f.span(o.low95, o.high95, "ratio", a.noise_band.delta)
+    more = day.extension(c)
+    risk = (
+        f"serving it now could cost up to {1 - o.low95:.0%} of today's throughput (its 95% "
+        f"lower bound, {f.ratio_end(o.low95, a.noise_band.delta)}×)"
+        if o.low95 < 1
+        else f"serving it now risks no loss within its 95% interval (lower bound "
+        f"{f.ratio_end(o.low95, a.noise_band.delta)}×)"
+    )
+    return (
+        f"Probability that it is faster than {edge}: {o.p_faster:.0%}, and slower than "
+        f"{f.ratio(1 / (1 + a.noise_band.delta))}: {o.p_slower:.0%} (a confidence "
+        f"distribution, not a verdict). Estimated gain {gain} (this comparison's own 95% "
+        f"interval {own}): {risk}; not serving it forgoes the estimated {gain}."
+        + (f" Deciding it: {more}." if more else "")
+    )
 
 
 def _profile(a: Analysis, workload: str, describe: Describe) -> Profile:
@@ -217,11 +244,17 @@ def _profile(a: Analysis, workload: str, describe: Describe) -> Profile:
         return Profile(workload=workload, profile="no speculation", reason=f.MISSING)
     arm = sel.arm_by_id(a, c.arm)
     name = describe(arm) if arm else c.arm
-    interval = f.span(c.ci_low, c.ci_high, "ratio")
+    interval = "" if c.withheld else f.span(c.ci_low, c.ci_high, "ratio", a.noise_band.delta)
     measured = f"{f.ratio(c.ratio)}{f' ({interval})' if interval else ''}"
     measured += f", {'no verdict' if c.withheld else c.verdict}"
     if c.verdict == "WIN":
         return Profile(workload=workload, profile=name, reason=measured)
+    if c.verdict == "INCONCLUSIVE" and not c.withheld and not futility(c) and c.outlook:
+        return Profile(
+            workload=workload,
+            profile=f"undecided: {name} is faster with probability {c.outlook.p_faster:.0%}",
+            reason=f"{name}: {measured}",
+        )
     return Profile(workload=workload, profile="no speculation", reason=f"{name}: {measured}")
 
 
@@ -423,13 +456,21 @@ def _caveats(a: Analysis) -> list[str]:
             "interval, so the schedule has drift or order effects — read every verdict of this "
             "report with that caveat."
         )
-    withheld = [c for c in a.comparisons if c.withheld]
-    if withheld:
-        single = sorted({c.arm if c.n_restarts_arm == 1 else c.baseline for c in withheld})
+    withheld = [c for c in a.comparisons if c.withheld and not c.derived]
+    single = sorted(
+        {c.arm if c.n_restarts_arm == 1 else c.baseline for c in withheld if c.within_process_only}
+    )
+    few = sorted({c.arm for c in withheld if not c.within_process_only})
+    if single:
         out.append(
             f"{f.join(single)} ran in one server process only: restart variance is not "
             f"measured there ({WITHIN_PROCESS_LABEL}), so those comparisons get no verdict; "
             f"a verdict needs at least {defaults.MIN_RESTARTS} restarts per arm."
+        )
+    if few:
+        out.append(
+            f"{f.join(few)} had fewer than {defaults.MIN_RESTARTS} restarts on a side: their "
+            "intervals are shown, without a verdict."
         )
     unmatched = sorted({c.arm for c in a.comparisons if c.kind == "spec" and not c.matched})
     if unmatched:

@@ -214,7 +214,6 @@ class SweepRow(_View):
     decode_ci: str = Field(description="Its 95% interval; '' when not computed")
     ratio: str = Field(description="Speedup")
     ratio_ci: str = Field(description="Its 95% interval; '' when not computed")
-    p_adjusted: str = Field(description="BH-adjusted p-value")
     verdict: str = Field(description="Verdict word (CSS class)")
     acceptance: str = Field(description="Measured acceptance length τ_k")
     rho: str = Field(description="Measured step cost ratio")

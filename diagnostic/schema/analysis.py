@@ -57,11 +57,13 @@ __all__ = [
     "Estimate",
     "Exclusion",
     "Exclusions",
+    "ExtensionPoint",
     "IntervalMethod",
     "LeftOutRun",
     "Methods",
     "NoiseBand",
     "Outlier",
+    "Outlook",
     "PlanningAdvice",
     "PositionAcceptance",
     "PromptEquivalence",
@@ -109,6 +111,33 @@ class StoppingStatus(_Model):
         description="Stopped for futility: undecided, and the data reject the target speedup",
     )
     reason: str = Field("", description="Why it can or cannot stop")
+
+
+class ExtensionPoint(_Model):
+    """A planned extension of an undecided comparison and its chance of deciding it."""
+
+    restarts: int = Field(description="Restarts (blocks) per arm in all after the extension")
+    added: int = Field(description="Restarts per arm the extension adds")
+    assurance: float = Field(
+        description="Probability that the comparison is then decided (WIN, LOSS or "
+        "EQUIVALENT at its level), averaged over the confidence distribution of its speedup"
+    )
+
+
+class Outlook(_Model):
+    """An undecided comparison: what the data say now, and what more restarts would buy."""
+
+    p_faster: float = Field(description="P(speedup > 1 + δ) under the confidence distribution")
+    p_slower: float = Field(description="P(speedup < 1/(1 + δ)) under it")
+    low95: float = Field(description="Lower end of this comparison's own 95% interval")
+    high95: float = Field(description="Upper end of it (one comparison alone: not simultaneous)")
+    method: str = Field(
+        "confidence distribution: t on the log ratio with the deciding interval's SE and df",
+        description="What the probabilities are",
+    )
+    extension: list[ExtensionPoint] = Field(
+        default_factory=list, description="Planned extensions and their assurance"
+    )
 
 
 class Comparison(_Model):
@@ -170,7 +199,13 @@ class Comparison(_Model):
     )
     label: str | None = Field(None, description="Caveat to print beside the interval")
     more_restarts_needed: int | None = Field(
-        None, description="INCONCLUSIVE: restarts per arm likely to settle it (None if unknown)"
+        None,
+        description="Undecided: restarts per arm in all whose planned extension decides it "
+        "with probability ≥ 80% (outlook.extension); withheld: the floor a verdict needs; "
+        "None when no extension of up to 50 more restarts reaches 80%",
+    )
+    outlook: Outlook | None = Field(
+        None, description="Undecided family member: the confidence distribution and extensions"
     )
     stopping: StoppingStatus | None = Field(None, description="Adaptive-stopping status")
 
