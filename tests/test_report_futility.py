@@ -24,7 +24,7 @@ from diagnostic.schema.bundle import Design
 
 SAMPLE = Path(__file__).parents[1] / "samples" / "llamacpp-cpu-gemma3"
 DESIGN = Design(kind="adaptive", looks=[3, 6], target=0.10, pool_aa=True)
-SETTLE = "restarts per arm would settle it"
+SETTLE = "would decide it with probability"
 FUTILITY_WORDS = ("futil", "one-sided", "pooled", "reference:", "baseline-aa, two starts")
 
 
@@ -100,8 +100,10 @@ def test_a_futile_verdict_line_says_why_it_stopped_and_asks_for_no_restarts(
             assert _stopped(c) in line.sentence and SETTLE not in line.sentence
         else:
             assert SETTLE in line.sentence and "futility" not in line.sentence
-        # One decision path: the deciding interval is the sentence's only interval.
-        assert line.sentence.count("–") == 1
+        # One decision path: the deciding interval is the verdict's only interval (the odds
+        # after it are labelled a confidence distribution).
+        verdict = line.sentence.split(" Odds from its confidence distribution")[0]
+        assert verdict.count("–") == 1
         seen.add(bool(c.stopping and c.stopping.futile))
     assert seen == {True, False}  # code's n-gram k=3 is futile at look 1, prose's is not
 
@@ -110,17 +112,21 @@ def test_futile_arm_rows_say_why_and_the_others_keep_their_restart_count(
     futile: Report,
 ) -> None:
     by = {(c.arm, c.workload): c for c in futile.analysis.comparisons}
-    rows = [(t.title.split(": ")[-1], r) for t in futile.ctx.before_after for r in t.rows]
+    rows = [
+        (t.title.split(": ")[-1], r, t.footnote) for t in futile.ctx.before_after for r in t.rows
+    ]
     futile_rows = 0
-    for workload, row in rows:
+    for workload, row, footnote in rows:
         c = by.get((row.arm, workload))
+        # a note shared by rows is a footnote
+        note = footnote.removeprefix("† ") if row.note == "†" else row.note
         if c is not None and c.stopping and c.stopping.futile:
-            assert row.note == _stopped(c)
+            assert note == _stopped(c)
             futile_rows += 1
         else:
-            assert "futility" not in row.note
+            assert "futility" not in note
     assert futile_rows == len([c for c in futile.futile() if c.workload != "all"])
-    assert any(SETTLE in r.note for _, r in rows)  # prose's open k=3 still gets its count
+    assert any(SETTLE in r.note for _, r, _ in rows)  # prose's open k=3 gets its extension
 
 
 def test_recommendations_plan_no_restarts_for_futile_comparisons(futile: Report) -> None:
@@ -137,7 +143,7 @@ def test_recommendations_plan_no_restarts_for_futile_comparisons(futile: Report)
         ws = [w for w in sel.workloads(futile.analysis) if (arm, w) in futile_pages]
         assert f"{arm} on {' and '.join(ws)}" in stop[0].text
     # No recommendation asks for restarts to settle a futile comparison.
-    repeat = [r for r in recs if r.text.startswith("Repeat the undecided")]
+    repeat = [r for r in recs if r.text.startswith("Extend the undecided")]
     open_arms = {
         c.arm
         for c in futile.analysis.comparisons
@@ -149,7 +155,7 @@ def test_recommendations_plan_no_restarts_for_futile_comparisons(futile: Report)
     }
     assert open_arms == {"ngram-k3"}
     assert [r.text.split(":")[0] for r in repeat] == [
-        "Repeat the undecided comparisons of ngram-k3"
+        "Extend the undecided comparisons of ngram-k3"
     ]
     assert "on prose" in repeat[0].evidence and "on code" not in repeat[0].evidence
     assert "Serve code without speculation: n-gram at k=3 is unlikely to pay." in [

@@ -47,12 +47,12 @@ def test_validation_recommends_only_comparisons_with_a_verdict(validation: Path)
     k7 = next(c for c in a.comparisons if c.arm == "ngram-k7" and c.workload == "code")
     assert k7.n_restarts_arm == 1 and k7.withheld and k7.verdict == "INCONCLUSIVE"
     assert a.noise_band.delta == 0.02 and a.noise_band.aa_check is True
-    # Two restarts give df = 1 at the family's level: only prose at k = 3 is decided.
-    assert select.best_comparison(a, "code") is None  # no WIN on code: nothing recommended
-    prose = select.best_comparison(a, "prose")
-    assert prose is not None and (prose.arm, prose.verdict) == ("ngram-k3", "WIN")
+    # Two restarts per arm are below the floor of 3: no verdict anywhere, nothing recommended.
+    assert all(c.withheld for c in a.comparisons if c.kind == "spec")
+    assert select.best_comparison(a, "code") is None is select.best_comparison(a, "prose")
+    # Page 1 speaks of a comparison over two restarts, not the one-process k = 7.
     lead = select.lead_comparison(a, "code")
-    assert lead is not None and not lead.withheld and lead.arm != "ngram-k7"
+    assert lead is not None and lead.withheld and lead.n_restarts_arm == 2
     eager_k3 = next(c for c in a.comparisons if c.arm == "ngram-k3-eager")
     assert eager_k3.baseline == "eager" and eager_k3.matched  # its own graph-less baseline
     eager = next(arm for arm in a.arms if arm.id == "eager")
@@ -148,9 +148,14 @@ def test_the_adaptive_sample_stopped_the_decided_arm_and_rotated_its_prompts() -
     by = {(c.arm, c.workload): c for c in a.comparisons if c.kind == "spec"}
     k2 = by["ngram-k2", "prose"]
     assert k2.verdict == "WIN" and k2.stopping and k2.stopping.look_number == 2
-    on_code = by["ngram-k2", "code"]  # WIN by the fourth decimal of its lower bound
-    assert on_code.verdict == "WIN" and 1.0201 < on_code.ci_low < 1.0203  # type: ignore[operator]
-    assert a.sweep is not None and {w.best_k for w in a.sweep.workloads} == {2}
+    on_code = by["ngram-k2", "code"]
+    assert on_code.verdict == "WIN" and on_code.ci_low > 1.04  # type: ignore[operator]
+    assert a.sweep is not None
+    assert {w.workload: w.best_k for w in a.sweep.workloads} == {
+        "code": 2,
+        "prose": 2,
+        "all": None,  # derived: no verdict, so no best k
+    }
     assert k2.pooled_with == "baseline-aa" and k2.ci_label.startswith("Pocock-adjusted 95% CI")
     draft = by["selfdraft-k4", "code"]
     assert draft.verdict == "LOSS" and draft.n_restarts_arm == 4

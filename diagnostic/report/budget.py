@@ -70,9 +70,10 @@ class Day:
                 if len(inside) < len(points)
                 else " (the largest extension considered)"
             )
+        more = f"{pick.added} more restart{'s' if pick.added != 1 else ''} per arm"
         return (
-            f"{pick.added} more restarts per arm ({pick.restarts} in all{cost}){held} would "
-            f"decide it with probability {pick.assurance:.0%}"
+            f"{more} ({pick.restarts} in all{cost}){held} would decide it with probability "
+            f"{pick.assurance:.0%}"
         )
 
     def plan(self, p: PlanningAdvice) -> str:

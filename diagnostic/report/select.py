@@ -111,7 +111,11 @@ def lead_comparison(a: Analysis, workload: str) -> Comparison | None:
     decided = [c for c in comps if not c.withheld]
     if best or decided:
         return best or max(decided, key=lambda c: c.ci_low or 0.0)
-    return max(comps, key=lambda c: c.ratio or 0.0, default=None)
+    return max(
+        comps,
+        key=lambda c: (min(c.n_restarts_arm, c.n_restarts_baseline), c.ratio or 0.0),
+        default=None,
+    )
 
 
 def _on_plan_baseline(a: Analysis, comps: list[Comparison]) -> list[Comparison]:

@@ -228,10 +228,10 @@ def _undecided(a: Analysis, c: Comparison, day: Day) -> str:
         f"{f.ratio_end(o.low95, a.noise_band.delta)}×)"
     )
     return (
-        f"Probability that it is faster than {edge}: {o.p_faster:.0%}, and slower than "
-        f"{f.ratio(1 / (1 + a.noise_band.delta))}: {o.p_slower:.0%} (a confidence "
-        f"distribution, not a verdict). Estimated gain {gain} (this comparison's own 95% "
-        f"interval {own}): {risk}; not serving it forgoes the estimated {gain}."
+        f"Odds from its confidence distribution (not a verdict): faster than {edge} with "
+        f"probability {o.p_faster:.0%}, slower than {f.ratio(1 / (1 + a.noise_band.delta))} "
+        f"with {o.p_slower:.0%}; estimated gain {gain}, 95% of that distribution between "
+        f"{own.replace('–', ' and ')}: {risk}; not serving it forgoes the estimated {gain}."
         + (f" Deciding it: {more}." if more else "")
     )
 
