@@ -123,9 +123,11 @@ def _equal(a: Any, b: Any, rel_tol: float) -> bool:
     return type(a) is type(b) and a == b
 
 
-def _keyed(name: str, items: list[Any]) -> dict[str, Any] | None:
+def _keyed(
+    name: str, items: list[Any], list_keys: Mapping[str, tuple[str, ...]]
+) -> dict[str, Any] | None:
     """Items of list `name` by their identity path segment; None when they have no keys."""
-    keys = LIST_KEYS.get(name)
+    keys = list_keys.get(name)
     if not keys or not all(isinstance(i, dict) and all(k in i for k in keys) for i in items):
         return None
     out: dict[str, Any] = {}
@@ -146,8 +148,9 @@ def _leaves(value: Any) -> int:
 
 
 class _Walk:
-    def __init__(self, rel_tol: float) -> None:
+    def __init__(self, rel_tol: float, list_keys: Mapping[str, tuple[str, ...]]) -> None:
         self.rel_tol = rel_tol
+        self.list_keys = list_keys
         self.result = Verification()
 
     def differ(self, path: str, stored: Any, recomputed: Any) -> None:
@@ -179,7 +182,7 @@ class _Walk:
                 self.value(sub, name, a[name], b[name])
 
     def sequence(self, path: str, name: str, a: list[Any], b: list[Any]) -> None:
-        ka, kb = _keyed(name, a), _keyed(name, b)
+        ka, kb = _keyed(name, a, self.list_keys), _keyed(name, b, self.list_keys)
         pairs: Iterator[tuple[str, Any, Any]]
         if ka is not None and kb is not None:
             labels = dict.fromkeys([*ka, *kb])
@@ -207,12 +210,14 @@ def compare(
     *,
     rel_tol: float = REL_TOL,
     ignore: tuple[str, ...] = IGNORED,
+    list_keys: Mapping[str, tuple[str, ...]] = LIST_KEYS,
 ) -> Verification:
-    """Every figure of `stored` against `recomputed` (both analysis.json dicts).
+    """Every figure of `stored` against `recomputed` (both analysis.json dicts, or two files of
+    another kind with their own `list_keys`).
 
     Numbers are equal within `rel_tol` (relative, no absolute floor; integers exactly),
     strings, booleans and nulls exactly; the top-level fields in `ignore` are skipped."""
-    walk = _Walk(rel_tol)
+    walk = _Walk(rel_tol, list_keys)
     walk.mapping(
         "",
         {k: v for k, v in stored.items() if k not in ignore},
