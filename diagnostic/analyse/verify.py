@@ -76,12 +76,15 @@ class Difference:
     path: str
     stored: Any
     recomputed: Any
+    what: str = "analysis"  # what was compared: the analysis, check's findings
 
     def __str__(self) -> str:
         if self.recomputed is ABSENT:
-            return f"{self.path}: stored {_show(self.stored)}, not in the recomputed analysis"
+            return f"{self.path}: stored {_show(self.stored)}, not in the recomputed {self.what}"
         if self.stored is ABSENT:
-            return f"{self.path}: not in the stored analysis, recomputed {_show(self.recomputed)}"
+            return (
+                f"{self.path}: not in the stored {self.what}, recomputed {_show(self.recomputed)}"
+            )
         return f"{self.path}: stored {_show(self.stored)}, recomputed {_show(self.recomputed)}"
 
 
@@ -148,13 +151,14 @@ def _leaves(value: Any) -> int:
 
 
 class _Walk:
-    def __init__(self, rel_tol: float, list_keys: Mapping[str, tuple[str, ...]]) -> None:
+    def __init__(self, rel_tol: float, list_keys: Mapping[str, tuple[str, ...]], what: str) -> None:
         self.rel_tol = rel_tol
         self.list_keys = list_keys
+        self.what = what
         self.result = Verification()
 
     def differ(self, path: str, stored: Any, recomputed: Any) -> None:
-        self.result.differences.append(Difference(path, stored, recomputed))
+        self.result.differences.append(Difference(path, stored, recomputed, self.what))
 
     def value(self, path: str, name: str, a: Any, b: Any) -> None:
         if isinstance(a, dict) and isinstance(b, dict):
@@ -211,13 +215,14 @@ def compare(
     rel_tol: float = REL_TOL,
     ignore: tuple[str, ...] = IGNORED,
     list_keys: Mapping[str, tuple[str, ...]] = LIST_KEYS,
+    what: str = "analysis",
 ) -> Verification:
     """Every figure of `stored` against `recomputed` (both analysis.json dicts, or two files of
     another kind with their own `list_keys`).
 
     Numbers are equal within `rel_tol` (relative, no absolute floor; integers exactly),
     strings, booleans and nulls exactly; the top-level fields in `ignore` are skipped."""
-    walk = _Walk(rel_tol, list_keys)
+    walk = _Walk(rel_tol, list_keys, what)
     walk.mapping(
         "",
         {k: v for k, v in stored.items() if k not in ignore},

@@ -101,7 +101,7 @@ def check_findings(bundle: Bundle, report: CheckReport | None) -> Check:
     recomputed = json.loads(report.model_dump_json())
     a = _relative(stored, _root_of(stored))
     b = _relative(recomputed, str(Path(bundle.path)))
-    result = compare(a, b, ignore=("schema_version",), list_keys=FINDING_KEYS)
+    result = compare(a, b, ignore=("schema_version",), list_keys=FINDING_KEYS, what="findings")
     version = stored.get("schema_version", 0) if isinstance(stored, dict) else 0
     if isinstance(version, int) and version < SCHEMA_VERSION:
         # Written by an earlier diagnose: a field it did not know is no difference (an item
@@ -116,7 +116,9 @@ def check_findings(bundle: Bundle, report: CheckReport | None) -> Check:
             f"{FINDINGS_FILE} equals the findings recomputed from the logs ({n} findings, "
             f"{result.compared} values)",
         )
-    problems = [f"{FINDINGS_FILE}: {d}" for d in result.differences]
+    # The findings first: what the report shows; then the facts of each log behind them.
+    ordered = sorted(result.differences, key=lambda d: not d.path.startswith("findings"))
+    problems = [f"{FINDINGS_FILE}: {d}" for d in ordered]
     summary = (
         f"{len(result.differences)} values of {FINDINGS_FILE} differ from the findings "
         "recomputed from the logs (the report shows findings.json's)"

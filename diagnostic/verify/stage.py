@@ -21,7 +21,7 @@ from diagnostic.verify.outcome import Check, VerifyReport
 from diagnostic.verify.pages import PdfReport, check_pages, check_root, read_pdf, rerender
 from diagnostic.verify.schedule import check_schedule
 
-__all__ = ["verify_bundle"]
+__all__ = ["check_report_signature", "verify_bundle"]
 
 STEPS = 5  # the reporter's steps: integrity, findings, analysis, root, pages
 
@@ -70,7 +70,9 @@ def _check_analysis(stored_path: Path, stored: dict[str, Any], analysis: Analysi
     return Check.failed("analysis", "deliverable", summary, [str(d) for d in result.differences])
 
 
-def _check_signature(pdf: PdfReport | None, public_key: Path | None) -> Check | None:
+def check_report_signature(pdf: PdfReport | None, public_key: Path | None) -> Check | None:
+    """The report's signature of the root, checked with `public_key` when given; None when
+    there is neither a signature nor a key."""
     from diagnostic.bundle.signing import check_signature
     from diagnostic.bundle.signing import public_key as load_key
 
@@ -184,6 +186,6 @@ def _deliverable(
     else:
         report.checks.append(check_pages(pdf, rerender(bundle, analysis, check, pdf.made_from)))
     reporter.advance("verify", status="pages compared")
-    signature = _check_signature(pdf, public_key)
+    signature = check_report_signature(pdf, public_key)
     if signature is not None:
         report.checks.append(signature)
