@@ -110,3 +110,27 @@ def test_the_key_id_is_the_fingerprint_ssh_keygen_prints(tmp_path: Path) -> None
         ["ssh-keygen", "-lf", str(pub)], capture_output=True, text=True, check=True
     )
     assert sign_root(key, ROOT).key_id == printed.stdout.split()[1]
+
+
+def test_report_signs_only_the_pdf_and_refuses_a_bad_key_before_rendering(
+    tmp_path: Path,
+) -> None:
+    from click.testing import CliRunner
+    from verify_bundles import MLA
+
+    from diagnostic.cli import main
+
+    key = _write_private(
+        tmp_path / "k.pem", Ed25519PrivateKey.generate(), serialization.PrivateFormat.PKCS8
+    )
+    result = CliRunner().invoke(
+        main, ["report", str(MLA), "-o", str(tmp_path / "a.json"), "--sign-key", str(key)]
+    )
+    assert result.exit_code == 2 and "signs the PDF deliverable" in " ".join(result.output.split())
+    (tmp_path / "junk.pem").write_text("junk\n")
+    out = tmp_path / "r.pdf"
+    result = CliRunner().invoke(
+        main, ["report", str(MLA), "-o", str(out), "--sign-key", str(tmp_path / "junk.pem")]
+    )
+    assert result.exit_code == 2 and "not a private key" in " ".join(result.output.split())
+    assert not out.exists()

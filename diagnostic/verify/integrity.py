@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from diagnostic.bundle.gate import parse_json
 from diagnostic.bundle.seal import (
-    file_sha256,
     measured_seal,
-    run_files,
     schedule_sha256,
     seal_digest,
 )
@@ -23,16 +21,16 @@ def _short(digest: str) -> str:
     return digest[:12] + "…"
 
 
-def _files(bundle: Bundle, run: RunInfo, seal: RunSeal) -> list[str]:
-    """Each file of the run that differs from its seal, is gone, or came after it."""
+def _files(run: RunInfo, seal: RunSeal, now: dict[str, str]) -> list[str]:
+    """Each file of the run that differs from its seal, is gone, or came after it (`now`: the
+    sha256 of each file the run folder holds)."""
     where = f"runs/{run_id(run.arm, run.restart)}"
-    now = run_files(bundle, run.arm, run.restart)
     out = []
     for name, sealed in sorted(seal.files.items()):
-        path = now.get(name)
-        if path is None:
+        digest = now.get(name)
+        if digest is None:
             out.append(f"{where}/{name}: sealed, now missing: removed after the run ended")
-        elif (digest := file_sha256(path)) != sealed:
+        elif digest != sealed:
             out.append(
                 f"{where}/{name}: differs from its seal (sealed {_short(sealed)}, now "
                 f"{_short(digest)}): changed after the run ended ({seal.sealed_at})"
@@ -71,7 +69,7 @@ def _run(bundle: Bundle, run: RunInfo, seal: RunSeal, schedule: str | None) -> l
             f"{where}/{RUN_JSON}: changed after the run was sealed (its status, block, engine, "
             "server arguments or times are not those recorded)"
         )
-    return out + _files(bundle, run, seal)
+    return out + _files(run, seal, now.files)
 
 
 def _schedules(bundle: Bundle, sealed: list[RunInfo]) -> dict[str, str | None]:
