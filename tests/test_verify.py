@@ -295,3 +295,15 @@ def test_help_says_what_is_checked_ignored_and_the_exit_codes() -> None:
         "4 the report PDF was made from another bundle",
     ):
         assert code in text, code
+
+
+def test_an_analysis_json_the_bundle_wrote_through_its_redaction_verifies(tmp_path: Path) -> None:
+    """`report --format json` writes analysis.json through the bundle's gate, which redacts
+    texts (the gemma3 sample's theory prose holds 'token: CUDA graphs'): the same analysis."""
+    bundle = tmp_path / "gemma3"
+    shutil.copytree(SAMPLE.parent / "vllm-h200-gemma3", bundle)
+    made = CliRunner().invoke(main, ["report", str(bundle), "--format", "json"])
+    assert made.exit_code == 0, made.output
+    result = _verify(bundle)
+    assert result.exit_code == 0, result.output
+    assert "OK   analysis" in result.output
