@@ -7,7 +7,8 @@ each named by a path such as
 It walks the JSON generically, so a field added to the Analysis schema is compared without a
 change here. Items of a list of objects are matched by their identity keys (LIST_KEYS), not by
 position: a reordering is no difference, a missing or extra item is. `load_stored` reads the
-stored side from a .json file or from a PDF's `analysis.json` attachment; `verify` does both.
+stored side from a .json file or from a PDF's `analysis.json` attachment; the verify stage
+(diagnostic/verify) recomputes the other side and calls both.
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from diagnostic.bundle.store import Bundle
 from diagnostic.errors import DiagnosticError
 
 __all__ = [
@@ -32,8 +32,6 @@ __all__ = [
     "Verification",
     "compare",
     "load_stored",
-    "recompute",
-    "verify",
 ]
 
 ANALYSIS_FILE = "analysis.json"  # in the bundle, and the name of the PDF's attachment
@@ -235,7 +233,7 @@ def compare(
     return result
 
 
-# -- reading the stored side, recomputing the other ------------------------------------------
+# -- reading the stored side ------------------------------------------
 def _pdf_attachment(path: Path, name: str) -> bytes:
     from pypdf import PdfReader  # imported here: only a PDF needs it
     from pypdf.errors import PyPdfError
@@ -272,25 +270,3 @@ def load_stored(path: Path) -> dict[str, Any]:
     if not isinstance(stored, dict) or "schema_version" not in stored:
         raise DiagnosticError(f"{path}: not an analysis (no schema_version); pass analysis.json")
     return stored
-
-
-def recompute(bundle: Bundle, stored: Mapping[str, Any]) -> dict[str, Any]:
-    """The analysis of `bundle` as analysis.json would hold it, made with the stored title and
-    client (inputs of `diagnose report`, not figures)."""
-    from diagnostic.analyse.core import analyse  # imported here: scipy loads slowly
-
-    title, client = stored.get("title"), stored.get("client")
-    analysis = analyse(
-        bundle,
-        title=title if isinstance(title, str) else None,
-        client=client if isinstance(client, str) else None,
-    )
-    data: dict[str, Any] = json.loads(analysis.model_dump_json())
-    return data
-
-
-def verify(bundle_path: Path, stored_path: Path, *, rel_tol: float = REL_TOL) -> Verification:
-    """Recompute the analysis of the bundle and compare the stored one (JSON or PDF) with it."""
-    stored = load_stored(stored_path)
-    bundle = Bundle.open(Path(bundle_path), strict=False)
-    return compare(stored, recompute(bundle, stored), rel_tol=rel_tol)
