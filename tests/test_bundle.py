@@ -70,7 +70,7 @@ def test_layout_matches_design(bundle: Bundle) -> None:
     assert (bundle.path / "manifest.json").is_file()
     assert (run / "run.json").is_file() and (run / "requests.jsonl").is_file()
     manifest = json.loads((bundle.path / "manifest.json").read_text())
-    assert manifest["schema_version"] == SCHEMA_VERSION == 2
+    assert manifest["schema_version"] == SCHEMA_VERSION == 3
 
 
 def test_refuses_overwrite_without_force(bundle: Bundle) -> None:
@@ -127,7 +127,8 @@ def test_newer_schema_is_refused_with_advice(bundle: Bundle) -> None:
     data = json.loads(path.read_text())
     data["schema_version"] = SCHEMA_VERSION + 1
     path.write_text(json.dumps(data))
-    with pytest.raises(BundleError, match=r"manifest\.json: schema_version 3 is newer.*upgrade"):
+    newer = rf"manifest\.json: schema_version {SCHEMA_VERSION + 1} is newer.*upgrade"
+    with pytest.raises(BundleError, match=newer):
         Bundle.open(bundle.path)
 
 

@@ -1,4 +1,4 @@
-"""Bundle format v1 -> v2: the recorded samples (all v1) open, check and report as before."""
+"""Bundle formats v1 and v2 -> v3: the recorded samples open, check and report as before."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from diagnostic.analyse.core import analyse
-from diagnostic.bundle.store import Bundle, upgrade_to_2
+from diagnostic.bundle.store import Bundle
+from diagnostic.bundle.upgrade import upgrade_to_2
 from diagnostic.logcheck.stage import FINDINGS_FILE, check_paths
 from diagnostic.schema.bundle import SCHEMA_VERSION
 
@@ -64,7 +65,7 @@ def test_a_v1_sample_opens_as_v2_without_being_rewritten(name: str, tmp_path: Pa
     copy = _copy(name, tmp_path)
     before = {p: p.read_bytes() for p in copy.rglob("*") if p.is_file()}
     bundle = Bundle.open(copy)
-    assert bundle.manifest.schema_version == SCHEMA_VERSION == 2
+    assert bundle.manifest.schema_version == SCHEMA_VERSION == 3
     runs = bundle.runs()
     assert runs and all(r.sources == {"server": "server.log"} for r in runs)
     assert all(set(bundle.log_sources(r)) == {"server"} for r in runs)

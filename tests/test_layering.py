@@ -33,6 +33,7 @@ LAYERS = {
     "measure.sweep": 5,
     "checklist": 3,
     "report": 6,
+    "verify": 7,
     "cli": 7,
     "__main__": 8,
 }

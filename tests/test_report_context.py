@@ -11,11 +11,11 @@ from pydantic import BaseModel
 from report_bundles import check_report, sweep_bundle
 
 from diagnostic.analyse.core import analyse
+from diagnostic.bundle.seal import bundle_root
 from diagnostic.bundle.store import Bundle
 from diagnostic.checklist.lists import load_checklist, update_state
 from diagnostic.report import fmt
 from diagnostic.report import select as sel
-from diagnostic.report.advice import bundle_hash
 from diagnostic.report.context import Inputs, build_context
 from diagnostic.report.view import ReportContext
 from diagnostic.schema.analysis import WITHIN_PROCESS_LABEL, Analysis
@@ -195,15 +195,25 @@ def test_failures_and_divergent_output_are_reported(tmp_path: Path) -> None:
     assert "ngram-k3" in diff.arms and "<script>" in diff.arm  # raw here; escaped by the template
 
 
-def test_bundle_hash_covers_manifest_and_runs_only(tmp_path: Path) -> None:
+def _root(bundle: Bundle) -> str:
+    return bundle_root(bundle).digest
+
+
+def test_the_root_hash_covers_manifest_and_runs_only(tmp_path: Path) -> None:
     bundle = sweep_bundle(tmp_path / "b", ks=(1,), restarts=2, requests=2)
-    first = bundle_hash(bundle)
-    assert first == bundle_hash(Bundle.open(bundle.path)) and len(first) == 64
+    first = _root(bundle)
+    assert first == _root(Bundle.open(bundle.path)) and len(first) == 64
     bundle.write_json("findings.json", check_report(bundle))  # derived: not part of the hash
-    assert bundle_hash(bundle) == first
+    assert _root(bundle) == first
     log = bundle.run_file("base", 0, "requests.jsonl")
     log.write_bytes(log.read_bytes().replace(b'"prompt_tokens":40', b'"prompt_tokens":41', 1))
-    assert bundle_hash(bundle) != first
+    assert _root(bundle) != first
+    rows = {
+        e.key: e.value
+        for e in build_context(Inputs(analysis=analyse(bundle), bundle=bundle)).environment
+    }
+    assert rows["Bundle root hash (sha256)"] == _root(bundle)
+    assert rows["Seals"] == "recorded before sealing: integrity not provable, consistency checked"
 
 
 def test_checklist_state_appears_when_recorded(tmp_path: Path) -> None:

@@ -169,7 +169,9 @@ def test_starts_that_exit_at_once_are_recorded_failed_and_the_sweep_goes_on(tmp_
         assert "did not become healthy within 1 s" in (runs[name].failure or "")
         assert runs[name].launch is not None and runs[name].launch.exit_code == -15
     assert recorder.steps[OVERALL] == recorder.totals[OVERALL] == 4 * 3
-    assert len([n for n in recorder.notes if "failed" in n]) == 4
+    sealed = [n for n in recorder.notes if n.startswith("sealed ")]  # each run, as it ends
+    assert len(sealed) == 4 and all("(failed): 1 files, seal sha256 " in n for n in sealed)
+    assert len([n for n in recorder.notes if "failed" in n and n not in sealed]) == 4
 
 
 def test_stop_on_failure_stops_after_the_first_failure(tmp_path: Path) -> None:

@@ -7,7 +7,8 @@ each named by a path such as
 It walks the JSON generically, so a field added to the Analysis schema is compared without a
 change here. Items of a list of objects are matched by their identity keys (LIST_KEYS), not by
 position: a reordering is no difference, a missing or extra item is. `load_stored` reads the
-stored side from a .json file or from a PDF's `analysis.json` attachment; `verify` does both.
+stored side from a .json file or from a PDF's `analysis.json` attachment; the verify stage
+(diagnostic/verify) recomputes the other side and calls both.
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from diagnostic.bundle.store import Bundle
 from diagnostic.errors import DiagnosticError
 
 __all__ = [
@@ -32,8 +32,6 @@ __all__ = [
     "Verification",
     "compare",
     "load_stored",
-    "recompute",
-    "verify",
 ]
 
 ANALYSIS_FILE = "analysis.json"  # in the bundle, and the name of the PDF's attachment
@@ -76,12 +74,15 @@ class Difference:
     path: str
     stored: Any
     recomputed: Any
+    what: str = "analysis"  # what was compared: the analysis, check's findings
 
     def __str__(self) -> str:
         if self.recomputed is ABSENT:
-            return f"{self.path}: stored {_show(self.stored)}, not in the recomputed analysis"
+            return f"{self.path}: stored {_show(self.stored)}, not in the recomputed {self.what}"
         if self.stored is ABSENT:
-            return f"{self.path}: not in the stored analysis, recomputed {_show(self.recomputed)}"
+            return (
+                f"{self.path}: not in the stored {self.what}, recomputed {_show(self.recomputed)}"
+            )
         return f"{self.path}: stored {_show(self.stored)}, recomputed {_show(self.recomputed)}"
 
 
@@ -123,9 +124,11 @@ def _equal(a: Any, b: Any, rel_tol: float) -> bool:
     return type(a) is type(b) and a == b
 
 
-def _keyed(name: str, items: list[Any]) -> dict[str, Any] | None:
+def _keyed(
+    name: str, items: list[Any], list_keys: Mapping[str, tuple[str, ...]]
+) -> dict[str, Any] | None:
     """Items of list `name` by their identity path segment; None when they have no keys."""
-    keys = LIST_KEYS.get(name)
+    keys = list_keys.get(name)
     if not keys or not all(isinstance(i, dict) and all(k in i for k in keys) for i in items):
         return None
     out: dict[str, Any] = {}
@@ -146,12 +149,14 @@ def _leaves(value: Any) -> int:
 
 
 class _Walk:
-    def __init__(self, rel_tol: float) -> None:
+    def __init__(self, rel_tol: float, list_keys: Mapping[str, tuple[str, ...]], what: str) -> None:
         self.rel_tol = rel_tol
+        self.list_keys = list_keys
+        self.what = what
         self.result = Verification()
 
     def differ(self, path: str, stored: Any, recomputed: Any) -> None:
-        self.result.differences.append(Difference(path, stored, recomputed))
+        self.result.differences.append(Difference(path, stored, recomputed, self.what))
 
     def value(self, path: str, name: str, a: Any, b: Any) -> None:
         if isinstance(a, dict) and isinstance(b, dict):
@@ -179,7 +184,7 @@ class _Walk:
                 self.value(sub, name, a[name], b[name])
 
     def sequence(self, path: str, name: str, a: list[Any], b: list[Any]) -> None:
-        ka, kb = _keyed(name, a), _keyed(name, b)
+        ka, kb = _keyed(name, a, self.list_keys), _keyed(name, b, self.list_keys)
         pairs: Iterator[tuple[str, Any, Any]]
         if ka is not None and kb is not None:
             labels = dict.fromkeys([*ka, *kb])
@@ -207,12 +212,15 @@ def compare(
     *,
     rel_tol: float = REL_TOL,
     ignore: tuple[str, ...] = IGNORED,
+    list_keys: Mapping[str, tuple[str, ...]] = LIST_KEYS,
+    what: str = "analysis",
 ) -> Verification:
-    """Every figure of `stored` against `recomputed` (both analysis.json dicts).
+    """Every figure of `stored` against `recomputed` (both analysis.json dicts, or two files of
+    another kind with their own `list_keys`).
 
     Numbers are equal within `rel_tol` (relative, no absolute floor; integers exactly),
     strings, booleans and nulls exactly; the top-level fields in `ignore` are skipped."""
-    walk = _Walk(rel_tol)
+    walk = _Walk(rel_tol, list_keys, what)
     walk.mapping(
         "",
         {k: v for k, v in stored.items() if k not in ignore},
@@ -225,7 +233,7 @@ def compare(
     return result
 
 
-# -- reading the stored side, recomputing the other ------------------------------------------
+# -- reading the stored side ------------------------------------------
 def _pdf_attachment(path: Path, name: str) -> bytes:
     from pypdf import PdfReader  # imported here: only a PDF needs it
     from pypdf.errors import PyPdfError
@@ -262,25 +270,3 @@ def load_stored(path: Path) -> dict[str, Any]:
     if not isinstance(stored, dict) or "schema_version" not in stored:
         raise DiagnosticError(f"{path}: not an analysis (no schema_version); pass analysis.json")
     return stored
-
-
-def recompute(bundle: Bundle, stored: Mapping[str, Any]) -> dict[str, Any]:
-    """The analysis of `bundle` as analysis.json would hold it, made with the stored title and
-    client (inputs of `diagnose report`, not figures)."""
-    from diagnostic.analyse.core import analyse  # imported here: scipy loads slowly
-
-    title, client = stored.get("title"), stored.get("client")
-    analysis = analyse(
-        bundle,
-        title=title if isinstance(title, str) else None,
-        client=client if isinstance(client, str) else None,
-    )
-    data: dict[str, Any] = json.loads(analysis.model_dump_json())
-    return data
-
-
-def verify(bundle_path: Path, stored_path: Path, *, rel_tol: float = REL_TOL) -> Verification:
-    """Recompute the analysis of the bundle and compare the stored one (JSON or PDF) with it."""
-    stored = load_stored(stored_path)
-    bundle = Bundle.open(Path(bundle_path), strict=False)
-    return compare(stored, recompute(bundle, stored), rel_tol=rel_tol)

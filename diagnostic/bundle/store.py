@@ -8,6 +8,7 @@ import os
 import re
 import shutil
 import tempfile
+import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,9 +30,9 @@ from diagnostic.bundle.redact import (
     redact_json,
     redact_text,
 )
+from diagnostic.bundle.upgrade import SERVER_LOG, upgrade, v1_sources
 from diagnostic.errors import BundleError
 from diagnostic.schema.bundle import (
-    MAIN_SOURCE,
     SCHEMA_VERSION,
     LenientRequestRecord,
     Manifest,
@@ -41,8 +42,10 @@ from diagnostic.schema.bundle import (
 )
 
 __all__ = [
+    "MANIFEST",
     "METRICS_AFTER",
     "METRICS_BEFORE",
+    "RUN_JSON",
     "SERVER_LOG",
     "Bundle",
     "RedactingLog",
@@ -52,17 +55,13 @@ __all__ = [
     "log_file",
     "metrics_files",
     "run_id",
-    "upgrade_to_2",
+    "run_record",
     "workload_metrics",
 ]
 
 MANIFEST = "manifest.json"
 RUN_JSON = "run.json"
 REQUESTS = "requests.jsonl"
-SERVER_LOG = "server.log"  # a v1 run's server log (v2: logs/server.log, source `server`)
-# v1 logs besides server.log: collect's server-2.log …, a node1.log copied in by hand (plain
-# names; an earlier attempt's server.attempt1.log is not a source).
-_V1_EXTRA_LOG = re.compile(r"^(?!.*\.attempt\d+\.)([A-Za-z0-9][A-Za-z0-9._+=-]*)\.log$")
 METRICS_BEFORE = "metrics_before.prom"  # /metrics before a run's first request
 METRICS_AFTER = "metrics_after.prom"  # … and after its last
 
@@ -91,24 +90,6 @@ def log_file(source: str) -> str:
         return f"logs/{source_name(source)}.log"
     except ValueError as exc:
         raise BundleError(str(exc)) from None
-
-
-def _v1_sources(logs: list[str]) -> dict[str, str]:
-    """A v1 run's logs as sources: server.log is `server`, another X.log source `X`."""
-    extra = {m[1]: n for n in logs if (m := _V1_EXTRA_LOG.match(n))}
-    return {MAIN_SOURCE: SERVER_LOG, **extra}
-
-
-def upgrade_to_2(data: Any) -> Any:
-    """A v1 manifest.json or run.json as v2, in memory (the file is never rewritten here): a
-    run's server.log becomes log source `server`. Newer or unversioned data passes unchanged."""
-    if not isinstance(data, dict) or data.get("schema_version") != 1:
-        return data
-    data = {**data, "schema_version": 2}
-    if "arm" in data and not data.get("sources"):  # run.json
-        logs = data.get("logs")
-        data["sources"] = _v1_sources(logs if isinstance(logs, list) else [])
-    return data
 
 
 def run_id(arm: str, restart: int) -> str:
@@ -151,6 +132,15 @@ def _dump_redacted(model: BaseModel) -> str:
     # Through pydantic's JSON first: a NaN becomes null, as the reader wants it.
     value = plain_json(json.loads(model.model_dump_json()))
     return json.dumps(redact_json(value), indent=2) + "\n"
+
+
+def run_record(info: RunInfo) -> dict[str, Any]:
+    """run.json as write_run stores it, without its seal: secrets redacted, and a seal's hashes
+    (file names and hex digests, nothing secret) kept out of the redactor, which must never
+    mask one. bundle/seal.py hashes exactly this."""
+    value: dict[str, Any] = json.loads(_dump_redacted(info.model_copy(update={"seal": None})))
+    value.pop("seal", None)
+    return value
 
 
 def _redacted_bytes(data: bytes, redact: Callable[[str], str]) -> bytes:
@@ -268,6 +258,8 @@ class Bundle:
                     f"{path} is not a bundle; refusing to delete it even with --force"
                 )
         (path / "runs").mkdir(parents=True, exist_ok=True)
+        if manifest.bundle_id is None:  # every run's seal names it: a run copied in shows
+            manifest = manifest.model_copy(update={"bundle_id": uuid.uuid4().hex})
         bundle = cls(path, manifest)
         bundle.write_manifest(manifest)
         return bundle
@@ -284,7 +276,7 @@ class Bundle:
         check_tree(path)
         data = _load_json(manifest_path)
         _check_version(manifest_path, data)
-        data = upgrade_to_2(data)
+        data = upgrade(data)
         bundle = cls(path, _validate(Manifest, manifest_path, data), strict=strict)
         for run in bundle.runs():  # validates every run.json and /metrics snapshot up front
             for prom in sorted(bundle.run_dir(run.arm, run.restart).glob("*.prom")):
@@ -306,8 +298,13 @@ class Bundle:
         return self.path / "runs" / run_id(arm, restart)
 
     def write_run(self, info: RunInfo) -> None:
-        """Write run.json atomically (created on first write), secrets redacted."""
-        atomic_write_text(self.run_dir(info.arm, info.restart) / RUN_JSON, _dump_redacted(info))
+        """Write run.json atomically (created on first write), secrets redacted; its seal, when
+        it has one, as it is (run_record)."""
+        value: dict[str, Any] = run_record(info)
+        if info.seal is not None:
+            value["seal"] = info.seal.model_dump(mode="json")
+        path = self.run_dir(info.arm, info.restart) / RUN_JSON
+        atomic_write_text(path, json.dumps(value, indent=2) + "\n")
 
     def runs(self) -> list[RunInfo]:
         """Every run of the bundle, ordered by (block, arm, restart)."""
@@ -329,7 +326,7 @@ class Bundle:
     def _read_run(self, path: Path) -> RunInfo:
         data = _load_json(path)
         _check_version(path, data)
-        info = _validate(RunInfo, path, upgrade_to_2(data))
+        info = _validate(RunInfo, path, upgrade(data))
         if not _SAFE_NAME.match(info.arm) or run_id(info.arm, info.restart) != path.parent.name:
             raise BundleError(
                 f"{path}: arm {info.arm!r} restart {info.restart} does not match its folder "
@@ -356,7 +353,7 @@ class Bundle:
     def log_sources(self, run: RunInfo) -> dict[str, Path]:
         """The run's logs that exist, by source; a run that names none (a v2 run written by
         hand, or a v1 one) has its server.log as source `server`."""
-        names = run.sources or _v1_sources(run.logs)
+        names = run.sources or v1_sources(run.logs)
         paths = {s: self.run_file(run.arm, run.restart, n) for s, n in names.items()}
         return {s: p for s, p in paths.items() if p.is_file()}
 

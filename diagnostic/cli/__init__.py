@@ -38,7 +38,7 @@ def main() -> None:
       diagnose sweep     restart the server per configuration (k sweep, A/A) into a bundle
       diagnose check     read the startup logs: what did the engine really resolve?
       diagnose report    the client's PDF (or HTML, JSON, CSV) from a bundle
-      diagnose verify    recompute a bundle's analysis: do the report's figures follow?
+      diagnose verify    a bundle against its seals, and does the report follow from it?
       diagnose checklist the consultant's checklist, evaluated against a bundle
     """
 

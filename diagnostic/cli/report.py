@@ -59,8 +59,27 @@ def _format(fmt: str | None, out: str | None) -> str:
 )
 @engagement_options("overrides the bundle's")
 @click.option("--title", default=None, help="Report title.")
+@click.option(
+    "--sign-key",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    help="Sign the bundle's root hash with this ed25519 private key (PEM or OpenSSH); the PDF "
+    "carries the signature and the public key, the key itself is stored nowhere.",
+)
+@click.option(
+    "--sign-key-env",
+    metavar="VAR",
+    default=None,
+    help="Sign with the ed25519 private key whose text the environment variable VAR holds.",
+)
 def command(
-    bundle: Path, output: str | None, fmt: str | None, title: str | None, **given: str | None
+    bundle: Path,
+    output: str | None,
+    fmt: str | None,
+    title: str | None,
+    sign_key: Path | None,
+    sign_key_env: str | None,
+    **given: str | None,
 ) -> None:
     """Render a bundle into the client's report (PDF, HTML, JSON or CSV tables).
 
@@ -71,21 +90,30 @@ def command(
     the folder -o names: requests.csv (every request record, with why it was excluded),
     restarts.csv (the restart summaries) and comparisons.csv (ratios, intervals, verdicts).
 
+    The report prints the bundle's root hash (over every run's seal); --sign-key signs it, and
+    `diagnose verify BUNDLE report.pdf --public-key KEY.pub` checks the signature.
+
     \b
     Examples:
       diagnose report bundle --format json            # writes bundle/analysis.json
       diagnose report bundle -o analysis.json
       diagnose report bundle -o report.pdf --client "ACME"
       diagnose report bundle --format csv -o tables/   # tables/requests.csv, …
+      diagnose report bundle -o report.pdf --sign-key ~/.keys/consultancy.pem
     """
     engagement = engagement_from(given)
     kind = _format(fmt, output)
+    signing = sign_key is not None or sign_key_env is not None
+    if signing and kind != "pdf":
+        raise DiagnosticError("--sign-key signs the PDF deliverable: write a .pdf (-o report.pdf)")
     opened = Bundle.open(bundle, strict=False)  # a missing bundle fails before any bar is drawn
     default = {"csv": Path(), "json": bundle / ANALYSIS_JSON}.get(kind, Path(f"report.{kind}"))
     out = writable_destination(Path(output) if output else default, folder=kind == "csv")
     if kind in ("pdf", "html"):
+        from diagnostic.bundle.signing import private_key
         from diagnostic.report import build_report  # imported here: WeasyPrint loads slowly
 
+        key = private_key(path=sign_key, env=sign_key_env) if signing else None
         with RichReporter() as reporter:
             path = build_report(
                 bundle,
@@ -94,6 +122,7 @@ def command(
                 engagement=engagement,
                 title=title,
                 reporter=reporter,
+                signing_key=key,
             )
         console.print(f"Wrote {path}", markup=False, highlight=False)
         return

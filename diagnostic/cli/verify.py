@@ -1,4 +1,4 @@
-"""`diagnose verify`: recompute a bundle's analysis and compare a stored one (JSON or PDF)."""
+"""`diagnose verify`: a bundle's integrity, and whether a report (PDF or JSON) follows from it."""
 
 from __future__ import annotations
 
@@ -7,70 +7,103 @@ from pathlib import Path
 
 import click
 
-from diagnostic.analyse.verify import ANALYSIS_FILE, verify
-from diagnostic.cli._common import console
-from diagnostic.errors import DiagnosticError
+from diagnostic.cli._common import RichReporter, console
+from diagnostic.verify import Check, VerifyReport, verify_bundle
 
-SHOWN = 50  # differences printed without --all
+SHOWN = 50  # problems printed per check without --all
+_MARK = {"ok": "OK  ", "failed": "FAIL", "note": "NOTE", "skipped": "SKIP"}
+_VERDICT = {
+    0: "VERIFIED",
+    1: "DIFFERS (exit 1): the deliverable does not follow from the bundle; ask for a report "
+    "rendered again from this bundle, or refuse it",
+    3: "INTEGRITY FAILS (exit 3): the bundle is not as it was recorded (files changed after "
+    "their run was sealed, a planned run gone, a run from elsewhere, a bad signature); compare "
+    "with the seals noted on site and refuse the figures until explained",
+    4: "ANOTHER BUNDLE (exit 4): the report PDF was made from another bundle; verify it "
+    "against the bundle it names",
+}
 
 
 @click.command("verify")
 @click.argument("bundle", type=click.Path(path_type=Path))
 @click.argument("stored", required=False, type=click.Path(path_type=Path))
-@click.option("--all", "show_all", is_flag=True, help=f"Print every difference, not {SHOWN}.")
-def command(bundle: Path, stored: Path | None, show_all: bool) -> None:
-    """Check that a report's figures follow from the bundle: recompute the analysis from the
-    bundle's raw files and compare every figure of STORED with it.
+@click.option(
+    "--public-key",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    help="The consultancy's ed25519 public key (PEM or OpenSSH .pub): check the report's "
+    "signature of the root hash with it.",
+)
+@click.option("--all", "show_all", is_flag=True, help=f"Print every problem, not {SHOWN} a check.")
+def command(bundle: Path, stored: Path | None, public_key: Path | None, show_all: bool) -> None:
+    """Check a bundle's integrity and that a report follows from it; name whatever fails.
 
-    STORED is an analysis.json or a report PDF (which embeds the analysis.json it was made
-    from); without it, BUNDLE/analysis.json. Each differing figure is named by its path, e.g.
-    `comparisons[arm=ngram-k3, baseline=base, workload=code, concurrency=1, kind=spec].ci_low:
-    stored 1.0312, recomputed 1.0298`. List items are matched by what identifies them (arms by
-    id; comparisons by arm, baseline, workload, concurrency and kind; …), so a reordering is no
-    difference but a missing or extra item is.
+    \b
+    The bundle (always):
+      seals      every file of every run against the sha256 its run.json recorded when the
+                 run ended; a file changed, removed or added since, a run sealed in another
+                 bundle, a plan edited after the runs, a seal edited
+      schedule   every run the manifest planned is there, or its absence is recorded with a
+                 reason (failed, stopped at a look, interrupted, --stop-on-failure); no run
+                 the plan did not plan
+      findings   findings.json against the findings recomputed from the logs
+    STORED, a report PDF or an analysis.json (default: BUNDLE/analysis.json when present):
+      root       the root hash the report prints against the bundle's (a report of another
+                 bundle is said to be one)
+      analysis   every figure against the analysis recomputed from the raw requests
+      pages      every page's text against the report re-rendered from the bundle: pages made
+                 from a tampered bundle show, whatever analysis.json the PDF embeds
+      signature  the root's ed25519 signature, with --public-key
 
-    Numbers count as equal within a relative tolerance of 1e-9 (JSON keeps every digit of a
-    float, so a stored figure reads back exactly; the tolerance only absorbs last-digit
-    rounding of another platform's maths libraries); strings and booleans must be equal.
-    Ignored, as they differ between runs: created_at, tool_version and bundle (the path).
+    A bundle recorded before sealing (the samples) is said to be one: "recorded before
+    sealing: integrity not provable, consistency checked".
 
-    Exit 0 when every figure matches, 1 when any differs, 2 when an input cannot be read.
+    Figures count as equal within a relative 1e-9; created_at, tool_version and bundle (the
+    path) are not compared. Differences are named by path, e.g. `comparisons[arm=ngram-k3,
+    baseline=base, workload=code, concurrency=1, kind=spec].ci_low: stored 1.0312, recomputed
+    1.0298`, list items matched by what identifies them, not by position.
+
+    \b
+    Exit codes (the highest that applies):
+      0  verified: everything checked holds
+      1  the deliverable (PDF, analysis.json, findings.json) does not follow from the bundle
+      2  an input cannot be read
+      3  the bundle's integrity fails: it is not as it was recorded
+      4  the report PDF was made from another bundle
 
     \b
     Examples:
-      diagnose verify acme                       # acme/analysis.json
-      diagnose verify acme acme-report.pdf       # the deliverable itself
-      diagnose verify acme analysis.json --all
+      diagnose verify acme                                   # the bundle, its analysis.json
+      diagnose verify acme acme-report.pdf                   # the deliverable itself
+      diagnose verify acme acme-report.pdf --public-key consultancy.pub
     """
-    if stored is None:
-        stored = bundle / ANALYSIS_FILE
-        if not stored.is_file():
-            raise DiagnosticError(
-                f"{bundle} has no {ANALYSIS_FILE}: pass the analysis.json or report PDF to "
-                f"verify, e.g. `diagnose verify {bundle} report.pdf`"
-            )
-    result = verify(bundle, stored)
-    if result.stored_version and result.stored_version != result.recomputed_version:
-        _say(
-            f"Note: {stored} was made by diagnose {result.stored_version}, recomputed with "
-            f"{result.recomputed_version}."
-        )
-    if result.ok:
-        _say(
-            f"OK: all {result.compared} figures of {stored} equal the analysis recomputed "
-            f"from {bundle} (numbers within a relative 1e-9)."
-        )
-        return
-    shown = result.differences if show_all else result.differences[:SHOWN]
-    for difference in shown:
-        _say(str(difference))
-    if len(result.differences) > len(shown):
-        _say(f"… and {len(result.differences) - len(shown)} more (--all prints every one)")
-    _say(
-        f"DIFFERS: {len(result.differences)} of {result.compared} figures of {stored} differ "
-        f"from the analysis recomputed from {bundle}."
-    )
-    sys.exit(1)
+    with RichReporter() as reporter:
+        report = verify_bundle(bundle, stored, public_key=public_key, reporter=reporter)
+    _say(f"Bundle {report.bundle}: {len(report.root.runs)} runs, root sha256 {report.root.digest}")
+    for check in report.checks:
+        _print_check(check, show_all)
+    _say(_verdict(report))
+    sys.exit(report.exit_code)
+
+
+def _print_check(check: Check, show_all: bool) -> None:
+    _say(f"  {_MARK[check.status]} {check.name:<9} {check.summary}")
+    lines = check.problems + check.details
+    shown = lines if show_all else lines[:SHOWN]
+    for line in shown:
+        _say(f"         {line}")
+    if len(lines) > len(shown):
+        _say(f"         … and {len(lines) - len(shown)} more (--all prints every one)")
+
+
+def _verdict(report: VerifyReport) -> str:
+    code = report.exit_code
+    if code:
+        names = ", ".join(c.name for c in report.failures)
+        return f"{_VERDICT[code]} (failed: {names})."
+    if not report.root.sealed:
+        return f"{_VERDICT[0]}, consistency only: the bundle was recorded before sealing."
+    return f"{_VERDICT[0]}: every run sealed as it ended, and all that was checked holds."
 
 
 def _say(line: str) -> None:

@@ -43,8 +43,10 @@ def check_paths(
     reporter: Reporter | None = None,
     engine: str | None = None,
     stdin: BinaryIO | None = None,
+    write: bool = True,
 ) -> CheckReport:
-    """Check every log the paths lead to; write findings.json into each bundle given.
+    """Check every log the paths lead to; write findings.json into each bundle given (unless
+    not `write`: `diagnose verify` recomputes the findings and writes nothing).
 
     A path is a log file, a folder of logs (every *.log below it), a bundle (every log source
     of every run) or `-`: the text on `stdin` (a paste). `engine` overrides detection. Raises
@@ -72,7 +74,8 @@ def check_paths(
     report = CheckReport(
         runs=runs, findings=_ordered(findings), comparisons=comparisons, log_sources=groups
     )
-    for bundle in {log.bundle.path: log.bundle for log in logs if log.bundle}.values():
+    bundles = {log.bundle.path: log.bundle for log in logs if log.bundle and write}
+    for bundle in bundles.values():
         path = bundle.write_json(FINDINGS_FILE, _subset(report, bundle.path))
         reporter.note(f"wrote {path}")
     return report

@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+from diagnostic.bundle.seal import Root, bundle_root
 from diagnostic.bundle.store import Bundle
 from diagnostic.checklist.lists import STATE_FILE, checklist_summary
 from diagnostic.report import fmt as f
@@ -29,9 +30,9 @@ from diagnostic.schema.analysis import (
     NoiseBand,
 )
 from diagnostic.schema.bundle import Manifest, RunInfo
+from diagnostic.schema.seal import RootSignature
 
 __all__ = [
-    "bundle_hash",
     "checklist",
     "engine_args",
     "environment",
@@ -391,13 +392,21 @@ def _recorded_model(runs: list[RunInfo]) -> str | None:
     return next((m for r in runs if (m := launch.recorded_model(r))), None)
 
 
-def bundle_hash(bundle: Bundle) -> str:
-    """sha256 of the bundle's own files (Bundle.content_hash: links never followed)."""
-    return bundle.content_hash()
+def seals(root: Root) -> str:
+    """Whether the root hash rests on seals taken as each run ended."""
+    n = len(root.runs)
+    if root.sealed:
+        return f"every run sealed as it ended ({n} of {n}); `diagnose verify` checks each file"
+    if len(root.unsealed) == n:
+        return "recorded before sealing: integrity not provable, consistency checked"
+    return f"{n - len(root.unsealed)} of {n} runs sealed; not sealed: {', '.join(root.unsealed)}"
 
 
-def environment(a: Analysis, bundle: Bundle, runs: list[RunInfo]) -> list[KeyValue]:
-    """Environment appendix: hardware, software, versions and the bundle's fingerprint."""
+def environment(
+    a: Analysis, bundle: Bundle, runs: list[RunInfo], signature: RootSignature | None = None
+) -> list[KeyValue]:
+    """Environment appendix: hardware, software, versions and the bundle's fingerprint: its
+    root hash over the seals, and the root's signature when the report was signed."""
     from diagnostic import __version__
 
     engines = dict.fromkeys(f"{r.engine.name} {r.engine.version or ''}".strip() for r in runs)
@@ -411,13 +420,18 @@ def environment(a: Analysis, bundle: Bundle, runs: list[RunInfo]) -> list[KeyVal
         ("Engine", ", ".join(engines) or f.MISSING),
         ("Server URL", f.text(bundle.manifest.target.base_url, f.NOT_RECORDED)),
         ("Model", f.text(_recorded_model(runs) or a.model or bundle.manifest.target.model)),
-        ("Bundle", Path(bundle.path).name),
+        ("Bundle", Path(a.bundle).name),  # as analysed: verify re-renders it under any name
         ("Bundle created", f.text(bundle.manifest.created_at, f.NOT_RECORDED)),
         ("Recorded with", f"diagnose {bundle.manifest.tool_version}"),
         ("Analysed with", f"diagnose {a.tool_version}"),
         ("Report rendered with", f"diagnose {__version__}"),
-        ("Bundle hash (sha256)", bundle_hash(bundle)),
     ]
+    root = bundle_root(bundle, runs)
+    if bundle.manifest.bundle_id:
+        rows.append(("Bundle id", bundle.manifest.bundle_id))
+    rows += [("Bundle root hash (sha256)", root.digest), ("Seals", seals(root))]
+    if signature is not None:
+        rows.append(("Signature (ed25519)", f"{signature.signature} by {signature.key_id}"))
     if _distinct(runs, "server_is_local") == "False":
         rows.insert(1, ("Note", "hardware describes the measuring machine; the server was remote"))
     return [KeyValue(key=k, value=f.text(v)) for k, v in rows]

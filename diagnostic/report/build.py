@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
+from diagnostic import __version__
 from diagnostic.analyse.core import analyse
 from diagnostic.analyse.verify import ANALYSIS_FILE
+from diagnostic.bundle.seal import bundle_root
+from diagnostic.bundle.signing import sign_root
 from diagnostic.bundle.store import Bundle, atomic_write_text
 from diagnostic.common.progress import NullReporter, Reporter
 from diagnostic.errors import DiagnosticError
@@ -18,8 +21,19 @@ from diagnostic.report.view import ReportContext
 from diagnostic.schema.analysis import Analysis
 from diagnostic.schema.bundle import Engagement
 from diagnostic.schema.logfacts import CheckReport
+from diagnostic.schema.seal import DELIVERABLE_FILE, Deliverable, RootSignature
 
-__all__ = ["ReportFormat", "build_report", "load_check", "report_context", "warnings"]
+if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+__all__ = [
+    "ReportFormat",
+    "build_report",
+    "deliverable",
+    "load_check",
+    "report_context",
+    "warnings",
+]
 
 ReportFormat = Literal["pdf", "html"]
 
@@ -47,15 +61,21 @@ def report_context(
     engagement: Engagement | None = None,
     title: str | None = None,
     reporter: Reporter | None = None,
+    signature: RootSignature | None = None,
 ) -> ReportContext:
     """Everything the report shows, formatted: analyses the bundle and reads (or makes)
-    findings.json unless given them."""
+    findings.json unless given them; `signature` (the root's) is printed with the root."""
     if analysis is None:
         analysis = analyse(bundle, title=title, client=engagement.client if engagement else None)
     if check is None:
         check = load_check(bundle, reporter)
     inputs = Inputs(
-        analysis=analysis, bundle=bundle, check=check, engagement=engagement, title=title
+        analysis=analysis,
+        bundle=bundle,
+        check=check,
+        engagement=engagement,
+        title=title,
+        signature=signature,
     )
     return build_context(inputs)
 
@@ -66,6 +86,32 @@ def warnings(ctx: ReportContext) -> list[str]:
     return [ctx.summary.missing] if ctx.summary.missing else []
 
 
+def deliverable(
+    bundle: Bundle,
+    *,
+    engagement: Engagement | None,
+    title: str | None,
+    signing_key: Ed25519PrivateKey | None = None,
+) -> Deliverable:
+    """What the report records about the bundle it is made from (its root, each run's seal,
+    the options that changed its text) and, given a key, the root's signature."""
+    root = bundle_root(bundle)
+    m = bundle.manifest
+    return Deliverable(
+        tool_version=__version__,
+        bundle=Path(bundle.path).name,
+        bundle_id=m.bundle_id,
+        bundle_created_at=m.created_at,
+        root=root.digest,
+        manifest_sha256=root.manifest_sha256,
+        runs=root.runs,
+        unsealed=list(root.unsealed),
+        engagement=engagement,
+        title=title,
+        signature=sign_root(signing_key, root.digest) if signing_key is not None else None,
+    )
+
+
 def build_report(
     bundle_path: Path,
     out: Path,
@@ -74,19 +120,27 @@ def build_report(
     engagement: Engagement | None = None,
     title: str | None = None,
     reporter: Reporter | None = None,
+    signing_key: Ed25519PrivateKey | None = None,
 ) -> Path:
     """Render the bundle's report to `out` as a PDF or one self-contained HTML file.
 
     This is what `diagnose report BUNDLE -o OUT --format pdf|html` calls; it reads only the
     bundle (check's findings.json is made from the server logs when missing). The PDF embeds
-    the analysis it shows as the attachment analysis.json (`diagnose verify` reads it)."""
+    the analysis it shows as the attachment analysis.json and what it was made from as
+    deliverable.json (`diagnose verify` reads both); `signing_key` signs the root hash."""
     reporter = reporter or NullReporter()
     reporter.start("report", 3)
     bundle = Bundle.open(Path(bundle_path), strict=False)
     analysis = analyse(bundle, title=title, client=engagement.client if engagement else None)
     analysis_json = analysis.model_dump_json(indent=2) + "\n"  # as analyse made it
+    made_from = deliverable(bundle, engagement=engagement, title=title, signing_key=signing_key)
     ctx = report_context(
-        bundle, analysis=analysis, engagement=engagement, title=title, reporter=reporter
+        bundle,
+        analysis=analysis,
+        engagement=engagement,
+        title=title,
+        reporter=reporter,
+        signature=made_from.signature,
     )
     reporter.advance("report", status="analysed")
     for warning in warnings(ctx):
@@ -96,6 +150,7 @@ def build_report(
     if fmt == "html":
         atomic_write_text(Path(out), html)
     else:  # the PDF carries the analysis it shows, for `diagnose verify BUNDLE REPORT.pdf`
-        render_pdf(html, Path(out), {ANALYSIS_FILE: analysis_json})
+        record = made_from.model_dump_json(indent=2) + "\n"
+        render_pdf(html, Path(out), {ANALYSIS_FILE: analysis_json, DELIVERABLE_FILE: record})
     reporter.advance("report", status=f"wrote {out}")
     return Path(out)

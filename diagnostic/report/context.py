@@ -35,7 +35,7 @@ def build_context(inputs: Inputs) -> ReportContext:
         failures=quality.failures(inputs.bundle, inputs.runs),
         recommendations=recommendations,
         methodology=advice.methodology(a, inputs.bundle.manifest),
-        environment=advice.environment(a, inputs.bundle, inputs.runs),
+        environment=advice.environment(a, inputs.bundle, inputs.runs, inputs.signature),
         engine_args=advice.engine_args(inputs.bundle.manifest, inputs.runs),
         checklist=advice.checklist(inputs.bundle),
     )

@@ -11,6 +11,7 @@ from diagnostic.report import fmt as f
 from diagnostic.schema.analysis import Analysis, ArmResult
 from diagnostic.schema.bundle import Engagement, RunInfo
 from diagnostic.schema.logfacts import CheckReport, LogFacts
+from diagnostic.schema.seal import RootSignature
 
 __all__ = ["Inputs"]
 
@@ -34,6 +35,7 @@ class Inputs:
     engagement: Engagement | None = None
     title: str | None = None
     runs: list[RunInfo] = field(default_factory=list)
+    signature: RootSignature | None = None  # the root's, when the report is signed
 
     def __post_init__(self) -> None:
         if not self.runs:

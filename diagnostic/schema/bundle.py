@@ -1,4 +1,4 @@
-"""Pydantic models of the bundle format (schema_version 2) shared by every stage; no I/O."""
+"""Pydantic models of the bundle format (schema_version 3) shared by every stage; no I/O."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
+    StringConstraints,
     model_validator,
 )
 
@@ -23,12 +24,21 @@ from diagnostic import defaults
 #       requests.jsonl}, findings.json.
 #   2 — 2026-12: several logs per run: runs/<arm>-r<restart>/logs/<source>.log, run.json
 #       `sources` (source name -> file in the run folder) and `log_errors`; a v1 run opens
-#       with its server.log as source `server` (bundle/store.py: upgrade_to_2).
-SCHEMA_VERSION = 2
+#       with its server.log as source `server` (bundle/upgrade.py: upgrade_to_2).
+#   3 — 2027-01: seals. run.json `seal` (the sha256 of each file of the run, taken when the run
+#       ended), manifest.json `bundle_id` (named by every seal) and `collected` (the runs
+#       `collect` was asked for: the schedule of a bundle measured by hand), time_plan
+#       `ended_early`. A v2 bundle opens unchanged as one recorded before sealing
+#       (bundle/upgrade.py: upgrade_to_3); an older diagnose refuses a v3 bundle with
+#       "newer than this diagnose reads" instead of a field it does not know.
+SCHEMA_VERSION = 3
 MAIN_SOURCE = "server"  # the log source of the server process itself (its stdout, --log PATH)
 _SOURCE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+=-]*$")
 
 RunStatus = Literal["running", "ok", "failed", "interrupted"]
+SEAL_FORMAT: Literal["diagnose-seal/1"] = (
+    "diagnose-seal/1"  # the first line of the text a seal's digest is taken over
+)
 TokenSource = Literal["usage", "chunks", "tokenizer"]
 
 
@@ -223,6 +233,9 @@ class TimePlan(Stored):
     stopped: dict[str, str] = Field(
         default_factory=dict, description="Arms that stopped early, and why"
     )
+    ended_early: str | None = Field(
+        None, description="Why the sweep ended before its schedule did (--stop-on-failure)"
+    )
 
 
 class Manifest(Stored):
@@ -236,6 +249,16 @@ class Manifest(Stored):
     plan: PlanSpec = Field(default_factory=PlanSpec, description="What was planned")
     notes: str | None = Field(None, description="Free text, e.g. how a sample was recorded")
     time_plan: TimePlan | None = Field(None, description="Sweep: the plan's estimates, and took")
+    bundle_id: str | None = Field(
+        None,
+        description="Random id given when the bundle was created; every run's seal names it "
+        "(None: recorded before seals)",
+    )
+    collected: list[str] = Field(
+        default_factory=list,
+        description="collect: every run (<arm>-r<restart>) it was asked to measure, in order: "
+        "the schedule of a bundle measured by hand",
+    )
 
 
 class EngineInfo(Stored):
@@ -257,6 +280,32 @@ class LaunchInfo(Stored):
     pid: int | None = Field(None, description="Process id of the server")
     startup_s: float | None = Field(None, description="Seconds from launch to healthy")
     exit_code: int | None = Field(None, description="Exit status once stopped")
+
+
+Sha256 = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]
+
+
+class RunSeal(Stored):
+    """run.json `seal`: what the run's files were when the run ended (bundle/seal.py says how
+    the digest is made; README "Seals and the root hash")."""
+
+    format: Literal["diagnose-seal/1"] = Field(SEAL_FORMAT, description="How the digest is made")
+    sealed_at: str = Field(default_factory=utc_now, description="UTC time the run was sealed")
+    bundle_id: str | None = Field(
+        None, description="manifest.json bundle_id of the bundle the run was recorded into"
+    )
+    schedule: Sha256 = Field(
+        description="sha256 of the manifest's plan and `collected` when the run was sealed"
+    )
+    files: dict[Annotated[str, AfterValidator(_relative_file)], Sha256] = Field(
+        description="sha256 of every file of the run folder but run.json (dot-files aside), "
+        "by path in the folder"
+    )
+    run_json: Sha256 = Field(
+        description="sha256 of run.json without its seal, as canonical JSON (sorted keys, no "
+        "spaces, UTF-8)"
+    )
+    digest: Sha256 = Field(description="sha256 of the seal's text: the run's seal, printed on site")
 
 
 class RunInfo(Stored):
@@ -304,6 +353,11 @@ class RunInfo(Stored):
         description="Server processes started for this restart (sweep): a run that did not "
         "end ok is measured afresh on a new one, warm-up first; the earlier ones' files are "
         "kept apart as *.attempt<N>.* and not analysed",
+    )
+    seal: RunSeal | None = Field(
+        None,
+        description="The sha256 of the run's files, taken when the run ended; None while it "
+        "runs, and in runs recorded before sealing (schema_version < 3)",
     )
 
 

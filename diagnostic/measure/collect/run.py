@@ -41,7 +41,9 @@ def collect_run(
     bundle.drop_torn_line(run.arm, run.restart)
     existing = bundle.read_requests(run.arm, run.restart).records
     _check_existing(bundle, run, settings, existing)
-    run = run.model_copy(update={"base_url": settings.base_url, "status": "running"})
+    # Measuring again (a resume): the run is open, its old seal no longer says its files.
+    update = {"base_url": settings.base_url, "status": "running", "seal": None}
+    run = run.model_copy(update=update)
     origin = _origin(run, existing)
     headers = auth_headers(settings.api_key)
     found = fingerprint(settings.base_url, headers=headers, timeout_s=min(30.0, settings.timeout_s))

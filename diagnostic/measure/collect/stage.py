@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from diagnostic import __version__, defaults
 from diagnostic.analyse.engine_timing import engine_timing
+from diagnostic.bundle.seal import seal_line, seal_run
 from diagnostic.bundle.store import METRICS_AFTER, METRICS_BEFORE, Bundle, log_file, run_id
 from diagnostic.common.progress import Reporter, WithOverall
 from diagnostic.errors import BundleError, DiagnosticError
@@ -92,6 +93,7 @@ def collect(config: CollectConfig, *, reporter: Reporter) -> CollectRecap:
         run = collect_run(bundle, run, settings, reporter=progress)
     finally:
         _copy_logs(bundle, config, logs)
+        _seal(bundle, config, reporter)
     if progress.done < total:  # warm-ups a resume did not repeat, or a run that stopped
         reporter.advance(OVERALL, total - progress.done, status=run.status)
     records = bundle.read_requests(run.arm, run.restart).records
@@ -110,6 +112,14 @@ def collect(config: CollectConfig, *, reporter: Reporter) -> CollectRecap:
         workloads=recap(records),
         engine_timing=engine_timing(records, _text(after), _text(before)),
     )
+
+
+def _seal(bundle: Bundle, config: CollectConfig, reporter: Reporter) -> None:
+    """Seal the run once it has ended (ok, failed or interrupted) and its logs are copied in,
+    and say the seal, so the client's engineer watching can note it."""
+    run = bundle.find_run(config.arm, config.restart)
+    if run is not None and run.status != "running":
+        reporter.note(seal_line(seal_run(bundle, config.arm, config.restart)))
 
 
 def _planned(total: int, resumed: int, max_tokens: int) -> str:
@@ -194,7 +204,11 @@ def _manifest(config: CollectConfig, workloads: list[str]) -> Manifest:
     )
     target = Target(base_url=config.base_url, model=config.model)
     return Manifest(
-        tool_version=__version__, engagement=config.engagement, target=target, plan=plan
+        tool_version=__version__,
+        engagement=config.engagement,
+        target=target,
+        plan=plan,
+        collected=[run_id(config.arm, config.restart)],
     )
 
 
@@ -226,8 +240,14 @@ def _add_arm(manifest: Manifest, config: CollectConfig) -> Manifest:
         "concurrency": levels,
     }
     engagement = manifest.engagement.merged(config.engagement)  # a later collect may add them
+    rid = run_id(config.arm, config.restart)
+    collected = manifest.collected + ([] if rid in manifest.collected else [rid])
     return manifest.model_copy(
-        update={"plan": plan.model_copy(update=update), "engagement": engagement}
+        update={
+            "plan": plan.model_copy(update=update),
+            "engagement": engagement,
+            "collected": collected,
+        }
     )
 
 

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from diagnostic import defaults
 from diagnostic.bundle.redact import redact_mapping, redact_text
+from diagnostic.bundle.seal import seal_line, seal_run
 from diagnostic.bundle.store import Bundle, log_file, metrics_files
 from diagnostic.common.progress import Reporter, WithOverall
 from diagnostic.engines import parse_log
@@ -279,7 +280,11 @@ class StartRunner:
             }
         )
         self.bundle.write_run(current)
-        return current
+        # The server is stopped, its log closed: the run's files are final. Seal them, and say
+        # the seal, so the client's engineer watching on site can note it.
+        sealed = seal_run(self.bundle, current.arm, current.restart)
+        self.reporter.note(seal_line(sealed))
+        return sealed
 
 
 class _StartProgress(WithOverall):

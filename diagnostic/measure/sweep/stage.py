@@ -152,6 +152,7 @@ def sweep(
         reporter=reporter,
     )
     reporter.start(OVERALL, len(schedule) * runner.steps_per_start)
+    ended_early: str | None = None
     for index, start in enumerate(schedule):
         if keeper.skip(start):
             outcome = RunOutcome(start=start, status="decided", failure=keeper.closed[start.arm])
@@ -164,12 +165,16 @@ def sweep(
             reporter.note(f"{start.arm} r{start.restart} failed: {outcome.failure}")
             if stop_on_failure:
                 summary.stopped_early = True
+                ended_early = (
+                    f"--stop-on-failure: {start.arm} r{start.restart} failed; the starts after "
+                    "it were not run"
+                )
                 break
         block_done = index + 1 == len(schedule) or schedule[index + 1].block != start.block
         if block_done and keeper.after_block(index, start):
             summary.stopped_at_look = (start.block or 0) + 1
             break
-    summary.time_plan = keeper.finish()
+    summary.time_plan = keeper.finish(ended_early=ended_early)
     return summary
 
 

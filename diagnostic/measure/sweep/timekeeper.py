@@ -93,6 +93,7 @@ class TimeKeeper:
             estimated_s=day.adaptive_by_look_s[-1] if self.looks else day.fixed_s,
         )
         if prior is not None:  # --resume: go on from where the sweep was
+            self.record = prior.model_copy(update={"ended_early": None})
             self.closed = dict(prior.stopped)
             if self.looks:
                 self.settings = settings.model_copy(update={"requests": prior.requests})
@@ -155,11 +156,13 @@ class TimeKeeper:
             parts += [f"{futile} futile"] if futile else []
         return " · ".join([*parts, f"likely done {planner.likely_end(left)}"])
 
-    def finish(self) -> TimePlan:
-        """Record what the sweep took, and the restarts each arm got."""
+    def finish(self, *, ended_early: str | None = None) -> TimePlan:
+        """Record what the sweep took, the restarts each arm got and, when it ended before its
+        schedule did, why (the starts it did not run are accounted for: `diagnose verify`)."""
         runs = Bundle.open(self.bundle.path).runs()
         restarts = {a: sum(r.arm == a and r.status == "ok" for r in runs) for a in self.arms}
-        self.record = self.record.model_copy(update={"restarts": restarts})
+        update = {"restarts": restarts, "ended_early": ended_early}
+        self.record = self.record.model_copy(update=update)
         self._save(likely_s=self._elapsed())
         return self.record
 
