@@ -7,28 +7,24 @@ import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TaskID,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
 from rich.text import Text
 
 from diagnostic.errors import DiagnosticError
-from diagnostic.schema.bundle import Engagement
+
+if TYPE_CHECKING:  # imported where used: the pydantic models and rich's live display load slowly
+    from rich.progress import TaskID
+
+    from diagnostic.schema.bundle import Engagement
 
 __all__ = [
     "RichReporter",
     "api_key_from_env",
     "api_key_option",
+    "canonical_hint",
     "console",
     "console_err",
     "engagement_from",
@@ -87,6 +83,8 @@ _ENGAGEMENT = (
 
 def engagement_from(options: dict[str, Any]) -> Engagement:
     """The Engagement of --client/--site/--consultant, popped from a command's options."""
+    from diagnostic.schema.bundle import Engagement
+
     return Engagement(
         client=options.pop("client", None),
         site=options.pop("site", None),
@@ -150,6 +148,28 @@ def output_option(
     )
 
 
+def _shown_opts(param: click.Parameter) -> list[str]:
+    aliases = param.aliases if isinstance(param, _AliasedOption) else ()
+    return [o for o in param.opts if o not in aliases]
+
+
+def canonical_hint(exc: click.NoSuchOption) -> click.NoSuchOption:
+    """`exc` with its "Did you mean" naming each option as --help shows it (`-o/--output`),
+    never by a hidden alias (`--out`): click suggests every spelling the parser knows."""
+    ctx, asked = exc.ctx, exc.possibilities
+    if ctx is None or not asked:
+        return exc
+    names: list[str] = []
+    for spelling in asked:
+        owner = next((p for p in ctx.command.params if spelling in p.opts), None)
+        name = "/".join(_shown_opts(owner)) if owner is not None else spelling
+        if name not in names:
+            names.append(name)
+    hint = names[0] if len(names) == 1 else f"one of: {', '.join(names)}"
+    message = f"No such option: {exc.option_name}. (Did you mean {hint}?)"
+    return click.NoSuchOption(exc.option_name, message=message, ctx=ctx)
+
+
 class RichReporter:
     """A Reporter drawing one progress bar per task (per run and workload) on stderr.
 
@@ -157,6 +177,15 @@ class RichReporter:
     """
 
     def __init__(self, target: Console | None = None) -> None:
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
+
         self._progress = Progress(
             # Labels and statuses quote arm names and servers' errors: literal, never markup.
             TextColumn("{task.description}", style="bold", markup=False),
