@@ -17,6 +17,7 @@ from diagnostic.errors import DiagnosticError
 
 if TYPE_CHECKING:  # imported where used: the pydantic models and rich's live display load slowly
     from rich.progress import TaskID
+    from rich.table import Table
 
     from diagnostic.schema.bundle import Engagement
 
@@ -29,6 +30,7 @@ __all__ = [
     "console_err",
     "engagement_from",
     "engagement_options",
+    "fitted_table",
     "number_option",
     "output_option",
     "print_labelled",
@@ -146,6 +148,49 @@ def output_option(
         required=required,
         help=help,
     )
+
+
+def fitted_table(
+    title: str,
+    headers: list[str],
+    rows: list[list[str]],
+    width: int,
+    whole: tuple[int, ...] = (),
+) -> Table:
+    """A table of rich-markup cells whose words stay whole within `width` columns when the
+    longest word of every column fits (rich alone folds a run name or an engine version
+    mid-word to fit): each column gets at least that word; then each `whole` column gets
+    room for its cells on one line if the room left allows it all; the rest is shared by what
+    the other columns' longest cells would need."""
+    columns = [[Text.from_markup(c).plain for c in (h, *(r[i] for r in rows))] for i, h in
+               enumerate(headers)]  # fmt: skip
+    floor = [max((len(w) for c in col for w in c.split()), default=1) for col in columns]
+    # What a column's longest cell needs on one line; a header may wrap between its words.
+    need = [
+        max(f, *(len(line) for c in col[1:] for line in c.splitlines() or [""]))
+        for f, col in zip(floor, columns, strict=True)
+    ]
+    spare = width - (3 * len(headers) + 1) - sum(floor)  # less borders and padding
+    widths: list[int | None] = list(need)
+    if spare < sum(need) - sum(floor):
+        widths = list(floor)
+        kept = [i for i in whole if need[i] - floor[i] <= spare]  # one line, or none
+        for i in kept:
+            spare -= need[i] - floor[i]
+            widths[i] = need[i]
+        wanted = sum(need[i] - floor[i] for i in range(len(headers)) if i not in kept)
+        for i in (i for i in range(len(headers)) if i not in kept and wanted):
+            widths[i] = floor[i] + (need[i] - floor[i]) * max(spare, 0) // wanted
+        if spare < 0:  # not even every longest word fits: rich folds as best it can
+            widths = [None] * len(headers)
+    from rich.table import Table
+
+    table = Table(title=title, title_justify="left")
+    for header, size in zip(headers, widths, strict=True):
+        table.add_column(header, width=size, overflow="fold")
+    for row in rows:
+        table.add_row(*row)
+    return table
 
 
 def _shown_opts(param: click.Parameter) -> list[str]:
