@@ -25,6 +25,18 @@ NGRAM_FLAGS = (
 )
 
 StartServer = Callable[..., str]
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Under pytest-xdist (scripts/test: -n auto --dist loadgroup) every engine test runs on
+    one worker, in turn: each worker would start its own llama-servers, and two servers of 2
+    threads on a 2-core machine slow each other down. The other tests go file by file, so a
+    module's costly fixtures (rendered reports, analysed samples) are made once."""
+    for item in items:
+        engine = item.get_closest_marker("engine") is not None
+        item.add_marker(pytest.mark.xdist_group("engine" if engine else item.nodeid.split("::")[0]))
+
+
 _LOGS: dict[str, Path] = {}  # base URL -> the log scripts/real-server writes for it
 
 
@@ -77,9 +89,14 @@ def real_server() -> Iterator[StartServer]:
 
     def start(*flags: str) -> str:
         if flags not in running:
-            port = free_port()
-            argv = [str(SCRIPT), "start", "--port", str(port), "--", *flags]
-            done = subprocess.run(argv, capture_output=True, text=True, timeout=300, check=False)
+            for _ in range(3):  # a port found free can be taken before the server binds it
+                port = free_port()
+                argv = [str(SCRIPT), "start", "--port", str(port), "--", *flags]
+                done = subprocess.run(
+                    argv, capture_output=True, text=True, timeout=300, check=False
+                )
+                if "already in use" not in done.stderr:
+                    break
             if done.returncode != 0:
                 pytest.fail(f"{' '.join(argv)} failed:\n{done.stderr[-2000:]}", pytrace=False)
             url = done.stdout.strip().splitlines()[-1]

@@ -180,11 +180,11 @@ def _existing(config: CollectConfig, workloads: list[str]) -> tuple[Bundle, RunI
     _check_plan(bundle, config, workloads)
     existing = bundle.find_run(config.arm, config.restart)
     if existing is not None and not config.resume:
-        raise BundleError(_run_exists(bundle, existing, config))
+        raise BundleError(_run_exists(bundle, existing))
     return bundle, existing
 
 
-def _run_exists(bundle: Bundle, run: RunInfo, config: CollectConfig) -> str:
+def _run_exists(bundle: Bundle, run: RunInfo) -> str:
     """What to do when the run is already in the bundle: never --force, which would delete
     the whole bundle (every arm and restart in it) to measure this one run again."""
     rid = run_id(run.arm, run.restart)
