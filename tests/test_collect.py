@@ -441,8 +441,9 @@ def test_resume_after_sigkill_completes_without_duplicates(
     assert sorted(r.seq for r in records) == list(range(6))
     sends = [r.t_send for r in records]
     assert sends == sorted(sends)  # one clock across the kill
-    again = CliRunner().invoke(main, ["collect", *args])
-    assert again.exit_code == 2 and "--resume" in again.output
+    again = CliRunner().invoke(main, ["collect", *args])  # complete: --resume has nothing to do
+    assert again.exit_code == 2 and "run baseline-r0 is already measured" in again.output
+    assert "--restart 1" in again.output and "--force" not in again.output
 
 
 @pytest.mark.engine
