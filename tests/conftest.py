@@ -25,18 +25,6 @@ NGRAM_FLAGS = (
 )
 
 StartServer = Callable[..., str]
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Under pytest-xdist (scripts/test: -n auto --dist loadgroup) every engine test runs on
-    one worker, in turn: each worker would start its own llama-servers, and two servers of 2
-    threads on a 2-core machine slow each other down. The other tests go file by file, so a
-    module's costly fixtures (rendered reports, analysed samples) are made once."""
-    for item in items:
-        engine = item.get_closest_marker("engine") is not None
-        item.add_marker(pytest.mark.xdist_group("engine" if engine else item.nodeid.split("::")[0]))
-
-
 _LOGS: dict[str, Path] = {}  # base URL -> the log scripts/real-server writes for it
 
 
