@@ -9,6 +9,7 @@ Hierarchy::
     ├── LaunchError        a server that could not start, exited in start-up or never got healthy
     ├── RuleError          a log-check rule file that is missing, malformed or names no check
     ├── ChecklistError     a checklist file that is missing or malformed, or an unknown id
+    ├── NothingMeasured    report written, but no measured request can be used (exit 3)
     ├── ServerGone         the server stopped answering mid-run (collect stops the run there)
     └── WorkerFailed       a load worker process of collect died or raised (continue with --resume)
 
@@ -49,6 +50,12 @@ class RuleError(DiagnosticError):
 
 class ChecklistError(DiagnosticError):
     """A checklist file that is missing or malformed, or an unknown list or item id."""
+
+
+class NothingMeasured(DiagnosticError):
+    """A report was written, but no measured request of its bundle can be used (all failed)."""
+
+    exit_code = 3
 
 
 class ServerGone(DiagnosticError):

@@ -77,9 +77,14 @@ def real_server() -> Iterator[StartServer]:
 
     def start(*flags: str) -> str:
         if flags not in running:
-            port = free_port()
-            argv = [str(SCRIPT), "start", "--port", str(port), "--", *flags]
-            done = subprocess.run(argv, capture_output=True, text=True, timeout=300, check=False)
+            for _ in range(3):  # a port found free can be taken before the server binds it
+                port = free_port()
+                argv = [str(SCRIPT), "start", "--port", str(port), "--", *flags]
+                done = subprocess.run(
+                    argv, capture_output=True, text=True, timeout=300, check=False
+                )
+                if "already in use" not in done.stderr:
+                    break
             if done.returncode != 0:
                 pytest.fail(f"{' '.join(argv)} failed:\n{done.stderr[-2000:]}", pytrace=False)
             url = done.stdout.strip().splitlines()[-1]

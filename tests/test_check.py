@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -12,14 +15,16 @@ from click.testing import CliRunner
 
 from diagnostic.bundle.store import Bundle
 from diagnostic.cli import main
+from diagnostic.cli._common import console
 from diagnostic.common.progress import NullReporter
 from diagnostic.errors import DiagnosticError
 from diagnostic.logcheck.stage import FINDINGS_FILE, check_paths
 from diagnostic.schema.bundle import Manifest, RunInfo
-from diagnostic.schema.logfacts import CheckReport
+from diagnostic.schema.logfacts import CheckReport, LogFacts
 from tests.engine_logs import CASES, REAL_RUNS
 
 VLLM = REAL_RUNS / "h200-vllm-0.26"
+SAMPLES = Path(__file__).parents[1] / "samples"
 MLA = REAL_RUNS / "h200-vllm-0.26-mla"
 
 
@@ -132,15 +137,17 @@ def test_cli_json_is_the_design_contract() -> None:
         assert finding["severity"] in ("info", "warning", "error")
 
 
-def test_cli_human_output_has_runs_comparison_and_findings() -> None:
+def test_cli_human_output_has_runs_comparison_and_findings(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(console, "width", 200)
     result = CliRunner().invoke(
         main,
         ["check", str(VLLM / "base" / "server.log"), str(VLLM / "ngram3" / "server.log"), str(MLA)],
-        terminal_width=200,
     )
     out = result.output
     assert "Runs: what the engine resolved" in out
-    assert "FULL_AND_PIECEWISE → PIECEWISE" in out  # the capture column never wraps
+    assert "FULL_AND_PIECEWISE → PIECEWISE" in out  # on one line where the width allows
     assert "mla-triton-ngram3: capture bars" in out.replace("\n", " ") or "capture bars" in out
     assert "Speculation vs no speculation" in out and "DIFFERENT" in out
     assert "ERROR capture-downgraded-under-spec" in out
@@ -298,3 +305,46 @@ def test_a_findings_json_written_before_the_platform_still_reads() -> None:
     assert report.runs[0].platform == "cpu"
     none = CheckReport.model_validate({"runs": [{"path": "s.log", "backend": None}]})
     assert none.runs[0].platform == "unknown"
+
+
+@pytest.mark.parametrize("sample", ["llamacpp-cpu-gemma3", "vllm-h200-mla"])
+def test_80_columns_keep_names_whole_and_say_a_repeated_finding_once(
+    tmp_path: Path, sample: str
+) -> None:
+    """At 80 columns every run name, engine, method and capture mode stays whole (the table
+    wraps between words), and a finding of several runs is printed once, naming them."""
+    bundle = tmp_path / sample
+    shutil.copytree(SAMPLES / sample, bundle)  # check writes findings.json into it
+    env = {**os.environ, "COLUMNS": "80", "NO_COLOR": "1"}
+    done = subprocess.run(
+        [sys.executable, "-m", "diagnostic", "check", str(bundle)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode in (0, 1), done.stderr
+    lines = done.stdout.splitlines()
+    assert max(len(line) for line in lines) <= 80
+    report = CheckReport.model_validate_json((bundle / FINDINGS_FILE).read_text())
+    table = [line for line in lines if line.startswith("│")]
+    for facts in report.runs:  # each run's row names it, whole
+        assert sum(f"│ {facts.label} " in line for line in table) == 1, facts.label
+    words = {w for f in report.runs for w in (facts_words(f))}
+    text = " ".join(done.stdout.split())
+    for word in words:
+        assert word in text, word
+    for finding in {f.rule for f in report.findings}:
+        runs = [f for f in report.findings if f.rule == finding]
+        heads = [re.match(r"(ERROR|WARNING|INFO) ([\w-]+)", line) for line in lines]
+        assert sum(h is not None and h[2] == finding for h in heads) == 1, finding
+        if len(runs) > 1:
+            assert f"in {len(runs)} runs: " in text or f"in all {len(runs)} runs" in text
+
+
+def facts_words(facts: LogFacts) -> set[str]:
+    """The words of a run's table row that must not be cut: engine, method, capture modes."""
+    found = {facts.engine, facts.capture.resolved}
+    found |= {w for w in (facts.version, facts.spec.method, facts.capture.configured) if w}
+    return found

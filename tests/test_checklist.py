@@ -10,11 +10,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from checklist_bundles import GOOD_ARMS, H200, make_bundle, record
+from checklist_bundles import ENVIRONMENT, GOOD_ARMS, H200, make_bundle, record
 from pypdf import PdfReader
 
 from diagnostic.bundle.store import Bundle
-from diagnostic.checklist.auto import AUTO_CHECKS, evaluate_check
+from diagnostic.checklist.auto import AUTO_CHECKS, CheckResult, evaluate_check
 from diagnostic.checklist.lists import (
     STATE_FILE,
     Checklist,
@@ -32,7 +32,10 @@ from diagnostic.checklist.lists import (
     write_export,
 )
 from diagnostic.errors import BundleError, ChecklistError
+from diagnostic.logcheck.stage import check_paths
 from diagnostic.schema.bundle import ArmSpec, EngineInfo, LaunchInfo
+
+SAMPLES = Path(__file__).parents[1] / "samples"
 
 # -- the shipped lists --------------------------------------------------------------------
 
@@ -152,7 +155,7 @@ def test_unknown_list_names_the_available_ones(tmp_path: Path) -> None:
 def good(tmp_path_factory: pytest.TempPathFactory) -> Bundle:
     """A complete bundle (read only): 5 arms × 3 restarts × 2 workloads × 15 requests."""
     bundle = make_bundle(tmp_path_factory.mktemp("good") / "b")
-    (bundle.path / "findings.json").write_text('{"schema_version": 1}\n')
+    check_paths([bundle.path])  # findings.json from every run's log
     return bundle
 
 
@@ -318,13 +321,83 @@ def test_output_lengths(tmp_path: Path) -> None:
 
 def test_environment(tmp_path: Path) -> None:
     bundle = _bundle(tmp_path, arms=GOOD_ARMS[:3])
+    result = evaluate_check("environment_recorded", bundle)
+    assert result == CheckResult(
+        "done", "GPU and driver recorded in all 3 runs (NVIDIA H200, driver 580.159.04)"
+    )
     info = bundle.find_run("ngram-k2", 0)
     assert info is not None
     bundle.write_run(info.model_copy(update={"environment": {"gpus": [{"name": "NVIDIA H200"}]}}))
-    assert evaluate_check("environment_recorded", bundle).evidence.endswith("ngram-k2-r0")
-    cpu_only = {"host": "ci-runner", "gpus": [], "python": "3.12"}  # llama.cpp on the CPU
-    bundle.write_run(info.model_copy(update={"environment": cpu_only}))
-    assert evaluate_check("environment_recorded", bundle).status == "done"
+    result = evaluate_check("environment_recorded", bundle)
+    assert result.evidence == "no GPU and driver recorded in 1 of 3 runs: ngram-k2-r0"
+    bundle.write_run(info.model_copy(update={"environment": CPU_RUN}))
+    result = evaluate_check("environment_recorded", bundle)
+    assert result.status == "done" and result.evidence.startswith(
+        "GPU and driver recorded in 2 of 3"
+    )
+    assert "; 1 of 3 runs on a machine without a GPU" in result.evidence
+
+
+CPU_RUN = {"host": "ci", "gpus": [], "nvidia_smi": "not found", "server_is_local": True}
+
+
+@pytest.mark.parametrize(
+    ("environment", "said"),
+    [
+        ({"host": "ci-runner", "gpus": [], "python": "3.12"}, "no GPU and driver recorded"),
+        ({**CPU_RUN, "server_is_local": False}, "the server ran on another machine"),
+        ({**ENVIRONMENT, "server_is_local": False}, "the server ran on another machine"),
+        ({**CPU_RUN, "nvidia_smi": "failed"}, "no GPU and driver recorded"),
+    ],
+)
+def test_environment_ticks_only_what_the_runs_show(
+    tmp_path: Path, environment: dict[str, Any], said: str
+) -> None:
+    """No GPU listed and nothing saying the server ran here without one; or a server on
+    another machine (the GPU listed, if any, is the measuring machine's): not done."""
+    bundle = _bundle(tmp_path, arms=GOOD_ARMS[:2])
+    for run in bundle.runs():
+        bundle.write_run(run.model_copy(update={"environment": environment}))
+    result = evaluate_check("environment_recorded", bundle)
+    assert result.status == "not_done" and result.evidence.startswith(said), result.evidence
+    assert "baseline-r0, baseline-aa-r0" in result.evidence
+
+
+def test_cpu_runs_have_no_gpu_to_record() -> None:
+    """The recorded CPU sample (llama.cpp, `gpus: []`): nothing claims a GPU was recorded."""
+    result = evaluate_check("environment_recorded", Bundle.open(SAMPLES / "llamacpp-cpu-gemma3"))
+    assert result.status == "not_applicable"
+    assert result.evidence.startswith("no GPU to record: all 27 runs on a machine without a GPU")
+
+
+def test_runs_whose_requests_all_failed_show_nothing_about_their_arm(tmp_path: Path) -> None:
+    bundle = _bundle(tmp_path, arms=GOOD_ARMS)
+    for arm in ("baseline-aa", "ngram-k4"):
+        path = bundle.run_file(arm, 0, "requests.jsonl")
+        failed = [
+            record(arm, 0, w, seq, error="HTTP 404", completion_tokens=None)
+            for w in ("code", "prose")
+            for seq in range(1, 16)
+        ]
+        path.write_text("".join(r.model_dump_json() + "\n" for r in failed))
+    aa = evaluate_check("aa_arm_present", bundle)
+    assert aa.status == "not_done" and aa.evidence.endswith("not both arms have usable runs")
+    sweep = evaluate_check("draft_length_sweep", bundle)
+    assert (sweep.status, sweep.evidence.rsplit(": ", 1)[1]) == ("not_done", "2, 3")
+
+
+def test_findings_json_must_cover_every_run(tmp_path: Path) -> None:
+    bundle = _bundle(tmp_path, arms=GOOD_ARMS[:1])
+    check_paths([bundle.path])
+    assert evaluate_check("logs_checked", bundle).status == "done"
+    later = make_bundle(tmp_path / "more", arms=GOOD_ARMS[2:3], restarts=1)
+    shutil.copytree(later.path / "runs" / "ngram-k2-r0", bundle.path / "runs" / "ngram-k2-r0")
+    result = evaluate_check("logs_checked", bundle)
+    assert result == CheckResult(
+        "not_done",
+        "findings.json has not read the logs of 1 of 2 runs with logs (ngram-k2-r0): "
+        "run `diagnose check BUNDLE` again",
+    )
 
 
 def test_launch_command_from_the_run_or_the_plan(tmp_path: Path) -> None:

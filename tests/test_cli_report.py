@@ -156,3 +156,54 @@ def test_the_old_out_spelling_still_works(bundle: Path, tmp_path: Path) -> None:
     result = CliRunner().invoke(main, ["report", str(bundle), "--out", str(out)])
     assert result.exit_code == 0, result.output
     assert json.loads(out.read_text())["schema_version"] == 3
+
+
+def _all_failed(path: Path, *, run_status: str) -> Path:
+    """The H200 bundle as collect leaves it against a web server that is no inference server:
+    every request answered with an HTML error page (run.json failed, or left ok by hand)."""
+    bundle = build_h200_bundle(path, ARMS)
+    page = "HTTP 404: <html><head><title>Error response</title></head></html>"
+    for run in bundle.runs():
+        records = bundle.read_requests(run.arm, run.restart).records
+        failed = [
+            r.model_copy(
+                update={
+                    "error": page,
+                    "ttft_s": None,
+                    "e2e_s": None,
+                    "chunk_times_s": [],
+                    "chunk_tokens": None,
+                    "completion_tokens": None,
+                    "text": "",
+                }
+            )
+            for r in records
+        ]
+        bundle.run_file(run.arm, run.restart, "requests.jsonl").write_text(
+            "".join(r.model_dump_json() + "\n" for r in failed)
+        )
+        bundle.write_run(run.model_copy(update={"status": run_status}))
+    return path
+
+
+@pytest.mark.parametrize("run_status", ["failed", "ok"])
+def test_a_bundle_whose_requests_all_failed_says_so_first_and_exits_3(
+    tmp_path: Path, run_status: str
+) -> None:
+    """Never 'nothing to compare' alone: page 1 opens with the alarm naming the failures and
+    the server's answer; the report is written and the exit code is 3 (said in --help)."""
+    bundle = _all_failed(tmp_path / "b", run_status=run_status)
+    out = tmp_path / "r.html"
+    result = CliRunner().invoke(main, ["report", str(bundle), "-o", str(out)])
+    assert result.exit_code == 3, result.output
+    assert "none of its measured requests can be used (60 failed)" in result.output
+    page = out.read_text(encoding="utf-8")
+    summary = page[page.index('<section class="summary"') :]
+    box = summary.index('<div class="unmeasured"><div class="label">Nothing was measured</div>')
+    assert box < summary.index('class="headline"')
+    assert "Every one of the 60 measured requests failed (2 server runs of 2 arms)" in page
+    assert "HTTP 404: &lt;html&gt;&lt;head&gt;&lt;title&gt;Error response" in page  # escaped
+    assert "What this bundle cannot answer" not in page
+    json_out = CliRunner().invoke(main, ["report", str(bundle), "-o", str(tmp_path / "a.json")])
+    assert json_out.exit_code == 3 and (tmp_path / "a.json").is_file()
+    assert "Exit code: 0 written" in CliRunner().invoke(main, ["report", "--help"]).output

@@ -6,10 +6,12 @@ import json
 import os
 import re
 import signal
+import socket
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+import sse_server
 from click.testing import CliRunner
 from conftest import collect_until
 from real_runs import REAL_RUNS
@@ -25,10 +27,11 @@ from diagnostic.measure.collect import (
     collect,
     collect_run,
     plan_jobs,
+    preflight,
     recap,
 )
 from diagnostic.measure.workloads import builtin
-from diagnostic.schema.bundle import Manifest, RequestRecord, RunInfo, decode_tps
+from diagnostic.schema.bundle import Manifest, PlanSpec, RequestRecord, RunInfo, decode_tps
 
 ROOT = Path(__file__).parents[1]
 VLLM = REAL_RUNS / "h200-vllm-0.26"
@@ -183,6 +186,116 @@ def test_collect_run_marks_an_unreachable_server_failed(tmp_path: Path, dead_url
     assert bundle.find_run("a", 0) == run
 
 
+@pytest.mark.parametrize(
+    ("url", "said"),
+    [
+        ("127.0.0.1:8000", "not an http:// or https:// URL; give the server's base URL with its "
+         "scheme, e.g. http://127.0.0.1:8000"),
+        ("localhost:8000", "e.g. http://localhost:8000"),
+        ("ftp://h:8000", "e.g. http://h:8000"),
+        ("http://h:8000/v1", "give the server's base URL, without /v1: http://h:8000 "),
+        ("http://h:8000/v1/", "without /v1: http://h:8000 "),
+        ("https://h/proxy/v1/chat/completions", "without /v1/chat/completions: https://h/proxy "),
+    ],
+)  # fmt: skip
+def test_a_url_that_is_no_base_url_is_refused_first(tmp_path: Path, url: str, said: str) -> None:
+    """Without a scheme httpx raised UnsupportedProtocol; with /v1 every request 404ed."""
+    out = tmp_path / "b"
+    with pytest.raises(DiagnosticError) as raised:
+        collect(CollectConfig(base_url=url, out=out), reporter=NullReporter())
+    assert said in str(raised.value)
+    assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    ("reply", "said"),
+    [
+        (
+            sse_server.error(404, b"<html><head><title>Not Found</title></head></html>"),
+            "does not answer as an OpenAI-compatible server: GET /v1/models answered HTTP 404 "
+            "(no content type: 'Not Found'); POST /v1/completions answered HTTP 404",
+        ),
+        (
+            sse_server.error(503, b'{"error": {"code": 503, "message": "Loading model"}}'),
+            "is not ready: GET /v1/models answered HTTP 503",
+        ),
+        (sse_server.normal(), "does not answer as an OpenAI-compatible server"),
+    ],
+)
+def test_a_server_that_does_not_answer_the_api_is_refused_first(
+    tmp_path: Path, reply: sse_server.Reply, said: str
+) -> None:
+    """An HTML error page, a model still loading, an event stream for every path: one error
+    naming what answered, before any bundle (the CLI: before any warning or bar)."""
+    out = tmp_path / "b"
+    with sse_server.serving(reply) as server:
+        result = CliRunner().invoke(main, ["collect", server.url, "-o", str(out)])
+    assert result.exit_code == 2 and said in result.output, result.output
+    assert result.output.startswith("Error: ") and "Warning" not in result.output
+    assert not out.exists()
+
+
+def test_a_model_the_server_refuses_is_named_first(tmp_path: Path) -> None:
+    """/v1/models answers, the one-token request does not (a misspelt --model): every request
+    of the run would fail the same way."""
+
+    def reply(conn: socket.socket, server: sse_server.Server) -> bool:
+        listing = json.dumps({"object": "list", "data": [{"id": "gemma"}]}).encode()
+        refused = b'{"error": {"message": "The model `gema` does not exist."}}'
+        status, body = (404, refused) if server.requests[-1] else (200, listing)
+        conn.sendall(b"HTTP/1.1 %d X\r\nContent-Type: application/json\r\n" % status)
+        conn.sendall(b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+        return True
+
+    with sse_server.serving(reply) as server, pytest.raises(DiagnosticError) as raised:
+        preflight(CollectConfig(base_url=server.url, out=tmp_path / "b", model="gema"))
+    message = str(raised.value)
+    assert "lists models but refused a one-token request" in message
+    assert "'The model `gema` does not exist.'" not in message  # the JSON, quoted whole
+    assert "does not exist" in message and "check --model (the server lists gemma)" in message
+    assert server.requests[-1]["model"] == "gema" and server.requests[-1]["max_tokens"] == 1
+
+
+@pytest.mark.parametrize(
+    ("status", "hint"),
+    [("ok", "is already measured"), ("interrupted", "is already there, interrupted")],
+)
+def test_collecting_a_run_again_never_suggests_force(
+    tmp_path: Path, dead_url: str, status: str, hint: str
+) -> None:
+    """--force would delete the whole bundle (every arm and restart) to measure one run again:
+    the message says what does what the user wants instead; refused before the server is asked."""
+    out = tmp_path / "b"
+    bundle = Bundle.create(
+        out, Manifest(tool_version="t", plan=PlanSpec(workloads=["code", "prose"]))
+    )
+    for arm, restart in (("baseline", 0), ("baseline", 1), ("ngram-k3", 0)):
+        bundle.write_run(RunInfo(arm=arm, restart=restart, status=status))
+    with pytest.raises(BundleError) as raised:
+        preflight(CollectConfig(base_url=dead_url, out=out, arm="baseline", restart=1))
+    message = str(raised.value)
+    assert f"run baseline-r1 {hint}" in message and "--force" not in message
+    assert ("--resume continues it" in message) == (status != "ok")
+    assert "--restart 2 to measure the server again after restarting it" in message
+    assert "--arm NAME for another configuration, or -o OTHER for another bundle" in message
+
+
+def test_a_server_without_metrics_is_said_once(tmp_path: Path) -> None:
+    """/metrics is read before and after the run and each workload: one note, not six."""
+    notes: list[str] = []
+
+    class Notes(NullReporter):
+        def note(self, message: str) -> None:
+            notes.append(message)
+
+    bundle = Bundle.create(tmp_path / "b", Manifest(tool_version="t"))
+    settings = RunSettings(base_url="", workloads=["code", "prose"], requests=1, warmup=0)
+    with sse_server.serving(sse_server.error(404, b"no such path")) as server:
+        settings = settings.model_copy(update={"base_url": server.url})
+        collect_run(bundle, RunInfo(arm="a", restart=0), settings, reporter=Notes())
+    assert len(notes) == 1 and notes[0].startswith("a-r0: GET /metrics answered HTTP 404"), notes
+
+
 # -- the real server -------------------------------------------------------------------------
 def config(url: str, out: Path, **kw: object) -> CollectConfig:
     base = {"requests": 3, "warmup": 1, "max_tokens": MAX_TOKENS}
@@ -294,7 +407,7 @@ def test_spec_off_and_ngram_arms_into_one_bundle(
     # every arm measured alike: another --max-tokens is refused
     with pytest.raises(BundleError, match="--max-tokens 16"):
         collect(config(llama_server, out, arm="x", max_tokens=32), reporter=NullReporter())
-    with pytest.raises(BundleError, match="already exists; use --resume"):
+    with pytest.raises(BundleError, match="run baseline-r0 is already measured"):
         collect(config(llama_server, out), reporter=NullReporter())
 
 
@@ -333,8 +446,9 @@ def test_resume_after_sigkill_completes_without_duplicates(
     assert sorted(r.seq for r in records) == list(range(6))
     sends = [r.t_send for r in records]
     assert sends == sorted(sends)  # one clock across the kill
-    again = CliRunner().invoke(main, ["collect", *args])
-    assert again.exit_code == 2 and "--resume" in again.output
+    again = CliRunner().invoke(main, ["collect", *args])  # complete: --resume has nothing to do
+    assert again.exit_code == 2 and "run baseline-r0 is already measured" in again.output
+    assert "--restart 1" in again.output and "--force" not in again.output
 
 
 @pytest.mark.engine

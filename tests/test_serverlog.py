@@ -12,6 +12,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import IO
 
 import httpx
 import pytest
@@ -27,25 +28,22 @@ ROOT = Path(__file__).parents[1]
 TINY = ["--workloads", "code", "--requests", "1", "--warmup", "0", "--max-tokens", "4"]
 
 
-@pytest.fixture(scope="module")
-def hand_started(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
-    """A real llama-server started by hand (not by scripts/real-server), stdout and stderr to a
-    file: its base URL and that file."""
+def _hand_start(sink: int | IO[bytes], log: Path | None) -> Iterator[str]:
+    """A real llama-server started by hand (not by scripts/real-server), its output to `sink`;
+    its base URL once healthy."""
     paths = subprocess.run(
         [str(SCRIPT), "path"], capture_output=True, text=True, timeout=60, check=True
     ).stdout
     found = dict(line.split("=", 1) for line in paths.splitlines() if "=" in line)
     port = free_port()
-    log = tmp_path_factory.mktemp("hand") / "llama.log"
     argv = [found["LLAMA_SERVER"], "-m", found["MODEL"], "--host", "127.0.0.1"]
     argv += ["--port", str(port), "-t", "2", "-c", "1024", "-np", "1"]
-    with open(log, "wb") as sink:
-        server = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=sink, stderr=sink)
+    server = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=sink, stderr=sink)
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 600
         while True:
-            assert server.poll() is None, log.read_text()[-2000:]
+            assert server.poll() is None, log.read_text()[-2000:] if log else "exited"
             assert time.monotonic() < deadline, "llama-server not healthy within 600 s"
             try:
                 if httpx.get(f"{url}/health", timeout=5).status_code == 200:
@@ -53,10 +51,25 @@ def hand_started(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str
             except httpx.HTTPError:
                 pass
             time.sleep(0.25)
-        yield url, log
+        yield url
     finally:
         server.terminate()
         server.wait(timeout=30)
+
+
+@pytest.fixture(scope="module")
+def hand_started(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
+    """A real llama-server started by hand, stdout and stderr to a file: its URL and the file."""
+    log = tmp_path_factory.mktemp("hand") / "llama.log"
+    with open(log, "wb") as sink:
+        for url in _hand_start(sink, log):
+            yield url, log
+
+
+@pytest.fixture
+def unlogged() -> Iterator[str]:
+    """A real llama-server started by hand with its output thrown away: no log to find."""
+    yield from _hand_start(subprocess.DEVNULL, None)
 
 
 @pytest.mark.engine
@@ -94,18 +107,49 @@ def test_collect_without_log_keeps_the_one_found(
     assert "stop processing" in kept  # and what it logged while measured
 
 
-def test_none_found_is_a_bold_warning_first_naming_the_flag(tmp_path: Path) -> None:
-    port = free_port()  # nothing listens: no log to find; collect then fails to reach it
-    argv = [sys.executable, "-m", "diagnostic", "collect", f"http://127.0.0.1:{port}"]
+@pytest.mark.engine
+def test_none_found_is_a_bold_warning_first_naming_the_flag(tmp_path: Path, unlogged: str) -> None:
+    """Said once the server answered, before the plan and the bars."""
+    argv = [sys.executable, "-m", "diagnostic", "collect", unlogged, "-o", str(tmp_path / "b")]
     env = {**os.environ, "FORCE_COLOR": "1", "COLUMNS": "300", "DIAGNOSE_CACHE": str(tmp_path)}
-    done = subprocess.run(
-        [*argv, "-o", str(tmp_path / "b")], capture_output=True, text=True, env=env, timeout=60
-    )
-    assert done.returncode == 2
+    done = subprocess.run([*argv, *TINY], capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr
     warning = done.stderr.index("Warning: no server log is kept")
     assert done.stderr[warning - len("\x1b[1;33m") : warning] == "\x1b[1;33m"  # bold yellow
     assert "Add --log PATH (the server's log file)." in done.stderr
-    assert warning < done.stderr.index("cannot reach")
+    assert warning < done.stderr.index("Planned:")
+
+
+@pytest.mark.parametrize("listener", ["nothing", "http.server"])
+def test_no_warning_before_the_server_answered(tmp_path: Path, listener: str) -> None:
+    """A URL where nothing listens, or a web server that is no inference server (Python's
+    http.server: HTML error pages): one error, no warning about logs, no bundle."""
+    port = free_port()
+    serve = [sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1"]
+    child = None
+    if listener == "http.server":
+        child = subprocess.Popen(
+            serve, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
+    try:
+        deadline = time.monotonic() + 60
+        while child is not None and not _listening(port):
+            assert time.monotonic() < deadline and child.poll() is None
+            time.sleep(0.05)
+        out = tmp_path / "b"
+        argv = [sys.executable, "-m", "diagnostic", "collect", f"http://127.0.0.1:{port}"]
+        env = {**os.environ, "COLUMNS": "300", "DIAGNOSE_CACHE": str(tmp_path)}
+        done = subprocess.run(
+            [*argv, "-o", str(out)], capture_output=True, text=True, env=env, timeout=120
+        )
+    finally:
+        if child is not None:
+            child.kill()
+            child.wait()
+    assert done.returncode == 2
+    said = {"nothing": "cannot reach", "http.server": "does not answer as an OpenAI-compatible"}
+    assert done.stderr.startswith("Error: ") and said[listener] in done.stderr, done.stderr
+    assert "Warning" not in done.stderr and not out.exists()
 
 
 def test_a_container_publishing_the_port_is_followed(
@@ -154,7 +198,7 @@ def test_a_deleted_or_unnamed_output_is_not_taken_for_a_log(tmp_path: Path) -> N
         child = subprocess.Popen([sys.executable, "-c", serve], stdout=sink, stderr=subprocess.PIPE)
     try:
         url = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 60
         while not _listening(port):
             assert time.monotonic() < deadline
             time.sleep(0.05)

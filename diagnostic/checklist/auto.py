@@ -12,7 +12,10 @@ from diagnostic.analyse.engine_timing import engine_timing
 from diagnostic.bundle.store import METRICS_AFTER, METRICS_BEFORE, Bundle, run_id
 from diagnostic.checklist.bundle_facts import BundleFacts
 from diagnostic.defaults import MIN_REQUESTS, MIN_RESTARTS
+from diagnostic.errors import DiagnosticError
+from diagnostic.logcheck.stage import FINDINGS_FILE
 from diagnostic.schema.bundle import ArmSpec, RunInfo
+from diagnostic.schema.logfacts import CheckReport
 
 __all__ = [
     "AUTO_CHECKS",
@@ -133,9 +136,12 @@ def arm_speculation(arm: ArmSpec | None) -> bool | None:
 
 
 def _arms_with_runs(facts: BundleFacts) -> dict[str, list[RunInfo]]:
+    """Arms with usable runs (not failed, a measured request that succeeded), by name: a run
+    whose every request failed shows nothing about its arm."""
     by_arm: dict[str, list[RunInfo]] = defaultdict(list)
     for run in facts.runs:
-        by_arm[run.arm].append(run)
+        if facts.usable(run):
+            by_arm[run.arm].append(run)
     return dict(by_arm)
 
 
@@ -213,17 +219,61 @@ def _find(data: Any, word: str) -> list[Any]:
     return found
 
 
-def _environment_ok(run: RunInfo) -> bool:
-    gpus = _find(run.environment, "gpu")
-    if any(g in ([], {}, None, "", "none") for g in gpus) and run.environment.get("host"):
-        return True  # a host without a GPU (a CPU engine), stated explicitly
-    drivers = _find(run.environment, "driver")
-    return any(gpus) and any(drivers)
+def _host_of_server(run: RunInfo) -> str:
+    """What the run's environment says of the machine that served it: 'gpu' (GPU and driver
+    listed, by the machine that also ran the server), 'cpu' (that machine has no nvidia-smi: a
+    CPU engine), 'remote' (the server ran elsewhere: the GPU listed, if any, is the measuring
+    machine's) or 'missing' (nothing says)."""
+    env = run.environment
+    local = env.get("server_is_local")
+    if local is False:
+        return "remote"
+    gpus = [g for g in _find(env, "gpu") if g not in ([], {}, None, "", "none")]
+    if gpus and any(_find(env, "driver")):
+        return "gpu"
+    if not gpus and local is True and env.get("nvidia_smi") == "not found":
+        return "cpu"
+    return "missing"
+
+
+_HOST_MISSING = {
+    "remote": "the server ran on another machine, whose GPU and driver are not recorded",
+    "missing": "no GPU and driver recorded",
+}
 
 
 @_check("environment_recorded", "environment recorded (GPU/driver)")
 def _environment(facts: BundleFacts) -> CheckResult:
-    return _every_run(facts, _environment_ok, "GPU and driver recorded", "GPU or driver missing")
+    """Done only for runs whose GPU and driver were recorded on the machine that served them;
+    CPU runs (no nvidia-smi there) have no GPU to record: not applicable when all are."""
+    if not facts.runs:
+        return CheckResult("not_done", "no runs in the bundle yet")
+    by_kind: dict[str, list[str]] = defaultdict(list)
+    for run in facts.runs:
+        by_kind[_host_of_server(run)].append(_rid(run))
+    gpu, cpu, total = len(by_kind["gpu"]), len(by_kind["cpu"]), len(facts.runs)
+    bad = [
+        f"{why} in {len(by_kind[kind])} of {total} runs: {_names(by_kind[kind])}"
+        for kind, why in _HOST_MISSING.items()
+        if by_kind[kind]
+    ]
+    if bad:
+        return CheckResult("not_done", "; ".join(bad))
+    no_gpu = "on a machine without a GPU (a CPU engine: no nvidia-smi where the server ran)"
+    if not gpu:
+        return CheckResult("not_applicable", f"no GPU to record: all {total} runs {no_gpu}")
+    names = _names(sorted({n for r in facts.runs for n in _gpu_names(r.environment)}))
+    said = f"GPU and driver recorded in {'all' if gpu == total else f'{gpu} of'} {total} runs"
+    more = f"; {cpu} of {total} runs {no_gpu}" if cpu else ""
+    return CheckResult("done", f"{said} ({names}){more}")
+
+
+def _gpu_names(env: dict[str, Any]) -> list[str]:
+    gpus = env.get("gpus")
+    found = [g for g in gpus if isinstance(g, dict)] if isinstance(gpus, list) else []
+    return [
+        f"{g.get('name') or 'GPU'}, driver {g.get('driver') or env.get('driver')}" for g in found
+    ]
 
 
 @_check("launch_command_recorded", "exact launch command recorded")
@@ -284,7 +334,7 @@ def _aa(facts: BundleFacts) -> CheckResult:
         return CheckResult(
             "not_done",
             f"A/A pair planned ({_names(f'{a} = {b}' for a, b in pairs)}) "
-            "but not both arms have runs",
+            "but not both arms have usable runs",
         )
     shown = _names(f"{a} repeats {b} ({len(runs[a])} + {len(runs[b])} runs)" for a, b in measured)
     return CheckResult("done", shown)
@@ -417,7 +467,24 @@ def _every_worker(facts: BundleFacts) -> CheckResult:
 
 @_check("logs_checked", "startup logs read by `diagnose check`")
 def _logs_checked(facts: BundleFacts) -> CheckResult:
-    path = facts.bundle.path / "findings.json"
-    if path.is_file():
-        return CheckResult("done", "findings.json written by `diagnose check`")
-    return CheckResult("not_done", "no findings.json: run `diagnose check BUNDLE`")
+    """Done when findings.json covers every run that has a log: one written before later runs
+    were collected has not read theirs."""
+    again = "run `diagnose check BUNDLE`"
+    try:
+        report = facts.bundle.read_json(FINDINGS_FILE, CheckReport)
+    except DiagnosticError as exc:
+        return CheckResult("not_done", f"findings.json unreadable ({exc}); {again} again")
+    if report is None:
+        return CheckResult("not_done", f"no findings.json: {again}")
+    read = {f.run_id or (f.label or "").split("/")[0] for f in report.runs}
+    logged = [_rid(r) for r in facts.runs if facts.bundle.log_sources(r)]
+    unread = [rid for rid in logged if rid not in read]
+    if unread:
+        return CheckResult(
+            "not_done",
+            f"findings.json has not read the logs of {len(unread)} of {len(logged)} runs with "
+            f"logs ({_names(unread)}): {again} again",
+        )
+    return CheckResult(
+        "done", f"findings.json written by `diagnose check` from the logs of {len(logged)} runs"
+    )

@@ -7,32 +7,30 @@ import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TaskID,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
 from rich.text import Text
 
 from diagnostic.errors import DiagnosticError
-from diagnostic.schema.bundle import Engagement
+
+if TYPE_CHECKING:  # imported where used: the pydantic models and rich's live display load slowly
+    from rich.progress import TaskID
+    from rich.table import Table
+
+    from diagnostic.schema.bundle import Engagement
 
 __all__ = [
     "RichReporter",
     "api_key_from_env",
     "api_key_option",
+    "canonical_hint",
     "console",
     "console_err",
     "engagement_from",
     "engagement_options",
+    "fitted_table",
     "number_option",
     "output_option",
     "print_labelled",
@@ -87,6 +85,8 @@ _ENGAGEMENT = (
 
 def engagement_from(options: dict[str, Any]) -> Engagement:
     """The Engagement of --client/--site/--consultant, popped from a command's options."""
+    from diagnostic.schema.bundle import Engagement
+
     return Engagement(
         client=options.pop("client", None),
         site=options.pop("site", None),
@@ -150,6 +150,71 @@ def output_option(
     )
 
 
+def fitted_table(
+    title: str,
+    headers: list[str],
+    rows: list[list[str]],
+    width: int,
+    whole: tuple[int, ...] = (),
+) -> Table:
+    """A table of rich-markup cells whose words stay whole within `width` columns when the
+    longest word of every column fits (rich alone folds a run name or an engine version
+    mid-word to fit): each column gets at least that word; then each `whole` column gets
+    room for its cells on one line if the room left allows it all; the rest is shared by what
+    the other columns' longest cells would need."""
+    columns = [[Text.from_markup(c).plain for c in (h, *(r[i] for r in rows))] for i, h in
+               enumerate(headers)]  # fmt: skip
+    floor = [max((len(w) for c in col for w in c.split()), default=1) for col in columns]
+    # What a column's longest cell needs on one line; a header may wrap between its words.
+    need = [
+        max(f, *(len(line) for c in col[1:] for line in c.splitlines() or [""]))
+        for f, col in zip(floor, columns, strict=True)
+    ]
+    spare = width - (3 * len(headers) + 1) - sum(floor)  # less borders and padding
+    widths: list[int | None] = list(need)
+    if spare < sum(need) - sum(floor):
+        widths = list(floor)
+        kept = [i for i in whole if need[i] - floor[i] <= spare]  # one line, or none
+        for i in kept:
+            spare -= need[i] - floor[i]
+            widths[i] = need[i]
+        wanted = sum(need[i] - floor[i] for i in range(len(headers)) if i not in kept)
+        for i in (i for i in range(len(headers)) if i not in kept and wanted):
+            widths[i] = floor[i] + (need[i] - floor[i]) * max(spare, 0) // wanted
+        if spare < 0:  # not even every longest word fits: rich folds as best it can
+            widths = [None] * len(headers)
+    from rich.table import Table
+
+    table = Table(title=title, title_justify="left")
+    for header, size in zip(headers, widths, strict=True):
+        table.add_column(header, width=size, overflow="fold")
+    for row in rows:
+        table.add_row(*row)
+    return table
+
+
+def _shown_opts(param: click.Parameter) -> list[str]:
+    aliases = param.aliases if isinstance(param, _AliasedOption) else ()
+    return [o for o in param.opts if o not in aliases]
+
+
+def canonical_hint(exc: click.NoSuchOption) -> click.NoSuchOption:
+    """`exc` with its "Did you mean" naming each option as --help shows it (`-o/--output`),
+    never by a hidden alias (`--out`): click suggests every spelling the parser knows."""
+    ctx, asked = exc.ctx, exc.possibilities
+    if ctx is None or not asked:
+        return exc
+    names: list[str] = []
+    for spelling in asked:
+        owner = next((p for p in ctx.command.params if spelling in p.opts), None)
+        name = "/".join(_shown_opts(owner)) if owner is not None else spelling
+        if name not in names:
+            names.append(name)
+    hint = names[0] if len(names) == 1 else f"one of: {', '.join(names)}"
+    message = f"No such option: {exc.option_name}. (Did you mean {hint}?)"
+    return click.NoSuchOption(exc.option_name, message=message, ctx=ctx)
+
+
 class RichReporter:
     """A Reporter drawing one progress bar per task (per run and workload) on stderr.
 
@@ -157,6 +222,15 @@ class RichReporter:
     """
 
     def __init__(self, target: Console | None = None) -> None:
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
+
         self._progress = Progress(
             # Labels and statuses quote arm names and servers' errors: literal, never markup.
             TextColumn("{task.description}", style="bold", markup=False),

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 
 import click
 from rich.markup import escape
 from rich.table import Table
 
-from diagnostic.cli._common import console, console_err
+from diagnostic.cli._common import console, console_err, fitted_table
 from diagnostic.common.resources import checklists_dir
 from diagnostic.engines import ENGINES
 from diagnostic.logcheck.sources import SourceRow, source_rows
@@ -81,13 +82,20 @@ def command(paths: tuple[Path, ...], as_json: bool, engine: str | None) -> None:
 
 def _print(report: CheckReport) -> None:
     console.print(_runs_table(report.runs))
-    for facts in report.runs:
+    every = [f.label or f.path for f in report.runs]
+    for reason, names in _grouped((f.capture.reason, f.label or f.path) for f in report.runs):
+        shown = _listed(names, every)
+        console.print(f"  [bold]{escape(shown)}[/]: {escape(reason)}", highlight=False)
+    unread = (
+        ("; ".join(f.unread), f.label or f.path)
+        for f in report.runs
+        if f.engine != "unknown" and f.unread
+    )
+    for facts_missing, names in _grouped(unread):
+        shown = _listed(names, every)
         console.print(
-            f"  [bold]{escape(facts.label or facts.path)}[/]: {escape(facts.capture.reason)}",
-            highlight=False,
+            f"  [bold]{escape(shown)}[/]: not in the log: {escape(facts_missing)}", highlight=False
         )
-        if facts.engine != "unknown" and facts.unread:
-            console.print(f"    not in the log: {escape('; '.join(facts.unread))}", highlight=False)
     rows = source_rows(report.log_sources)
     if rows:
         console.print(_sources_table(rows))
@@ -105,14 +113,46 @@ def _print(report: CheckReport) -> None:
     labels = {r.path: r.label or r.path for r in report.runs}
     if not report.findings:
         console.print("[green]No findings.[/]")
-    for finding in report.findings:
-        _print_finding(finding, labels)
+    for finding, runs in _same_findings(report.findings, labels):
+        _print_finding(finding, runs, every)
     counts = {s: sum(f.severity == s for f in report.findings) for s in _SEVERITY}
     console.print(
         f"{len(report.runs)} run(s): {counts['error']} error(s), {counts['warning']} "
         f"warning(s), {counts['info']} note(s)",
         highlight=False,
     )
+
+
+def _grouped(pairs: Iterable[tuple[str, str]]) -> list[tuple[str, list[str]]]:
+    """(text, names) pairs with one entry per text, its names in order of appearance."""
+    groups: dict[str, list[str]] = {}
+    for text, name in pairs:
+        groups.setdefault(text, []).append(name)
+    return list(groups.items())
+
+
+def _listed(names: list[str], every: list[str]) -> str:
+    """A run, 'all N runs', or 'N runs: a, b, c' (every name, each kept whole when the line
+    wraps)."""
+    if len(names) == 1:
+        return names[0]
+    if len(every) > 2 and sorted(names) == sorted(every):
+        return f"all {len(names)} runs"
+    return f"{len(names)} runs: {', '.join(names)}"
+
+
+def _same_findings(
+    findings: list[Finding], labels: dict[str, str]
+) -> list[tuple[Finding, list[str]]]:
+    """Each finding once with every run it was found in: the same rule, words and advice in
+    several runs (a sweep's restarts) is one finding to read. The evidence shown is the first
+    run's; --json has every run's."""
+    groups: dict[tuple[str, ...], tuple[Finding, list[str]]] = {}
+    for f in findings:
+        key = (f.severity, f.rule, f.title, f.message, f.advice or "")
+        where = labels.get(f.run or "", f.run or "")
+        groups.setdefault(key, (f, []))[1].append(where)
+    return list(groups.values())
 
 
 def _spec(facts: LogFacts) -> str:
@@ -140,76 +180,66 @@ def _lines(evidence: list[Evidence], limit: int = 6) -> str:
 
 
 def _runs_table(runs: list[LogFacts]) -> Table:
-    table = Table(title="Runs: what the engine resolved", title_justify="left")
-    table.add_column("Run", overflow="fold")
-    table.add_column("Engine", overflow="fold")
-    table.add_column("Spec", overflow="fold")
-    table.add_column("Capture: configured → resolved", no_wrap=True)
-    table.add_column("Lines", overflow="fold")
+    rows = []
     for facts in runs:
         resolved = facts.capture.resolved
-        style = "red" if resolved in ("NONE", "PIECEWISE", "UNKNOWN") and facts.spec.enabled else ""
-        capture = (
-            f"{facts.capture.configured or '?'} → [{style}]{resolved}[/]"
-            if style
-            else (f"{facts.capture.configured or '?'} → {resolved}")
+        bad = resolved in ("NONE", "PIECEWISE", "UNKNOWN") and facts.spec.enabled
+        shown = f"[red]{resolved}[/]" if bad else resolved
+        rows.append(
+            [
+                escape(facts.label or facts.path),
+                escape(_engine(facts)),
+                escape(_spec(facts)),
+                f"{escape(facts.capture.configured or '?')} → {shown}",
+                _lines(facts.capture.evidence),
+            ]
         )
-        table.add_row(
-            escape(facts.label or facts.path),
-            escape(_engine(facts)),
-            escape(_spec(facts)),
-            capture,
-            _lines(facts.capture.evidence),
-        )
-    return table
+    headers = ["Run", "Engine", "Spec", "Capture: configured → resolved", "Lines"]
+    title = "Runs: what the engine resolved"
+    return fitted_table(title, headers, rows, console.width, whole=(3,))  # configured → resolved
 
 
 def _sources_table(rows: list[SourceRow]) -> Table:
-    table = Table(title="Nodes and workers: capture per log source", title_justify="left")
-    for name in ("Run", "Source", "Worker", "Capture", "Spec"):
-        table.add_column(name, overflow="fold")
-    for r in rows:
-        table.add_row(
-            *(escape(v) for v in (r.run_id, r.source, r.worker or "-", r.resolved, r.spec))
-        )
-    return table
+    cells = [
+        [escape(v) for v in (r.run_id, r.source, r.worker or "-", r.resolved, r.spec)] for r in rows
+    ]
+    headers = ["Run", "Source", "Worker", "Capture", "Spec"]
+    return fitted_table("Nodes and workers: capture per log source", headers, cells, console.width)
 
 
 def _comparison_table(report: CheckReport) -> Table:
-    table = Table(title="Speculation vs no speculation (same engine)", title_justify="left")
-    for name, fixed in (
-        ("Engine", False),
-        ("No-spec run", False),
-        ("Resolved", True),
-        ("Spec run", False),
-        ("Resolved", True),
-        ("Same?", True),
-    ):
-        table.add_column(name, no_wrap=fixed, overflow="fold")
+    rows = []
     for c in report.comparisons:
         same = {True: "[green]same[/]", False: "[bold red]DIFFERENT[/]", None: "?"}[c.same]
-        table.add_row(
-            c.engine,
-            escape(c.baseline_label or c.baseline),
-            c.baseline_resolved,
-            escape(f"{c.spec_label or c.spec} ({c.spec_method or '?'})"),
-            c.spec_resolved,
-            same,
+        rows.append(
+            [
+                escape(c.engine),
+                escape(c.baseline_label or c.baseline),
+                escape(c.baseline_resolved),
+                escape(f"{c.spec_label or c.spec} ({c.spec_method or '?'})"),
+                escape(c.spec_resolved),
+                same,
+            ]
         )
-    return table
+    headers = ["Engine", "No-spec run", "Resolved", "Spec run", "Resolved", "Same?"]
+    title = "Speculation vs no speculation (same engine)"
+    return fitted_table(title, headers, rows, console.width)
 
 
-def _print_finding(finding: Finding, labels: dict[str, str]) -> None:
+def _print_finding(finding: Finding, runs: list[str], every: list[str]) -> None:
     style = _SEVERITY[finding.severity]
-    where = labels.get(finding.run or "", finding.run or "")
+    where = f" [dim]({escape(runs[0])})[/]" if len(runs) == 1 and runs[0] else ""
     console.print(
-        f"\n[{style}]{finding.severity.upper()}[/] {escape(finding.rule)} "
-        f"[dim]({escape(where)})[/]: {escape(finding.title)}"
+        f"\n[{style}]{finding.severity.upper()}[/] {escape(finding.rule)}{where}: "
+        f"{escape(finding.title)}"
     )
+    if len(runs) > 1:
+        console.print(f"  [bold]in {escape(_listed(runs, every))}[/]", highlight=False)
     console.print(f"  {escape(finding.message)}", highlight=False)
     for e in finding.evidence[:_SHOWN_EVIDENCE]:
         text = e.text if len(e.text) <= 240 else e.text[:237] + "..."
-        console.print(f"  [dim]L{e.line}:[/] {escape(text)}", highlight=False)
+        of = f" of {escape(runs[0])}" if len(runs) > 1 else ""
+        console.print(f"  [dim]L{e.line}{of}:[/] {escape(text)}", highlight=False)
     if len(finding.evidence) > _SHOWN_EVIDENCE:
         console.print(f"  [dim]… {len(finding.evidence) - _SHOWN_EVIDENCE} more line(s)[/]")
     if finding.advice:

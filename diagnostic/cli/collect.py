@@ -25,7 +25,7 @@ from diagnostic.cli._common import (
     output_option,
     print_labelled,
 )
-from diagnostic.measure.collect import CollectConfig, CollectRecap, collect
+from diagnostic.measure.collect import CollectConfig, CollectRecap, collect, preflight
 from diagnostic.measure.serverlog import server_logs
 
 _NO_LOG = (
@@ -159,8 +159,9 @@ def command(
         timeout_s=timeout_s,
         engagement=engagement_from(engagement),
     )
+    preflight(config)  # a bad URL, bundle or server: one error, before any warning or bar
     with _with_found_logs(config) as config, RichReporter() as reporter:
-        summary = collect(config, reporter=reporter)
+        summary = collect(config, reporter=reporter, checked=True)
     _print_summary(summary)
     if summary.status != "ok":
         sys.exit(1)

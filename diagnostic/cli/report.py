@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -16,7 +17,10 @@ from diagnostic.cli._common import (
     output_option,
 )
 from diagnostic.common.files import writable_destination
-from diagnostic.errors import DiagnosticError
+from diagnostic.errors import DiagnosticError, NothingMeasured
+
+if TYPE_CHECKING:
+    from diagnostic.schema.analysis import Analysis
 
 ANALYSIS_JSON = "analysis.json"
 FORMATS = ("pdf", "html", "json", "csv")
@@ -100,6 +104,10 @@ def command(
       diagnose report bundle -o report.pdf --client "ACME"
       diagnose report bundle --format csv -o tables/   # tables/requests.csv, …
       diagnose report bundle -o report.pdf --sign-key ~/.keys/consultancy.pem
+
+    Exit code: 0 written; 2 unusable input (no bundle, a bad -o); 3 written, but no measured
+    request of the bundle can be used (every one failed): page 1 says so in a box, and there
+    is no figure or verdict to read.
     """
     engagement = engagement_from(given)
     kind = _format(fmt, output)
@@ -109,35 +117,60 @@ def command(
     opened = Bundle.open(bundle, strict=False)  # a missing bundle fails before any bar is drawn
     default = {"csv": Path(), "json": bundle / ANALYSIS_JSON}.get(kind, Path(f"report.{kind}"))
     out = writable_destination(Path(output) if output else default, folder=kind == "csv")
+    from diagnostic.analyse.core import analyse  # imported here: scipy loads slowly
+
     if kind in ("pdf", "html"):
         from diagnostic.bundle.signing import private_key
         from diagnostic.report import build_report  # imported here: WeasyPrint loads slowly
 
         key = private_key(path=sign_key, env=sign_key_env) if signing else None
         with RichReporter() as reporter:
-            path = build_report(
-                bundle,
-                out,
-                "pdf" if kind == "pdf" else "html",
-                engagement=engagement,
-                title=title,
-                reporter=reporter,
-                signing_key=key,
-            )
-        console.print(f"Wrote {path}", markup=False, highlight=False)
-        return
-    from diagnostic.analyse.core import analyse  # imported here: scipy loads slowly
-
-    analysis = analyse(opened, title=title, client=engagement.client)
-    if kind == "csv":
-        from diagnostic.report.export import write_csv  # imported here: pandas loads slowly
-
-        for written in write_csv(opened, analysis, out):
-            console.print(f"Wrote {written}", markup=False, highlight=False)
-        return
-    if output is None:
-        path = opened.write_json(ANALYSIS_JSON, analysis)
+            analysis = analyse(opened, title=title, client=engagement.client)
+            written = [
+                build_report(
+                    bundle,
+                    out,
+                    "pdf" if kind == "pdf" else "html",
+                    engagement=engagement,
+                    title=title,
+                    reporter=reporter,
+                    analysis=analysis,
+                    signing_key=key,
+                )
+            ]
     else:
-        path = out
-        atomic_write_text(path, analysis.model_dump_json(indent=2) + "\n")
-    console.print(f"Wrote {path}", markup=False, highlight=False)
+        analysis = analyse(opened, title=title, client=engagement.client)
+        written = (
+            _tables(opened, analysis, out)
+            if kind == "csv"
+            else [_json(opened, analysis, out, output)]
+        )
+    for path in written:
+        console.print(f"Wrote {path}", markup=False, highlight=False)
+    _refuse_unmeasured(bundle, analysis)
+
+
+def _tables(opened: Bundle, analysis: Analysis, out: Path) -> list[Path]:
+    from diagnostic.report.export import write_csv  # imported here: pandas loads slowly
+
+    return list(write_csv(opened, analysis, out))
+
+
+def _json(opened: Bundle, analysis: Analysis, out: Path, output: str | None) -> Path:
+    if output is None:
+        return opened.write_json(ANALYSIS_JSON, analysis)
+    atomic_write_text(out, analysis.model_dump_json(indent=2) + "\n")
+    return out
+
+
+def _refuse_unmeasured(bundle: Path, analysis: Analysis) -> None:
+    """Exit 3 once written when no measured request can be used: the report's page 1 says so,
+    and a script must not take the empty report for a result."""
+    from diagnostic.report.unmeasured import nothing_measured
+
+    if nothing_measured(analysis):
+        raise NothingMeasured(
+            f"{bundle}: none of its measured requests can be used ({analysis.failed_requests} "
+            "failed): the report says so on page 1 and holds no figure or verdict; check the "
+            "server, then collect again"
+        )

@@ -81,9 +81,10 @@ def report_context(
 
 
 def warnings(ctx: ReportContext) -> list[str]:
-    """What the report's reader must hear at once, also said on page 1: a bundle that cannot
-    say whether speculation pays (one arm, no speculative arm)."""
-    return [ctx.summary.missing] if ctx.summary.missing else []
+    """What the report's reader must hear at once, also said on page 1: a bundle none of whose
+    measured requests can be used, or that cannot say whether speculation pays (one arm, no
+    speculative arm)."""
+    return [w for w in (ctx.summary.unmeasured, ctx.summary.missing) if w]
 
 
 def deliverable(
@@ -121,17 +122,21 @@ def build_report(
     title: str | None = None,
     reporter: Reporter | None = None,
     signing_key: Ed25519PrivateKey | None = None,
+    analysis: Analysis | None = None,
 ) -> Path:
     """Render the bundle's report to `out` as a PDF or one self-contained HTML file.
 
     This is what `diagnose report BUNDLE -o OUT --format pdf|html` calls; it reads only the
-    bundle (check's findings.json is made from the server logs when missing). The PDF embeds
-    the analysis it shows as the attachment analysis.json and what it was made from as
+    bundle (check's findings.json is made from the server logs when missing) and analyses it
+    unless given its `analysis` (made with the same title and client). The PDF embeds the
+    analysis it shows as the attachment analysis.json and what it was made from as
     deliverable.json (`diagnose verify` reads both); `signing_key` signs the root hash."""
     reporter = reporter or NullReporter()
     reporter.start("report", 3)
     bundle = Bundle.open(Path(bundle_path), strict=False)
-    analysis = analyse(bundle, title=title, client=engagement.client if engagement else None)
+    if analysis is None:
+        client = engagement.client if engagement else None
+        analysis = analyse(bundle, title=title, client=client)
     analysis_json = analysis.model_dump_json(indent=2) + "\n"  # as analyse made it
     made_from = deliverable(bundle, engagement=engagement, title=title, signing_key=signing_key)
     ctx = report_context(

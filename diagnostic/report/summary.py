@@ -15,6 +15,7 @@ from diagnostic.report import select as sel
 from diagnostic.report.budget import Day
 from diagnostic.report.design import futility
 from diagnostic.report.inputs import Inputs
+from diagnostic.report.unmeasured import unmeasured
 from diagnostic.report.view import (
     Cause,
     Chart,
@@ -288,11 +289,13 @@ def summary(inputs: Inputs, actions: list[str], shown: int = 2) -> Summary:
     the first `shown` recommendations (`actions`)."""
     a, describe = inputs.analysis, inputs.describe
     causes, label, note = _root_box(inputs, cap.problems(inputs))
+    alarm = unmeasured(inputs)  # then what the bundle lacks is beside the point
     return Summary(
         headline=headline(a, describe),
         verdicts=[_verdict_line(a, w, describe, inputs.day) for w in sel.workloads(a)],
         losses=_losses(a, describe),
-        missing=missing(a),
+        missing="" if alarm else missing(a),
+        unmeasured=alarm,
         root_causes=causes,
         root_cause_label=label,
         root_cause_note=note,

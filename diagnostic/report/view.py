@@ -108,6 +108,7 @@ class Summary(_View):
     verdicts: list[VerdictLine] = Field(description="One line per workload")
     losses: list[str] = Field(description="Speculative settings measured slower, per workload")
     missing: str = Field("", description="What the bundle lacks to answer the question at all")
+    unmeasured: str = Field("", description="Page 1's alarm: no measured request can be used")
     root_causes: list[Cause] = Field(
         description="Problems of check that explain or bear on the headline; empty when none"
     )

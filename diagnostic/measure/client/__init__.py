@@ -2,6 +2,8 @@
 process or spread over several."""
 
 from diagnostic.measure.client.options import (
+    PATHS,
+    Api,
     ClientOptions,
     Job,
     RequestLabel,
@@ -13,6 +15,8 @@ from diagnostic.measure.client.processes import process_count, run_streams
 from diagnostic.measure.client.streams import StreamClient, run_pool
 
 __all__ = [
+    "PATHS",
+    "Api",
     "ClientOptions",
     "Job",
     "RequestLabel",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -84,9 +85,10 @@ class Job:
 
 
 def server_url(url: str) -> str:
-    """The server's base URL as given, once it is one and holds no credentials: a user name and
-    password in it would reach the bundle (manifest, run.json) and clash with the API key's
-    Authorization header in the client. Refused, with the URL to give instead."""
+    """The server's base URL as given, once it is one: http(s) with a host, no credentials (a
+    user name and password would reach the bundle and clash with the API key's header), and
+    not the OpenAI API's own path (`…/v1`: diagnose adds /v1/completions itself, so every
+    request would 404). Refused, with the URL to give instead."""
     try:
         parsed = httpx.URL(url)
     except httpx.InvalidURL as exc:
@@ -94,6 +96,11 @@ def server_url(url: str) -> str:
             f"{redact_text(url)}: not a URL ({exc}); give the server's base URL, "
             "e.g. http://127.0.0.1:8000"
         ) from None
+    if parsed.scheme not in ("http", "https") or not parsed.host:
+        raise DiagnosticError(
+            f"{redact_text(url)}: not an http:// or https:// URL; give the server's base URL "
+            f"with its scheme, e.g. {_with_scheme(url, parsed)}"
+        )
     if parsed.userinfo:
         clean = parsed.copy_with(userinfo=b"")
         raise DiagnosticError(
@@ -101,7 +108,27 @@ def server_url(url: str) -> str:
             "credentials in a URL (they would be stored with the bundle); give the URL "
             f"without them ({clean}) and an API key with --api-key-env VAR"
         )
+    api = _API_PATH.search(parsed.path)
+    if api:
+        base = str(parsed.copy_with(path=parsed.path[: api.start()] or "/", query=None))
+        raise DiagnosticError(
+            f"{redact_text(url)}: give the server's base URL, without "
+            f"{api.group(0).rstrip('/')}: "
+            f"{base.rstrip('/')} (diagnose calls {PATHS['completions']} and "
+            f"{PATHS['chat']} below it, and reads /metrics and the engine's info endpoints "
+            "at its root)"
+        )
     return url
+
+
+def _with_scheme(url: str, parsed: httpx.URL) -> str:
+    if parsed.host:  # ftp://host:8000
+        return str(parsed.copy_with(scheme="http"))
+    return f"http://{url}" if "://" not in url else "http://127.0.0.1:8000"
+
+
+# The OpenAI API's path at the end of a URL: what clients of the openai package call base_url.
+_API_PATH = re.compile(r"/v1(?:/(?:completions|chat/completions|models))?/*$")
 
 
 def auth_headers(api_key: str | None) -> dict[str, str]:

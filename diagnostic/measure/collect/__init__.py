@@ -3,7 +3,7 @@
 from diagnostic.measure.collect.recap import CollectRecap, WorkloadRecap, recap
 from diagnostic.measure.collect.run import collect_run
 from diagnostic.measure.collect.settings import RunSettings, plan_jobs
-from diagnostic.measure.collect.stage import CollectConfig, collect
+from diagnostic.measure.collect.stage import CollectConfig, collect, preflight
 
 __all__ = [
     "CollectConfig",
@@ -13,5 +13,6 @@ __all__ = [
     "collect",
     "collect_run",
     "plan_jobs",
+    "preflight",
     "recap",
 ]

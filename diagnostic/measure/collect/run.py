@@ -38,6 +38,7 @@ def collect_run(
     repeated; failed ones are tried again, as the next attempt. The first refused connection
     ends the run: the server is gone, and every request after it would fail in a moment.
     """
+    reporter = _NotesOnce(reporter)
     bundle.drop_torn_line(run.arm, run.restart)
     existing = bundle.read_requests(run.arm, run.restart).records
     _check_existing(bundle, run, settings, existing)
@@ -66,6 +67,29 @@ def collect_run(
         _end(bundle, run, "interrupted", "collect was interrupted; continue with --resume")
         raise
     return _end(bundle, run, *_verdict(bundle.read_requests(run.arm, run.restart).records))
+
+
+class _NotesOnce:
+    """The run's reporter, saying each note once: /metrics is read twice per workload and
+    around the run, and a server without it would say so every time."""
+
+    def __init__(self, outer: Reporter) -> None:
+        self.outer = outer
+        self._said: set[str] = set()
+
+    def start(self, label: str, total: int | None) -> None:
+        """Forwarded."""
+        self.outer.start(label, total)
+
+    def advance(self, label: str, steps: int = 1, status: str | None = None) -> None:
+        """Forwarded."""
+        self.outer.advance(label, steps, status)
+
+    def note(self, message: str) -> None:
+        """Forwarded the first time only."""
+        if message not in self._said:
+            self._said.add(message)
+            self.outer.note(message)
 
 
 def _check_existing(

@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-import httpx
 from pydantic import BaseModel, ConfigDict, Field
 
 from diagnostic import __version__, defaults
@@ -14,8 +13,9 @@ from diagnostic.bundle.seal import seal_line, seal_run
 from diagnostic.bundle.store import METRICS_AFTER, METRICS_BEFORE, Bundle, log_file, run_id
 from diagnostic.common.progress import Reporter, WithOverall
 from diagnostic.errors import BundleError, DiagnosticError
-from diagnostic.measure.client import auth_headers, server_url
+from diagnostic.measure.client import server_url
 from diagnostic.measure.collect.logs import log_sources
+from diagnostic.measure.collect.probe import check_server
 from diagnostic.measure.collect.recap import CollectRecap, recap
 from diagnostic.measure.collect.run import collect_run
 from diagnostic.measure.collect.settings import RunSettings
@@ -23,9 +23,10 @@ from diagnostic.measure.schedule import EstimateAssumptions
 from diagnostic.measure.workloads import Workload, select_workloads
 from diagnostic.schema.bundle import ArmSpec, Engagement, Manifest, PlanSpec, RunInfo, Target
 
-__all__ = ["OVERALL", "CollectConfig", "collect"]
+__all__ = ["OVERALL", "CollectConfig", "collect", "preflight"]
 
 OVERALL = "whole run"  # the reporter label of the bar over every workload (steps = requests)
+_PROBE_TIMEOUT_S = 60.0  # longest wait for the one-token request preflight makes
 
 
 class CollectConfig(BaseModel):
@@ -63,13 +64,31 @@ class CollectConfig(BaseModel):
     )
 
 
-def collect(config: CollectConfig, *, reporter: Reporter) -> CollectRecap:
-    """`diagnose collect`: one run of a running server into a bundle (new, added, or resumed)."""
+def preflight(config: CollectConfig) -> None:
+    """Every check that can refuse a collect, before it writes anything or draws a bar: the
+    URL, the workloads and --log files, the bundle's plan and run, then the server (it must
+    answer the OpenAI API collect calls). Raises a DiagnosticError saying what to do."""
     server_url(config.base_url)
     workloads = select_workloads(config.workloads, config.prompts)
     _check_api(workloads, config.api)
+    log_sources(config.logs)
+    _existing(config, [w.name for w in workloads])
+    check_server(
+        config.base_url,
+        api=config.api,
+        api_key=config.api_key,
+        model=config.model,
+        timeout_s=min(config.timeout_s, _PROBE_TIMEOUT_S),
+    )
+
+
+def collect(config: CollectConfig, *, reporter: Reporter, checked: bool = False) -> CollectRecap:
+    """`diagnose collect`: one run of a running server into a bundle (new, added, or resumed).
+    Runs preflight(config) first unless the caller did (`checked`)."""
+    if not checked:
+        preflight(config)
+    workloads = select_workloads(config.workloads, config.prompts)
     logs = log_sources(config.logs)
-    _preflight(config)
     bundle, run = _open_run(config, [w.name for w in workloads])
     settings = RunSettings(
         base_url=config.base_url,
@@ -150,40 +169,49 @@ def _check_api(workloads: list[Workload], api: str) -> None:
             )
 
 
-def _preflight(config: CollectConfig) -> None:
-    """Fail before touching the bundle when the server is not there or refuses us."""
-    url = config.base_url.rstrip("/") + "/v1/models"
-    try:
-        response = httpx.get(url, headers=auth_headers(config.api_key), timeout=15.0)
-    except httpx.HTTPError as exc:
-        raise DiagnosticError(
-            f"cannot reach {config.base_url} ({type(exc).__name__}: {exc}); "
-            "start the server or fix the URL"
-        ) from None
-    if response.status_code in (401, 403):
-        raise DiagnosticError(
-            f"{url} answered HTTP {response.status_code}: the server wants an API key; "
-            "put it in an environment variable and pass --api-key-env VAR"
-        )
-
-
 def _open_run(config: CollectConfig, workloads: list[str]) -> tuple[Bundle, RunInfo]:
-    out = config.out
-    fresh = config.force or not out.exists() or (out.is_dir() and not any(out.iterdir()))
-    if fresh:
-        bundle = Bundle.create(out, _manifest(config, workloads), force=config.force)
+    found = _existing(config, workloads)
+    if found is None:
+        bundle = Bundle.create(config.out, _manifest(config, workloads), force=config.force)
         return bundle, _new_run(config)
+    bundle, existing = found
+    bundle.write_manifest(_add_arm(bundle.manifest, config))
+    return bundle, existing if existing is not None else _new_run(config)
+
+
+def _existing(config: CollectConfig, workloads: list[str]) -> tuple[Bundle, RunInfo | None] | None:
+    """The bundle collect adds to and the run it continues (None when --resume starts it), or
+    None for a new bundle; refuses a plan that differs, or a run already there without
+    --resume. Reads only."""
+    out = config.out
+    if config.force or not out.exists() or (out.is_dir() and not any(out.iterdir())):
+        return None
     bundle = Bundle.open(out)
     _check_plan(bundle, config, workloads)
     existing = bundle.find_run(config.arm, config.restart)
-    rid = run_id(config.arm, config.restart)
     if existing is not None and not config.resume:
-        raise BundleError(
-            f"{out}: run {rid} already exists; use --resume to continue it, --restart "
-            f"{config.restart + 1} for another restart, or --force to replace the whole bundle"
-        )
-    bundle.write_manifest(_add_arm(bundle.manifest, config))
-    return bundle, existing if existing is not None else _new_run(config)
+        raise BundleError(_run_exists(bundle, existing))
+    return bundle, existing
+
+
+def _run_exists(bundle: Bundle, run: RunInfo) -> str:
+    """What to do when the run is already in the bundle: never --force, which would delete
+    the whole bundle (every arm and restart in it) to measure this one run again."""
+    rid = run_id(run.arm, run.restart)
+    records = bundle.read_requests(run.arm, run.restart).records
+    done = sum(not r.error and not r.warmup for r in records)
+    taken = [r.restart for r in bundle.runs() if r.arm == run.arm]
+    after = max(taken, default=run.restart) + 1
+    others = (
+        f"--restart {after} to measure the server again after restarting it, --arm NAME for "
+        "another configuration, or -o OTHER for another bundle"
+    )
+    if run.status == "ok":
+        return f"{bundle.path}: run {rid} is already measured ({done} requests); use {others}"
+    return (
+        f"{bundle.path}: run {rid} is already there, {run.status} with {done} measured requests; "
+        f"--resume continues it (failed requests are tried again), or use {others}"
+    )
 
 
 def _new_run(config: CollectConfig) -> RunInfo:
