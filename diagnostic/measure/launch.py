@@ -21,6 +21,13 @@ import httpx
 from pydantic import BaseModel, ConfigDict, Field
 
 from diagnostic.bundle.redact import LineRedactor, redact_text
+from diagnostic.common.answers import (
+    ACCEPT_ENCODING,
+    Deadline,
+    Unreadable,
+    parse_json,
+    read_body,
+)
 from diagnostic.defaults import SHELL_TIMEOUT_S
 from diagnostic.errors import LaunchError
 
@@ -341,7 +348,11 @@ def wait_healthy(
     deadline = server.started + timeout_s
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
     probe = _Probe(base_url.rstrip("/"), api, model)
-    with httpx.Client(headers=headers, timeout=httpx.Timeout(5.0, connect=2.0)) as client:
+    with httpx.Client(
+        headers={**ACCEPT_ENCODING, **headers},
+        timeout=httpx.Timeout(5.0, connect=2.0),
+        limits=httpx.Limits(max_keepalive_connections=0),  # each probe's Deadline sees its own
+    ) as client:
         while True:
             code = server.poll()
             if code is not None:
@@ -375,8 +386,12 @@ def _indent(lines: list[str]) -> str:
     return "\n".join(f"  | {line}" for line in lines) or "  | (the log is empty)"
 
 
+_PROBE_BYTES = 4 * 2**20  # a health, /v1/models or 1-token answer is far smaller
+
+
 class _Probe:
-    """The readiness checks, in order: /health (or /v1/models), then a 1-token completion."""
+    """The readiness checks, in order: /health (or /v1/models), then a 1-token completion.
+    Each answer is read within _PROBE_BYTES and the time left, whatever the server sends."""
 
     def __init__(self, base_url: str, api: str, model: str | None) -> None:
         self.base_url = base_url
@@ -387,31 +402,46 @@ class _Probe:
 
     def step(self, client: httpx.Client, remaining: float) -> bool:
         """One round of checks; True when the server answered a completion."""
-        try:
-            if not self._ready(client):
+        with Deadline(max(remaining, 1.0)) as deadline:
+            try:
+                if not self._ready(client, deadline):
+                    return False
+                return self._complete(client, deadline)
+            except httpx.HTTPError as exc:
+                self.last = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+                if deadline.passed:
+                    self.last = f"no whole answer before the deadline ({self.last})"
                 return False
-            return self._complete(client, remaining)
-        except httpx.HTTPError as exc:
-            self.last = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-            return False
+            except Unreadable as exc:
+                self.last = f"{self.last}: {exc}"
+                return False
 
-    def _ready(self, client: httpx.Client) -> bool:
+    def _ask(
+        self, client: httpx.Client, method: str, path: str, deadline: Deadline, **kw: Any
+    ) -> tuple[int, bytes]:
+        url = self.base_url + path
+        self.last = f"{method} {path} -> no answer"
+        with client.stream(method, url, extensions=deadline.extensions, **kw) as answer:
+            self.last = f"{method} {path} -> {answer.status_code}"
+            body = read_body(answer, limit=_PROBE_BYTES, deadline=deadline.end)
+        self.last = f"{method} {path} -> {answer.status_code} {_snippet(body)}"
+        return answer.status_code, body
+
+    def _ready(self, client: httpx.Client, deadline: Deadline) -> bool:
         if self.health_endpoint is not None:
-            answer = client.get(self.base_url + self.health_endpoint)
-            self.last = f"GET /health -> {answer.status_code} {_snippet(answer)}"
-            if answer.status_code in _ABSENT:
+            status, _ = self._ask(client, "GET", self.health_endpoint, deadline)
+            if status in _ABSENT:
                 self.health_endpoint = None  # e.g. llama-cpp-python: ask /v1/models instead
-            elif answer.status_code != 200:
+            elif status != 200:
                 return False
         if self.model is None or self.health_endpoint is None:
-            answer = client.get(self.base_url + "/v1/models")
-            self.last = f"GET /v1/models -> {answer.status_code} {_snippet(answer)}"
-            if answer.status_code != 200:
+            status, body = self._ask(client, "GET", "/v1/models", deadline)
+            if status != 200:
                 return False
-            self.model = self.model or _first_model(answer)
+            self.model = self.model or _first_model(body)
         return True
 
-    def _complete(self, client: httpx.Client, remaining: float) -> bool:
+    def _complete(self, client: httpx.Client, deadline: Deadline) -> bool:
         path = "/v1/completions" if self.api == "completions" else "/v1/chat/completions"
         body: dict[str, Any] = {"max_tokens": 1, "temperature": 0}
         if self.api == "completions":
@@ -421,20 +451,22 @@ class _Probe:
         if self.model:
             body["model"] = self.model
         # The first generation may compile kernels: allow it most of the time left.
-        timeout = httpx.Timeout(max(min(remaining, 300.0), 1.0), connect=2.0)
-        answer = client.post(self.base_url + path, json=body, timeout=timeout)
-        self.last = f"POST {path} -> {answer.status_code} {_snippet(answer)}"
-        return answer.status_code == 200
+        timeout = httpx.Timeout(max(min(deadline.left(), 300.0), 1.0), connect=2.0)
+        status, _ = self._ask(client, "POST", path, deadline, json=body, timeout=timeout)
+        return status == 200
 
 
-def _first_model(answer: httpx.Response) -> str | None:
+def _first_model(body: bytes) -> str | None:
     try:
-        data = answer.json().get("data") or []
-        return str(data[0]["id"]) if data else None
-    except (ValueError, AttributeError, KeyError, IndexError, TypeError):
+        data = parse_json(body)
+    except Unreadable:
         return None
+    models = data.get("data") if isinstance(data, dict) else None
+    first = models[0] if isinstance(models, list) and models else None
+    model = first.get("id") if isinstance(first, dict) else None
+    return model if isinstance(model, str) else None
 
 
-def _snippet(answer: httpx.Response) -> str:
-    text = " ".join(answer.text.split())
+def _snippet(body: bytes) -> str:
+    text = " ".join(body[:4096].decode("utf-8", "replace").split())
     return redact_text(text[:160] + ("…" if len(text) > 160 else ""))

@@ -279,6 +279,11 @@ class RunInfo(Stored):
     endpoints: dict[str, Any] = Field(
         default_factory=dict, description="Raw answers of the engine's info endpoints, by path"
     )
+    unreadable_endpoints: dict[str, str] = Field(
+        default_factory=dict,
+        description="Info endpoints whose answer could not be read (too large, nested too "
+        "deeply, not in time), and why; not kept in `endpoints`",
+    )
     environment: dict[str, Any] = Field(
         default_factory=dict, description="GPU, driver, CUDA, host, Python, tool version"
     )

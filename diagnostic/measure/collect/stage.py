@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from diagnostic import __version__, defaults
 from diagnostic.analyse.engine_timing import engine_timing
 from diagnostic.bundle.store import METRICS_AFTER, METRICS_BEFORE, Bundle, log_file, run_id
+from diagnostic.common.answers import Deadline
 from diagnostic.common.progress import Reporter, WithOverall
 from diagnostic.errors import BundleError, DiagnosticError
 from diagnostic.measure.client import auth_headers, server_url
@@ -141,18 +142,27 @@ def _check_api(workloads: list[Workload], api: str) -> None:
 
 
 def _preflight(config: CollectConfig) -> None:
-    """Fail before touching the bundle when the server is not there or refuses us."""
+    """Fail before touching the bundle when the server is not there or refuses us. Only the
+    status is read, within the request timeout (at most 15 s), however the server answers."""
     url = config.base_url.rstrip("/") + "/v1/models"
+    seconds = min(15.0, config.timeout_s)
     try:
-        response = httpx.get(url, headers=auth_headers(config.api_key), timeout=15.0)
+        with (
+            Deadline(seconds) as deadline,
+            httpx.Client(headers=auth_headers(config.api_key), timeout=seconds) as client,
+            client.stream("GET", url, extensions=deadline.extensions) as response,
+        ):
+            status = response.status_code
     except httpx.HTTPError as exc:
+        why = (
+            f"no answer within {seconds:g} s" if deadline.passed else f"{type(exc).__name__}: {exc}"
+        )
         raise DiagnosticError(
-            f"cannot reach {config.base_url} ({type(exc).__name__}: {exc}); "
-            "start the server or fix the URL"
+            f"cannot reach {config.base_url} ({why}); start the server or fix the URL"
         ) from None
-    if response.status_code in (401, 403):
+    if status in (401, 403):
         raise DiagnosticError(
-            f"{url} answered HTTP {response.status_code}: the server wants an API key; "
+            f"{url} answered HTTP {status}: the server wants an API key; "
             "put it in an environment variable and pass --api-key-env VAR"
         )
 
