@@ -347,8 +347,8 @@ def redact_file_text(text: str) -> str:
     each line seeing the next (a secret cut in two is masked on both lines)."""
     redactor = LineRedactor()
     lines = text.splitlines(keepends=True)
-    following = [*lines[1:], None]
-    return "".join(redactor.line(line, nxt) for line, nxt in zip(lines, following, strict=True))
+    following: list[str | None] = [*lines[1:], None]
+    return "".join(redactor.line(line, nxt) for line, nxt in zip(lines, following, strict=False))
 
 
 _SHORTEST_ECHO = 4

@@ -101,10 +101,16 @@ class ServerProcess:
         stream = self.popen.stdout
         assert stream is not None
         redactor = LineRedactor()  # as every log: a private key's body is masked too
+        writable = True
         for raw in iter(stream.readline, b""):
             line = redactor.line(raw.decode("utf-8", errors="replace"))
-            self._log.write(line)
-            self._log.flush()
+            if writable:
+                try:
+                    self._log.write(line)
+                    self._log.flush()
+                except (OSError, ValueError) as exc:  # a full disk; a log closed by stop()
+                    writable = False
+                    self._tail.append(f"(the log is not written from here on: {exc})")
             self._tail.append(line.rstrip("\r\n"))
         stream.close()
 
@@ -181,8 +187,11 @@ def start_server(
     `marker` goes into the environment as DIAGNOSE_SERVER_ID, for `stop_leftover`.
     """
     shell = shutil.which("bash") or "/bin/sh"
-    log_path.parent.mkdir(parents=True, exist_ok=True)
-    log = open(log_path, "a", encoding="utf-8", newline="")  # noqa: SIM115 (closed by stop)
+    try:
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        log = open(log_path, "a", encoding="utf-8", newline="")  # noqa: SIM115 (closed by stop)
+    except OSError as exc:
+        raise LaunchError(f"{log_path}: cannot write the server's log ({exc.strerror})") from None
     try:
         popen = subprocess.Popen(
             [shell, "-c", command],

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 from collections.abc import Callable, Sequence
@@ -70,7 +71,9 @@ def collect_run(
     except ServerGone as gone:
         return _end(bundle, run, "failed", str(gone))
     except BaseException:
-        _end(bundle, run, "interrupted", "collect was interrupted; continue with --resume")
+        # Said when it can be (a full disk may refuse run.json too: the error raised says it).
+        with contextlib.suppress(BundleError):
+            _end(bundle, run, "interrupted", "collect was interrupted; continue with --resume")
         raise
     return _end(bundle, run, *_verdict(bundle.read_requests(run.arm, run.restart).records))
 

@@ -10,7 +10,14 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from diagnostic import __version__, defaults
 from diagnostic.analyse.engine_timing import engine_timing
-from diagnostic.bundle.store import METRICS_AFTER, METRICS_BEFORE, Bundle, log_file, run_id
+from diagnostic.bundle.store import (
+    METRICS_AFTER,
+    METRICS_BEFORE,
+    Bundle,
+    check_output,
+    log_file,
+    run_id,
+)
 from diagnostic.common.answers import Deadline
 from diagnostic.common.progress import Reporter, WithOverall
 from diagnostic.errors import BundleError, DiagnosticError
@@ -169,6 +176,7 @@ def _preflight(config: CollectConfig) -> None:
 
 def _open_run(config: CollectConfig, workloads: list[str]) -> tuple[Bundle, RunInfo]:
     out = config.out
+    check_output(out)
     fresh = config.force or not out.exists() or (out.is_dir() and not any(out.iterdir()))
     if fresh:
         bundle = Bundle.create(out, _manifest(config, workloads), force=config.force)

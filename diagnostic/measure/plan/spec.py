@@ -18,7 +18,14 @@ from diagnostic.errors import PlanError
 from diagnostic.measure.plan.commands import Commands
 from diagnostic.measure.plan.templates import TemplateError, substitute
 from diagnostic.measure.workloads import BUILTIN
-from diagnostic.schema.bundle import ArmSpec, ConcurrencyLevels, Engagement, PlanSpec, Target
+from diagnostic.schema.bundle import (
+    ArmSpec,
+    ConcurrencyLevels,
+    Engagement,
+    PlanSpec,
+    Target,
+    folder_name,
+)
 
 __all__ = [
     "Arm",
@@ -31,9 +38,6 @@ __all__ = [
     "load_plan",
     "parse_plan",
 ]
-
-# The same rule as bundle.run_dir: an arm name becomes a folder name.
-_SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+=-]*$")
 
 
 class _Table(BaseModel):
@@ -414,11 +418,10 @@ def _one_arm(source: str, where: str, table: ArmTable, o: PlanTable, params: dic
 def _check_names(source: str, arms: list[Arm]) -> None:
     seen: set[str] = set()
     for arm in arms:
-        if not _SAFE_NAME.match(arm.name):
-            raise PlanError(
-                f"{source}: arm name {arm.name!r} cannot name a folder; "
-                "use letters, digits and . _ + = - (starting with a letter or digit)"
-            )
+        try:
+            folder_name("arm", arm.name)
+        except ValueError as exc:
+            raise PlanError(f"{source}: {exc}") from None
         if arm.name in seen:
             raise PlanError(
                 f"{source}: two arms are named {arm.name!r}; give each [[arms]] a distinct name "
