@@ -43,13 +43,35 @@ class CollectConfig(BaseModel):
     base_url: str = Field(description="Server base URL")
     out: Path = Field(description="Bundle folder")
     arm: str = Field("baseline", description="Arm name of this server configuration")
-    restart: int = Field(0, ge=0, description="Restart index (server started by hand again)")
+    restart: int = Field(
+        0,
+        ge=0,
+        le=defaults.LIMIT_RESTARTS,
+        description="Restart index (server started by hand again)",
+    )
     workloads: list[str] | None = Field(None, description="Workload names; None: default")
     prompts: list[Path] = Field(default_factory=list, description="JSONL prompt files")
-    requests: int = Field(defaults.REQUESTS, ge=1, description="Measured requests per workload")
-    warmup: int = Field(defaults.WARMUP, ge=0, description="Warm-up requests per workload")
-    max_tokens: int = Field(defaults.MAX_TOKENS, ge=1, description="Output tokens per request")
-    concurrency: int = Field(defaults.CONCURRENCY, ge=1, description="Requests in flight")
+    requests: int = Field(
+        defaults.REQUESTS,
+        ge=1,
+        le=defaults.LIMIT_REQUESTS,
+        description="Measured requests per workload",
+    )
+    warmup: int = Field(
+        defaults.WARMUP, ge=0, le=defaults.LIMIT_WARMUP, description="Warm-up requests per workload"
+    )
+    max_tokens: int = Field(
+        defaults.MAX_TOKENS,
+        ge=1,
+        le=defaults.LIMIT_MAX_TOKENS,
+        description="Output tokens per request",
+    )
+    concurrency: int = Field(
+        defaults.CONCURRENCY,
+        ge=1,
+        le=defaults.LIMIT_CONCURRENCY,
+        description="Requests in flight",
+    )
     processes: int | None = Field(
         None, ge=1, description="Processes the streams are spread over; None: by the streams"
     )
@@ -63,7 +85,10 @@ class CollectConfig(BaseModel):
     resume: bool = Field(False, description="Continue an interrupted run")
     force: bool = Field(False, description="Replace an existing bundle")
     timeout_s: float = Field(
-        defaults.REQUEST_TIMEOUT_S, gt=0, description="Longest time one request may take"
+        defaults.REQUEST_TIMEOUT_S,
+        gt=0,
+        le=defaults.LIMIT_TIMEOUT_S,
+        description="Longest time one request may take",
     )
     engagement: Engagement = Field(
         default_factory=Engagement, description="Client, site, consultant given (None: keep)"
