@@ -506,6 +506,7 @@ def launch_cases() -> Iterator[Case]:
                 "max_tokens = 4",
                 'workloads = ["code"]',
                 "health_timeout_s = 8",
+                "command_timeout_s = 5",  # the plan states its commands' timeout
                 *(f"{k} = {json.dumps(v)}" for k, v in extra.items()),
                 "[[arms]]",
                 'name = "baseline"',
@@ -529,7 +530,7 @@ def all_cases() -> list[Case]:
 class Outcome:
     case: str
     klass: str
-    verdict: str  # clean, traceback, hang
+    verdict: str  # clean, traceback, hang, unreadable (a bundle written that reads back refused)
     codes: list[int | None]
     seconds: float
     max_rss_mb: float
@@ -595,6 +596,8 @@ def run_case(case: Case, limit_s: float) -> Outcome:
                 if code is None:
                     verdict = "hang"
                     break
+                if len(codes) == 2 and codes[0] in (0, 1) and code == 2:
+                    verdict = "unreadable"  # collect wrote a bundle its own reader refuses
                 if "Traceback (most recent call last)" in text or code not in (0, 1, 2, 130):
                     verdict = "traceback"
                     found = [x for x in lines if re.match(r"^\w*(Error|Exception)\b", x)]
@@ -649,15 +652,16 @@ def main() -> None:
 
 def _table(outcomes: list[Outcome]) -> None:
     classes = sorted({o.klass for o in outcomes})
-    print("\n| class | runs | clean | traceback | hang | peak RSS MB |")
-    print("|---|---|---|---|---|---|")
+    print("\n| class | runs | clean | traceback | hang | unreadable bundle | peak RSS MB |")
+    print("|---|---|---|---|---|---|---|")
     for k in [*classes, None]:
         rows = [o for o in outcomes if k is None or o.klass == k]
-        count = {v: sum(o.verdict == v for o in rows) for v in ("clean", "traceback", "hang")}
+        verdicts = ("clean", "traceback", "hang", "unreadable")
+        count = {v: sum(o.verdict == v for o in rows) for v in verdicts}
         peak = max((o.max_rss_mb for o in rows), default=0)
         print(
             f"| {k or '**all**'} | {len(rows)} | {count['clean']} | {count['traceback']} | "
-            f"{count['hang']} | {peak:.0f} |"
+            f"{count['hang']} | {count['unreadable']} | {peak:.0f} |"
         )
 
 

@@ -12,8 +12,8 @@ launch prints it (an environment dump, a command line, a URL, a JSON config). A 
 recalled when none of its secret strings survives `redact_file_text`, the redaction of every
 log and file a bundle stores. The false-positive rate is over the lines of real text that hold
 no secret: the recorded engine logs of shared/real-runs, tests/data/logs, the samples' logs,
-and the samples' generated prose (the model outputs in requests.jsonl); a line counts as a
-false positive when redaction changed it at all.
+the samples' generated prose (the model outputs in requests.jsonl) and the project's own prose
+(README.md, shared/*.md); a line counts as a false positive when redaction changed it at all.
 """
 
 from __future__ import annotations
@@ -407,6 +407,9 @@ def ordinary_lines() -> Iterator[tuple[str, str]]:
     """(source, line) for every line of real text that holds no secret."""
     shared = Path(__import__("os").environ.get("DIAGNOSE_SHARED", ROOT.parent / "shared"))
     folders = [shared / "real-runs", ROOT / "tests" / "data" / "logs", ROOT / "samples"]
+    for prose in [ROOT / "README.md", *sorted(shared.glob("*.md"))]:  # the project's own prose
+        for line in prose.read_text(encoding="utf-8").splitlines():
+            yield prose.name, line
     for folder in folders:
         for path in sorted(folder.rglob("*")):
             if not path.is_file() or path.suffix not in (".log", ".txt", ".jsonl", ".prom", ".md"):
