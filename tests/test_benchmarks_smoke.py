@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import json
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -169,3 +170,18 @@ def test_time_on_site_runs_a_few_simulations(capsys: pytest.CaptureFixture[str])
     assert "| 5% | 3% | +10% | 5 × 15, 81.3 |" in out and "| 5% | 3% | +20% |" in out
     assert "Mean saving over the 2 cases" in out and "Both sized for 90% power" in out
     assert "| no futility stop |" in out and "| neither (the design before) |" in out
+
+
+def test_the_secret_corpus_is_what_the_redaction_benchmark_generates() -> None:
+    redaction = load_benchmark("redaction")
+    stored = [json.loads(line) for line in redaction.SHAPES.read_text().splitlines()]
+    assert stored == redaction.generate()  # regenerate with `redaction.py --write`
+    assert all(redaction.leaked(case) == [] for case in stored)
+
+
+def test_the_attack_pass_lists_its_cases() -> None:
+    attacks = load_benchmark("attacks")
+    cases = attacks.all_cases()
+    assert len(cases) >= 130
+    assert {c.klass for c in cases} >= {"usage", "choices", "endpoint", "metrics", "stall"}
+    assert {c.klass for c in cases} >= {"file system", "names", "plan", "launch", "bomb"}
