@@ -321,6 +321,7 @@ def test_odd_info_answers_identify_what_they_can_and_store_readably(
         bytes(range(256)) * 10,
         b"# TYPE vllm:x counter\nvllm:x_total NaN\n",
         b"vllm:x_total 1" + b"0" * 400 + b"\n",
+        b"# TYPE vllm:spec_accept_length gauge\nvllm:spec_accept_length 1" + b"0" * 400 + b"\n",
         b"vllm:x_total 1 \xff\xfe\n",
         b'vllm:spec_decode_num_accepted_tokens_per_pos_total{position="999999999"} 1\n',
     ],

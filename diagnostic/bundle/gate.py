@@ -162,10 +162,23 @@ def metrics_problem(text: str) -> str | None:
     except Exception:  # the parser raises ValueError, IndexError, KeyError … on garbage
         return "not Prometheus text (the parser refused it)"
     for family in families:
-        if family.type == "gauge":
-            continue  # a gauge may be NaN (an acceptance rate before any draft)
         counts = family.type in ("counter", "histogram", "summary")
         for sample in family.samples:
+            shown = str(sample.value)[:40]
+            if not _float(sample.value):
+                return f"{sample.name} is {shown}…, not a number a reader can add"
+            if family.type == "gauge":
+                continue  # a gauge may be NaN (an acceptance rate before any draft)
             if not math.isfinite(sample.value) or (counts and sample.value < 0):
-                return f"{sample.name} is {sample.value}, not a count"
+                return f"{sample.name} is {shown}, not a count"
     return None
+
+
+def _float(value: float) -> bool:
+    """Whether a sample converts to a float: the parser keeps an integer of 400 digits whole,
+    which no float holds (summing it with floats raises OverflowError)."""
+    try:
+        float(value)
+    except OverflowError:
+        return False
+    return True
