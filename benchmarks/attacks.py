@@ -388,7 +388,10 @@ def fs_cases() -> Iterator[Case]:
     def disk_full(tmp: Path, url: object) -> list[list[str] | str]:
         mnt = tmp / "mnt"
         mnt.mkdir()
-        cmd = " ".join(shlex_quote(c) for c in _collect_to(str(mnt / "b"), url))
+        args = _collect_to(str(mnt / "b"), url)
+        args[args.index("--log") + 1] = str(tmp / "empty.log")  # outside the small disk
+        (tmp / "empty.log").touch()
+        cmd = " ".join(shlex_quote(c) for c in args)
         cmd = cmd.replace("--requests 2", "--requests 400")
         return [unshared(f"mount -t tmpfs -o size=96k tmpfs {mnt} && {cmd}")]
 
@@ -596,7 +599,8 @@ def run_case(case: Case, limit_s: float) -> Outcome:
                 if code is None:
                     verdict = "hang"
                     break
-                if len(codes) == 2 and codes[0] in (0, 1) and code == 2:
+                refused = "edited or damaged" in text or "collect again" in text
+                if len(codes) == 2 and codes[0] in (0, 1) and code == 2 and refused:
                     verdict = "unreadable"  # collect wrote a bundle its own reader refuses
                 if "Traceback (most recent call last)" in text or code not in (0, 1, 2, 130):
                     verdict = "traceback"
