@@ -47,3 +47,18 @@ EARLY_DIVERGENCE_CHARS = 20
 DAY_ON_SITE_S = 6 * 3600.0
 SHELL_TIMEOUT_S = 120.0  # seconds a plan's stop, health or log command may run once
 HEALTH_POLL_S = 2.0  # pause between two runs of a plan's health command
+
+# Limits a plan file or a command line may not pass, refused at load with the limit named:
+# past them a value is a typo or an attack, not a measurement (a day on site is 6 hours;
+# 10^12 requests would never end, max_tokens 10^18 no server takes, a seed past 2^53 no JSON
+# reader agrees on).
+LIMIT_REQUESTS = 100_000  # measured requests per restart and workload
+LIMIT_WARMUP = 10_000
+LIMIT_RESTARTS = 1_000  # server starts per arm (and a --restart index)
+LIMIT_MAX_TOKENS = 1_048_576  # the longest context any engine serves
+LIMIT_CONCURRENCY = 16_384  # streams in flight (file descriptors, ports)
+LIMIT_TIMEOUT_S = 86_400.0  # any timeout: a day
+LIMIT_SEED = 2**53
+LIMIT_ARMS = 1_000  # arms after sweep expansion
+LIMIT_PLANNED_REQUESTS = 10_000_000  # requests a whole plan schedules, warm-ups included
+LIMIT_PLAN_BYTES = 1_048_576  # a plan file

@@ -1,4 +1,5 @@
-"""A raw-socket HTTP/1.1 server in a thread whose replies can break the way networks do."""
+"""A raw-socket HTTP/1.1 server in a thread whose replies can break the way networks do, and
+whose answers, path by path, can be anything a hostile server sends (`routed`)."""
 
 from __future__ import annotations
 
@@ -125,6 +126,77 @@ def error(status: int, body: bytes) -> Reply:
     return reply
 
 
+def answer(
+    body: bytes, *, status: int = 200, headers: bytes = b"", keep_alive: bool = True
+) -> Reply:
+    """A whole answer with a Content-Length (JSON, text, or anything)."""
+
+    def reply(conn: socket.socket, server: Server) -> bool:
+        head = b"HTTP/1.1 %d X\r\nContent-Length: %d\r\n%s\r\n" % (status, len(body), headers)
+        conn.sendall(head + body)
+        return keep_alive
+
+    return reply
+
+
+def stream(events: list[bytes], *, headers: bytes = b"") -> Reply:
+    """A chunked 200 stream of these SSE events, then the end of the body."""
+
+    def reply(conn: socket.socket, server: Server) -> bool:
+        conn.sendall(HEAD % headers + b"".join(chunk(e) for e in events) + END)
+        return True
+
+    return reply
+
+
+def streamed_body(status: int, piece: bytes, total: int, *, headers: bytes = b"") -> Reply:
+    """A chunked answer of `total` bytes made of `piece` again and again (a huge error body
+    or an answer too large to keep), stopped early when the client hangs up."""
+
+    def reply(conn: socket.socket, server: Server) -> bool:
+        conn.sendall(b"HTTP/1.1 %d X\r\nTransfer-Encoding: chunked\r\n%s\r\n" % (status, headers))
+        sent = 0
+        with suppress(OSError):
+            while sent < total and not server.stop.is_set():
+                conn.sendall(chunk(piece))
+                sent += len(piece)
+            conn.sendall(END)
+        return False
+
+    return reply
+
+
+def stall(conn: socket.socket, server: Server) -> bool:
+    """Accept the request, then say nothing until the test ends."""
+    server.stop.wait()
+    return False
+
+
+def dribble(head: bytes, byte: bytes = b" ", every_s: float = 0.5) -> Reply:
+    """`head` (status line, headers, maybe some body), then one byte every `every_s` seconds
+    for ever: never silent long enough for a read timeout."""
+
+    def reply(conn: socket.socket, server: Server) -> bool:
+        with suppress(OSError):
+            conn.sendall(head)
+            while not server.stop.wait(every_s):
+                conn.sendall(byte)
+        return False
+
+    return reply
+
+
+def routed(routes: dict[str, Reply], default: Reply | None = None) -> Reply:
+    """Answer each path with its own reply; others with `default`, else 404."""
+    missing = answer(b"not found", status=404)
+
+    def reply(conn: socket.socket, server: Server) -> bool:
+        path = getattr(server.current, "path", "/")
+        return routes.get(path, default or missing)(conn, server)
+
+    return reply
+
+
 class Server:
     """Accepts connections on 127.0.0.1; each request gets `reply`, on its own thread."""
 
@@ -132,6 +204,8 @@ class Server:
         self.reply = reply
         self.stop = threading.Event()
         self.requests: list[dict[str, Any]] = []
+        self.paths: list[str] = []
+        self.current = threading.local()  # .path: the path of the request being answered
         self._sock = socket.create_server(("127.0.0.1", 0))
         self.url = f"http://127.0.0.1:{self._sock.getsockname()[1]}"
         self._conns: list[socket.socket] = []
@@ -152,8 +226,11 @@ class Server:
     def _serve(self, conn: socket.socket) -> None:
         with conn, conn.makefile("rb") as reader, suppress(OSError):
             conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            while (body := _read_request(reader)) is not None:
+            while (request := _read_request(reader)) is not None:
+                path, body = request
+                self.paths.append(path)
                 self.requests.append(body)
+                self.current.path = path
                 if not self.reply(conn, self):
                     return
 
@@ -169,18 +246,23 @@ class Server:
             thread.join(timeout=5)
 
 
-def _read_request(reader: Any) -> dict[str, Any] | None:
-    """One request's JSON body (None when the client closed the connection)."""
+def _read_request(reader: Any) -> tuple[str, dict[str, Any]] | None:
+    """One request's path and JSON body (None when the client closed the connection)."""
     length = 0
     line = reader.readline()
     if not line:
         return None
+    parts = line.decode("latin-1").split()
+    path = parts[1].partition("?")[0] if len(parts) > 1 else "/"
     while (line := reader.readline()) not in (b"\r\n", b""):
         name, _, value = line.decode("latin-1").partition(":")
         if name.strip().lower() == "content-length":
             length = int(value)
     data = reader.read(length) if length else b""
-    return json.loads(data) if data else {}
+    try:
+        return path, json.loads(data) if data else {}
+    except ValueError:
+        return path, {}
 
 
 @contextmanager

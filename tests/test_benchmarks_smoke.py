@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import json
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -185,3 +186,18 @@ def test_time_on_site_rotates_prompts_as_collect_does() -> None:
     got = tos.window_mean(np.repeat(effect, 2, axis=0), m)
     assert got[0, 0, 3] == pytest.approx(np.mean(range(15, 20)))
     assert got[1, 0, 3] == pytest.approx((sum(range(20)) + sum(range(5))) / 25)
+
+
+def test_the_secret_corpus_is_what_the_redaction_benchmark_generates() -> None:
+    redaction = load_benchmark("redaction")
+    stored = [json.loads(line) for line in redaction.SHAPES.read_text().splitlines()]
+    assert stored == redaction.generate()  # regenerate with `redaction.py --write`
+    assert all(redaction.leaked(case) == [] for case in stored)
+
+
+def test_the_attack_pass_lists_its_cases() -> None:
+    attacks = load_benchmark("attacks")
+    cases = attacks.all_cases()
+    assert len(cases) >= 130
+    assert {c.klass for c in cases} >= {"usage", "choices", "endpoint", "metrics", "stall"}
+    assert {c.klass for c in cases} >= {"file system", "names", "plan", "launch", "bomb"}

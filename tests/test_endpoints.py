@@ -91,8 +91,9 @@ def test_fetch_tolerates_404_text_and_slow_endpoints() -> None:
         return httpx.Response(404)
 
     with httpx.Client(base_url="http://x", transport=httpx.MockTransport(handler)) as client:
-        answers = fetch_answers(client)
-    assert answers == {"/version": "not json", "/props": {"build_info": "b9"}}
+        found = fetch_answers(client)
+    assert found.answers == {"/version": "not json", "/props": {"build_info": "b9"}}
+    assert found.unreadable == {"/slots": "no whole answer within 10 s"}
 
 
 def test_unreachable_server_is_reported_not_raised() -> None:

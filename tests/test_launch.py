@@ -14,14 +14,13 @@ import pytest
 from conftest import ROOT, free_port
 
 from diagnostic.errors import LaunchError
+from diagnostic.measure.health import wait_command, wait_healthy
 from diagnostic.measure.launch import (
     host_port,
     port_in_use,
     run_shell,
     start_server,
     stop_leftover,
-    wait_command,
-    wait_healthy,
     wait_port_free,
 )
 

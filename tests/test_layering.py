@@ -27,6 +27,7 @@ LAYERS = {
     "measure.workloads": 3,
     "measure.environment": 3,
     "measure.launch": 3,
+    "measure.health": 3,
     "measure.schedule": 3,
     "measure.plan": 4,
     "measure.collect": 4,

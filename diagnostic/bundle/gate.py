@@ -22,6 +22,7 @@ __all__ = [
     "bundle_files",
     "check_metrics",
     "check_tree",
+    "metrics_problem",
     "parse_json",
     "plain_json",
 ]
@@ -71,7 +72,8 @@ def _check_values(value: Any, where: str) -> None:
 
 def plain_json(value: Any, depth: int = 0) -> Any:
     """`value` as the reader will take it: nesting past MAX_DEPTH and integers past MAX_INT
-    (a server's answer may hold either) become short strings, so a bundle written is readable."""
+    (a server's answer may hold either) become short strings, NaN and infinities null, so a
+    bundle written is readable."""
     if depth >= MAX_DEPTH:
         return "<nested too deep>"
     if isinstance(value, dict):
@@ -80,6 +82,8 @@ def plain_json(value: Any, depth: int = 0) -> Any:
         return [plain_json(v, depth + 1) for v in value]
     if isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_INT:
         return "<integer too large>"
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
     return value
 
 
@@ -145,19 +149,36 @@ def check_metrics(path: Path) -> None:
         ) from None
     except OSError as exc:
         raise BundleError(f"{path}: cannot read ({exc.strerror}); check permissions") from None
+    problem = metrics_problem(text)
+    if problem is not None:
+        raise BundleError(f"{path}: {problem}; delete the file or collect again")
+
+
+def metrics_problem(text: str) -> str | None:
+    """Why `text` is no /metrics snapshot this reader takes (None when it is one): the same
+    rule for a snapshot being stored and one being read."""
     try:
         families = list(text_string_to_metric_families(text))
     except Exception:  # the parser raises ValueError, IndexError, KeyError … on garbage
-        raise BundleError(
-            f"{path}: not Prometheus text (the parser refused it); delete it or collect again"
-        ) from None
+        return "not Prometheus text (the parser refused it)"
     for family in families:
-        if family.type == "gauge":
-            continue  # a gauge may be NaN (an acceptance rate before any draft)
         counts = family.type in ("counter", "histogram", "summary")
         for sample in family.samples:
+            shown = str(sample.value)[:40]
+            if not _float(sample.value):
+                return f"{sample.name} is {shown}…, not a number a reader can add"
+            if family.type == "gauge":
+                continue  # a gauge may be NaN (an acceptance rate before any draft)
             if not math.isfinite(sample.value) or (counts and sample.value < 0):
-                raise BundleError(
-                    f"{path}: {sample.name} is {sample.value}, not a count; delete the file "
-                    "or collect again"
-                )
+                return f"{sample.name} is {shown}, not a count"
+    return None
+
+
+def _float(value: float) -> bool:
+    """Whether a sample converts to a float: the parser keeps an integer of 400 digits whole,
+    which no float holds (summing it with floats raises OverflowError)."""
+    try:
+        float(value)
+    except OverflowError:
+        return False
+    return True

@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from diagnostic.bundle.disk import writing
 from diagnostic.bundle.gate import (
     bundle_files,
     check_metrics,
@@ -38,6 +39,7 @@ from diagnostic.schema.bundle import (
     Manifest,
     RequestRecord,
     RunInfo,
+    folder_name,
     source_name,
 )
 
@@ -52,6 +54,7 @@ __all__ = [
     "RequestLog",
     "atomic_write_bytes",
     "atomic_write_text",
+    "check_output",
     "log_file",
     "metrics_files",
     "run_id",
@@ -79,9 +82,11 @@ def metrics_files(names: list[str]) -> list[str]:
 
 
 M = TypeVar("M", bound=BaseModel)
+# What a bundle read may hold (older bundles had no length limit); a new name must also
+# pass schema.bundle.folder_name, checked before anything is written.
+_SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+=-]*$")
 _UMASK = os.umask(0o022)
 os.umask(_UMASK)
-_SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+=-]*$")
 
 
 def log_file(source: str) -> str:
@@ -98,7 +103,13 @@ def run_id(arm: str, restart: int) -> str:
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write a file so a reader sees the old content or the new one, never a torn mix."""
+    """Write a file so a reader sees the old content or the new one, never a torn mix; a
+    full disk or a read-only folder is a BundleError saying what to do."""
+    with writing(path):
+        _atomic_write(path, data)
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
@@ -243,8 +254,11 @@ class Bundle:
     # -- lifecycle ---------------------------------------------------------------------
     @classmethod
     def create(cls, path: Path, manifest: Manifest, *, force: bool = False) -> Bundle:
-        """Create a new bundle; refuse to touch an existing non-empty folder without force."""
+        """Create a new bundle; refuse to touch an existing non-empty folder without force,
+        a symbolic link, or names that cannot name its files (before writing anything)."""
         path = Path(path)
+        check_output(path)
+        _check_names(manifest)
         if path.exists() and (not path.is_dir() or any(path.iterdir())):
             if not force:
                 raise BundleError(
@@ -257,7 +271,8 @@ class Bundle:
                 raise BundleError(
                     f"{path} is not a bundle; refusing to delete it even with --force"
                 )
-        (path / "runs").mkdir(parents=True, exist_ok=True)
+        with writing(path):
+            (path / "runs").mkdir(parents=True, exist_ok=True)
         if manifest.bundle_id is None:  # every run's seal names it: a run copied in shows
             manifest = manifest.model_copy(update={"bundle_id": uuid.uuid4().hex})
         bundle = cls(path, manifest)
@@ -284,7 +299,9 @@ class Bundle:
         return bundle
 
     def write_manifest(self, manifest: Manifest) -> None:
-        """Replace manifest.json atomically."""
+        """Replace manifest.json atomically (its names checked first)."""
+        check_output(self.path)
+        _check_names(manifest)
         self.manifest = manifest
         atomic_write_text(self.path / MANIFEST, _dump_redacted(manifest))
 
@@ -368,8 +385,13 @@ class Bundle:
         """Append one record as one JSON line, flushed and fsynced before returning; secrets
         redacted, `known` ones (literal strings: the prompt's) wherever they appear."""
         path = self.run_file(record.arm, record.restart, REQUESTS)
-        path.parent.mkdir(parents=True, exist_ok=True)
         line = _redacted_record(record, known).model_dump_json() + "\n"
+        with writing(path):
+            self._append(path, line)
+
+    @staticmethod
+    def _append(path: Path, line: str) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
         with open(path, "a+b") as fh:
             if fh.tell() > 0:
                 fh.seek(-1, os.SEEK_END)
@@ -462,25 +484,52 @@ class RedactingLog:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self._fh = open(path, "ab")  # noqa: SIM115 - closed by close()/__exit__
+        with writing(path):
+            self._fh = open(path, "ab")  # noqa: SIM115 - closed by close()/__exit__
         self._redactor = LineRedactor()
 
     def write_line(self, line: bytes) -> None:
         """Append one line (with or without its newline), secrets masked, flushed at once."""
-        self._fh.write(_redacted_bytes(line, self._redactor.line))
-        self._fh.flush()
+        with writing(self.path):
+            self._fh.write(_redacted_bytes(line, self._redactor.line))
+            self._fh.flush()
 
     def close(self) -> None:
         """Flush to disk and close."""
         if not self._fh.closed:
-            os.fsync(self._fh.fileno())
-            self._fh.close()
+            with writing(self.path):
+                try:
+                    os.fsync(self._fh.fileno())
+                finally:
+                    self._fh.close()
 
     def __enter__(self) -> RedactingLog:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def check_output(path: Path) -> None:
+    """A bundle is written where -o names it: not through a symbolic link, which may lead
+    anywhere (or nowhere: a dangling one), and which --force would have to delete."""
+    if path.is_symlink():
+        raise BundleError(
+            f"{path} is a symbolic link (to {os.readlink(path)}); diagnose writes a bundle only "
+            "in the folder -o names: give that folder itself, or another -o"
+        )
+
+
+def _check_names(manifest: Manifest) -> None:
+    """Arm and workload names become folder and file names: refused, with the rule, before
+    anything is written (a /, a NUL, 300 characters)."""
+    names = [("arm", a.name) for a in manifest.plan.arms]
+    names += [("workload", w) for w in manifest.plan.workloads]
+    for kind, name in names:
+        try:
+            folder_name(kind, name)
+        except ValueError as exc:
+            raise BundleError(str(exc)) from None
 
 
 def _remove(path: Path) -> None:

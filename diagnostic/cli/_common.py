@@ -95,13 +95,19 @@ def engagement_from(options: dict[str, Any]) -> Engagement:
 
 
 def number_option(
-    flag: str, default: float, minimum: float, help: str, dest: str | None = None
+    flag: str,
+    default: float,
+    minimum: float,
+    help: str,
+    dest: str | None = None,
+    maximum: float | None = None,
 ) -> Callable[[Any], Any]:
-    """A bounded int option (float when `default` is a float) that shows its default."""
+    """A bounded int option (float when `default` is a float) that shows its default; a value
+    past `maximum` (defaults.LIMIT_*) is refused naming the range."""
     kind = click.FloatRange if isinstance(default, float) else click.IntRange
     names = (flag, dest) if dest else (flag,)
     return click.option(
-        *names, type=kind(min=minimum), default=default, show_default=True, help=help
+        *names, type=kind(min=minimum, max=maximum), default=default, show_default=True, help=help
     )
 
 

@@ -49,7 +49,11 @@ def _workload_names(value: str | None) -> list[str] | None:
 @output_option("Bundle folder.", required=True)
 @click.option("--arm", default="baseline", show_default=True, help="Name of this server config.")
 @number_option(
-    "--restart", 0, 0, "Restart index, when the server was restarted by hand for another sample."
+    "--restart",
+    0,
+    0,
+    "Restart index, when the server was restarted by hand for another sample.",
+    maximum=defaults.LIMIT_RESTARTS,
 )
 @click.option("--workloads", help="Comma-separated workloads (default: code,prose, or the files').")
 @click.option(
@@ -59,15 +63,34 @@ def _workload_names(value: str | None) -> list[str] | None:
     type=click.Path(path_type=Path),
     help="JSONL prompt file: {prompt}, {messages} or Spec-Bench question.jsonl (repeatable).",
 )
-@number_option("--requests", defaults.REQUESTS, 1, "Measured requests per workload.")
-@number_option("--warmup", defaults.WARMUP, 0, "Discarded warm-up requests per workload.")
+@number_option(
+    "--requests",
+    defaults.REQUESTS,
+    1,
+    "Measured requests per workload.",
+    maximum=defaults.LIMIT_REQUESTS,
+)
+@number_option(
+    "--warmup",
+    defaults.WARMUP,
+    0,
+    "Discarded warm-up requests per workload.",
+    maximum=defaults.LIMIT_WARMUP,
+)
 @number_option(
     "--max-tokens",
     defaults.MAX_TOKENS,
     1,
     "Output tokens forced on every request (keep it equal across arms).",
+    maximum=defaults.LIMIT_MAX_TOKENS,
 )
-@number_option("--concurrency", defaults.CONCURRENCY, 1, "Requests in flight.")
+@number_option(
+    "--concurrency",
+    defaults.CONCURRENCY,
+    1,
+    "Requests in flight.",
+    maximum=defaults.LIMIT_CONCURRENCY,
+)
 @click.option(
     "--processes",
     type=click.IntRange(min=1),
@@ -93,7 +116,12 @@ def _workload_names(value: str | None) -> list[str] | None:
 )
 @api_key_option
 @number_option(
-    "--timeout", defaults.REQUEST_TIMEOUT_S, 1, "Seconds one request may take.", dest="timeout_s"
+    "--timeout",
+    defaults.REQUEST_TIMEOUT_S,
+    1,
+    "Seconds one request may take.",
+    dest="timeout_s",
+    maximum=defaults.LIMIT_TIMEOUT_S,
 )
 @click.option("--resume", is_flag=True, help="Continue an interrupted collect of this run.")
 @click.option("--force", is_flag=True, help="Replace an existing bundle.")

@@ -135,12 +135,34 @@ _OUT = click.Path(path_type=Path)
 @click.option("--drafter", help="Preset: draft model (EAGLE, EAGLE-3, draft model).")
 @click.option("--method", help="Preset: eagle, eagle3, ngram, mtp, draft_model, standalone, draft.")
 @click.option("--k", "ks", metavar="K,K,…", help="Preset: draft lengths, e.g. 1,2,3,5,7.")
-@number_option("--restarts", defaults.RESTARTS, 1, "Preset: server starts per arm.")
 @number_option(
-    "--requests", defaults.REQUESTS, 1, "Preset: measured requests per restart and workload."
+    "--restarts",
+    defaults.RESTARTS,
+    1,
+    "Preset: server starts per arm.",
+    maximum=defaults.LIMIT_RESTARTS,
 )
-@number_option("--warmup", defaults.WARMUP, 0, "Preset: warm-up requests per restart and workload.")
-@number_option("--max-tokens", defaults.MAX_TOKENS, 1, "Preset: output tokens per request.")
+@number_option(
+    "--requests",
+    defaults.REQUESTS,
+    1,
+    "Preset: measured requests per restart and workload.",
+    maximum=defaults.LIMIT_REQUESTS,
+)
+@number_option(
+    "--warmup",
+    defaults.WARMUP,
+    0,
+    "Preset: warm-up requests per restart and workload.",
+    maximum=defaults.LIMIT_WARMUP,
+)
+@number_option(
+    "--max-tokens",
+    defaults.MAX_TOKENS,
+    1,
+    "Preset: output tokens per request.",
+    maximum=defaults.LIMIT_MAX_TOKENS,
+)
 @click.option(
     "--workloads",
     default=",".join(defaults.WORKLOADS),

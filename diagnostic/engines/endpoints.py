@@ -1,15 +1,28 @@
-"""Engine fingerprint from HTTP: which engine, version, model and server args a server reports."""
+"""Engine fingerprint from HTTP: which engine, version, model and server args a server reports.
+
+The answers are data from outside: each is read within a size and the fingerprint's time, and
+one that cannot be read (a bomb, JSON nested thousands deep, a stall) is noted, not kept."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
 from pydantic import BaseModel, ConfigDict, Field
 
+from diagnostic.bundle.gate import plain_json
+from diagnostic.common.answers import (
+    ACCEPT_ENCODING,
+    Deadline,
+    NotJson,
+    Unreadable,
+    parse_json,
+    read_body,
+)
 from diagnostic.schema.bundle import EngineInfo
 
-__all__ = ["INFO_PATHS", "Fingerprint", "fetch_answers", "fingerprint", "identify"]
+__all__ = ["INFO_PATHS", "Answers", "Fingerprint", "fetch_answers", "fingerprint", "identify"]
 
 # Info endpoints by engine: vLLM /version, /v1/models (/server_info only in dev mode); SGLang
 # /server_info (>= 0.5.6) or /get_server_info, /get_model_info; llama.cpp /props, /slots.
@@ -23,6 +36,8 @@ INFO_PATHS = (
     "/slots",
 )
 _MAX_TEXT = 64 * 1024
+# An info answer is a few KB (llama.cpp's /props with its chat template: tens of KB).
+MAX_ANSWER = 4 * 2**20
 _OWNERS = {"vllm": "vllm", "sglang": "sglang", "llamacpp": "llamacpp"}
 
 
@@ -40,33 +55,73 @@ class Fingerprint(BaseModel):
         default_factory=dict, description="Raw answers (JSON, or text) of the info paths, by path"
     )
     unreachable: str | None = Field(None, description="Why no endpoint could be reached")
+    unreadable: dict[str, str] = Field(
+        default_factory=dict,
+        description="Info paths that answered something diagnose could not read, and why",
+    )
 
 
-def fetch_answers(client: httpx.Client, paths: tuple[str, ...] = INFO_PATHS) -> dict[str, Any]:
-    """GET each path; keep 2xx answers (JSON when it parses, else text); skip 404s and errors.
+@dataclass
+class Answers:
+    """What the info paths answered: the readable answers, and why the others were not."""
+
+    answers: dict[str, Any] = field(default_factory=dict)
+    unreadable: dict[str, str] = field(default_factory=dict)
+
+
+def fetch_answers(
+    client: httpx.Client, paths: tuple[str, ...] = INFO_PATHS, *, timeout_s: float = 10.0
+) -> Answers:
+    """GET each path within `timeout_s` for them all; keep 2xx answers (JSON when it parses,
+    else text); skip 404s; note what answered but could not be read, or not in time.
 
     Raises httpx.ConnectError when the server cannot be reached at all.
     """
-    answers: dict[str, Any] = {}
-    for path in paths:
-        if path == "/get_server_info" and "/server_info" in answers:
-            continue  # same answer under SGLang's newer name
-        try:
-            response = client.get(path)
-        except httpx.ConnectError:
-            raise
-        except httpx.HTTPError:
-            continue  # one slow or broken endpoint must not stop the fingerprint
-        if 200 <= response.status_code < 300:
-            answers[path] = _body(response)
-    return answers
+    found = Answers()
+    with Deadline(timeout_s) as deadline:
+        for path in paths:
+            if path == "/get_server_info" and "/server_info" in found.answers:
+                continue  # same answer under SGLang's newer name
+            why, answer = _fetch(client, path, deadline)
+            if why is not None:
+                found.unreadable[path] = why
+            elif answer is not _ABSENT:
+                found.answers[path] = answer
+    return found
 
 
-def _body(response: httpx.Response) -> Any:
+def _fetch(client: httpx.Client, path: str, deadline: Deadline) -> tuple[str | None, Any]:
+    """(why it cannot be read, None) or (None, the answer); ConnectError passes through."""
+    late = f"no whole answer within {deadline.seconds:g} s"
+    if deadline.left() <= 0:
+        return f"not asked: the info paths took the whole {deadline.seconds:g} s", None
     try:
-        return response.json()
-    except ValueError:
-        return response.text[:_MAX_TEXT]
+        return None, _get(client, path, deadline)
+    except httpx.ConnectError:
+        raise
+    except httpx.TimeoutException:
+        return late, None
+    except httpx.HTTPError as exc:
+        # one broken endpoint must not stop the fingerprint
+        return late if deadline.passed else f"{type(exc).__name__}: {str(exc)[:200]}", None
+    except Unreadable as exc:
+        return str(exc), None
+
+
+_ABSENT = object()  # a 404 (or any non-2xx): the engine has no such path
+
+
+def _get(client: httpx.Client, path: str, deadline: Deadline) -> Any:
+    timeout = deadline.left()
+    with client.stream("GET", path, timeout=timeout, extensions=deadline.extensions) as response:
+        if not 200 <= response.status_code < 300:
+            return _ABSENT
+        body = read_body(response, limit=MAX_ANSWER, deadline=deadline.end)
+    try:
+        # as the bundle's reader takes it: no NaN, no 400-digit integer, no deep nesting
+        return plain_json(parse_json(body))
+    except NotJson:
+        return body[:_MAX_TEXT].decode("utf-8", "replace")
 
 
 def fingerprint(
@@ -76,15 +131,19 @@ def fingerprint(
     timeout_s: float = 10.0,
     transport: httpx.BaseTransport | None = None,
 ) -> Fingerprint:
-    """Ask the server's info endpoints and identify the engine; never raises for HTTP faults."""
+    """Ask the server's info endpoints, all within `timeout_s`, and identify the engine; never
+    raises for HTTP faults or unreadable answers."""
     with httpx.Client(
-        base_url=base_url, headers=headers, timeout=timeout_s, transport=transport
+        base_url=base_url,
+        headers={**ACCEPT_ENCODING, **(headers or {})},
+        timeout=timeout_s,
+        transport=transport,
     ) as client:
         try:
-            answers = fetch_answers(client)
+            found = fetch_answers(client, timeout_s=timeout_s)
         except httpx.ConnectError as exc:
             return Fingerprint(unreachable=f"cannot connect to {base_url}: {exc}")
-    return identify(answers)
+    return identify(found.answers).model_copy(update={"unreadable": found.unreadable})
 
 
 def identify(answers: dict[str, Any]) -> Fingerprint:
@@ -92,11 +151,24 @@ def identify(answers: dict[str, Any]) -> Fingerprint:
     name = _engine_name(answers)
     version, args = _READERS.get(name, _unknown)(answers)
     return Fingerprint(
-        engine=EngineInfo(name=name, version=version),
+        engine=EngineInfo(name=name, version=_text(version)),
         model=_first_model(answers),
         server_args=args,
         endpoints=answers,
     )
+
+
+def _text(value: Any) -> str | None:
+    """A version as text: a server may report a number, or something that is no version."""
+    if isinstance(value, str):
+        return value[:200]
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return str(value)
+    return None
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
 
 
 def _engine_name(answers: dict[str, Any]) -> str:
@@ -135,8 +207,8 @@ def _server_info(answers: dict[str, Any]) -> dict[str, Any]:
     return {}
 
 
-def _vllm(answers: dict[str, Any]) -> tuple[str | None, dict[str, Any]]:
-    version = (answers.get("/version") or {}).get("version")
+def _vllm(answers: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+    version = _dict(answers.get("/version")).get("version")
     entry = _first_entry(answers)
     args: dict[str, Any] = {k: entry[k] for k in ("root", "max_model_len") if k in entry}
     # /server_info exists only with VLLM_SERVER_DEV_MODE=1 and shows pre-resolution config.
@@ -144,15 +216,15 @@ def _vllm(answers: dict[str, Any]) -> tuple[str | None, dict[str, Any]]:
     return version, args
 
 
-def _sglang(answers: dict[str, Any]) -> tuple[str | None, dict[str, Any]]:
+def _sglang(answers: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
     info = _server_info(answers)
     # internal_states is run-time state (e.g. avg_spec_accept_length), not an argument.
     args = {k: v for k, v in info.items() if k not in ("version", "internal_states")}
-    version = info.get("version") or (answers.get("/version") or {}).get("version")
+    version = info.get("version") or _dict(answers.get("/version")).get("version")
     return version, args
 
 
-def _llamacpp(answers: dict[str, Any]) -> tuple[str | None, dict[str, Any]]:
+def _llamacpp(answers: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
     props = answers.get("/props") if isinstance(answers.get("/props"), dict) else {}
     assert isinstance(props, dict)
     keys = ("model_path", "model_alias", "total_slots", "build_info", "model_ftype")
@@ -170,9 +242,8 @@ def _llamacpp(answers: dict[str, Any]) -> tuple[str | None, dict[str, Any]]:
     return props.get("build_info"), args
 
 
-def _unknown(answers: dict[str, Any]) -> tuple[str | None, dict[str, Any]]:
-    version = answers.get("/version")
-    return (version.get("version") if isinstance(version, dict) else None), {}
+def _unknown(answers: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+    return _dict(answers.get("/version")).get("version"), {}
 
 
 _READERS = {"vllm": _vllm, "sglang": _sglang, "llamacpp": _llamacpp}

@@ -6,6 +6,9 @@ import httpx
 from prometheus_client.parser import text_string_to_metric_families
 from pydantic import BaseModel, ConfigDict, Field
 
+from diagnostic.bundle.gate import metrics_problem
+from diagnostic.common.answers import Deadline, Unreadable, read_body
+
 __all__ = [
     "MetricsSnapshot",
     "SpecCounters",
@@ -16,6 +19,8 @@ __all__ = [
 ]
 
 _PREFIXES = ("vllm", "llamacpp", "sglang")
+# vLLM's /metrics is tens of KB, hundreds with many models or adapters: far below this.
+MAX_METRICS = 64 * 2**20
 # Counter names without the `_total` suffix, which the parser adds or strips as it sees fit.
 _COUNTERS = {
     "num_drafts": "spec_decode_num_drafts",
@@ -98,21 +103,45 @@ class MetricsSnapshot(BaseModel):
     counters: SpecCounters | None = Field(None, description="Speculation counters parsed")
 
 
-def fetch_metrics(client: httpx.Client) -> MetricsSnapshot:
-    """GET /metrics on a client with the server's base URL; never raises for HTTP faults."""
-    try:
-        response = client.get("/metrics")
-    except httpx.HTTPError as exc:
-        return MetricsSnapshot(error=f"GET /metrics failed: {type(exc).__name__}: {exc}")
-    if response.status_code != 200:
+def fetch_metrics(client: httpx.Client, *, timeout_s: float | None = None) -> MetricsSnapshot:
+    """GET /metrics on a client with the server's base URL, read within `timeout_s` (default:
+    the client's read timeout) and MAX_METRICS bytes; never raises for HTTP faults or an answer
+    that cannot be read. Text the bundle's reader would refuse (garbage, a NaN counter) is not
+    kept: the error says why."""
+    timeout_s = timeout_s or client.timeout.read or 30.0
+    with Deadline(timeout_s) as deadline:
+        try:
+            body = _get_metrics(client, deadline)
+        except httpx.HTTPError as exc:
+            if deadline.passed or isinstance(exc, httpx.TimeoutException):
+                return MetricsSnapshot(
+                    error=f"GET /metrics: no whole answer within {timeout_s:g} s"
+                )
+            return MetricsSnapshot(error=f"GET /metrics failed: {type(exc).__name__}: {exc}")
+        except Unreadable as exc:
+            return MetricsSnapshot(error=f"GET /metrics: {exc}; not kept")
+    if isinstance(body, int):
         hint = " (llama-server needs --metrics, SGLang --enable-metrics)"
-        return MetricsSnapshot(error=f"GET /metrics answered HTTP {response.status_code}{hint}")
-    text = response.text
+        return MetricsSnapshot(error=f"GET /metrics answered HTTP {body}{hint}")
     try:
-        counters = parse_spec_counters(text)
-    except ValueError as exc:
-        return MetricsSnapshot(text=text, error=f"/metrics is not Prometheus text: {exc}")
-    return MetricsSnapshot(text=text, counters=counters)
+        text = body.decode("utf-8")
+    except UnicodeDecodeError:
+        return MetricsSnapshot(error="GET /metrics: not UTF-8 text; not kept")
+    problem = metrics_problem(text)
+    if problem is not None:
+        return MetricsSnapshot(error=f"GET /metrics: {problem}; not kept")
+    return MetricsSnapshot(text=text, counters=parse_spec_counters(text))
+
+
+def _get_metrics(client: httpx.Client, deadline: Deadline) -> bytes | int:
+    """The body of GET /metrics, or the status when it is not 200."""
+    timeout = deadline.left()
+    with client.stream(
+        "GET", "/metrics", timeout=timeout, extensions=deadline.extensions
+    ) as answer:
+        if answer.status_code != 200:
+            return answer.status_code
+        return read_body(answer, limit=MAX_METRICS, deadline=deadline.end)
 
 
 def parse_spec_counters(text: str) -> SpecCounters:
@@ -131,11 +160,17 @@ def parse_spec_counters(text: str) -> SpecCounters:
                 continue
             name = name.removesuffix("_total")
             if name == _PER_POS and "position" in sample.labels:
-                pos = int(sample.labels["position"])
-                per_pos[pos] = per_pos.get(pos, 0.0) + sample.value
+                pos = _position(sample.labels["position"])
+                if pos is not None:
+                    per_pos[pos] = per_pos.get(pos, 0.0) + sample.value
             else:
                 sums[name] = sums.get(name, 0.0) + sample.value
     return _counters(engine, sums, per_pos)
+
+
+def _position(label: str) -> int | None:
+    """A draft position label as an index; None for one no engine writes (`x`, 10^9)."""
+    return int(label) if label.isdecimal() and len(label) <= 3 else None
 
 
 def _counters(

@@ -14,18 +14,15 @@ import time
 from collections import deque
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import IO, Any, Literal
+from typing import IO
 from urllib.parse import urlsplit
 
-import httpx
 from pydantic import BaseModel, ConfigDict, Field
 
 from diagnostic.bundle.redact import LineRedactor, redact_text
-from diagnostic.defaults import SHELL_TIMEOUT_S
 from diagnostic.errors import LaunchError
 
 __all__ = [
-    "Health",
     "ServerProcess",
     "ShellResult",
     "host_port",
@@ -34,33 +31,20 @@ __all__ = [
     "shell_variables",
     "start_server",
     "stop_leftover",
-    "wait_command",
-    "wait_healthy",
     "wait_port_free",
 ]
 
 TAIL_LINES = 20
+_DRAIN_S = 5.0  # reading what a killed command printed, at most
 # Set in every server's environment: a leftover server is recognised by it, never by pid alone.
 MARKER_VAR = "DIAGNOSE_SERVER_ID"
 # $NAME or ${NAME} in a launch command (not $$ or an escaped \$).
 _SHELL_VAR = re.compile(r"(?<![\\$])\$(?:\{([A-Za-z_]\w*)\}|([A-Za-z_]\w*))")
-# Answers meaning "this server has no such endpoint" rather than "not ready yet".
-_ABSENT = {404, 405, 501}
 
 
 def shell_variables(command: str) -> list[str]:
     """The shell variables a launch command names ($MODEL, ${PORT}), in order, once each."""
     return list(dict.fromkeys(braced or bare for braced, bare in _SHELL_VAR.findall(command)))
-
-
-class Health(BaseModel):
-    """How a started server proved it was ready."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    startup_s: float = Field(description="Seconds from launch to a successful 1-token probe")
-    health_endpoint: str | None = Field(None, description="/health, or None when absent")
-    model: str | None = Field(None, description="Model name the probe used")
 
 
 class ServerProcess:
@@ -70,6 +54,9 @@ class ServerProcess:
         self.popen = popen
         self.log_path = log_path
         self.started = time.monotonic()
+        # The launch returned 0 leaving the server in the background (a plan with a stop
+        # command): its exit is no death.
+        self.daemonised = False
         self._log = log
         self._tail: deque[str] = deque(maxlen=TAIL_LINES)
         self._thread = threading.Thread(target=self._pump, name=f"log-{popen.pid}", daemon=True)
@@ -94,10 +81,16 @@ class ServerProcess:
         stream = self.popen.stdout
         assert stream is not None
         redactor = LineRedactor()  # as every log: a private key's body is masked too
+        writable = True
         for raw in iter(stream.readline, b""):
             line = redactor.line(raw.decode("utf-8", errors="replace"))
-            self._log.write(line)
-            self._log.flush()
+            if writable:
+                try:
+                    self._log.write(line)
+                    self._log.flush()
+                except (OSError, ValueError) as exc:  # a full disk; a log closed by stop()
+                    writable = False
+                    self._tail.append(f"(the log is not written from here on: {exc})")
             self._tail.append(line.rstrip("\r\n"))
         stream.close()
 
@@ -174,8 +167,11 @@ def start_server(
     `marker` goes into the environment as DIAGNOSE_SERVER_ID, for `stop_leftover`.
     """
     shell = shutil.which("bash") or "/bin/sh"
-    log_path.parent.mkdir(parents=True, exist_ok=True)
-    log = open(log_path, "a", encoding="utf-8", newline="")  # noqa: SIM115 (closed by stop)
+    try:
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        log = open(log_path, "a", encoding="utf-8", newline="")  # noqa: SIM115 (closed by stop)
+    except OSError as exc:
+        raise LaunchError(f"{log_path}: cannot write the server's log ({exc.strerror})") from None
     try:
         popen = subprocess.Popen(
             [shell, "-c", command],
@@ -259,37 +255,32 @@ def run_shell(command: str, *, env: Mapping[str, str], timeout_s: float) -> Shel
     try:
         out, err = popen.communicate(timeout=timeout_s)
         code: int | None = popen.returncode
-    except subprocess.TimeoutExpired:
+    except subprocess.TimeoutExpired as late:
         _signal_group(popen.pid, signal.SIGKILL)
-        out, err = popen.communicate()
-        code = None
+        out, err, code = _after_kill(popen, late)
     lines = err.decode("utf-8", "replace").splitlines()[-TAIL_LINES // 4 :]
     tail = redact_text(" | ".join(lines))
     return ShellResult(returncode=code, timeout_s=timeout_s, stdout=out, stderr_tail=tail)
 
 
-def wait_command(
-    server: ServerProcess, command: str, *, env: Mapping[str, str], timeout_s: float, poll_s: float
-) -> Health:
-    """Run a plan's health command until it exits 0; fail fast when the launch exits."""
-    deadline = server.started + timeout_s
-    while True:
-        left = deadline - time.monotonic()
-        result = run_shell(command, env=env, timeout_s=max(min(left, SHELL_TIMEOUT_S), 1.0))
-        if result.returncode == 0:
-            return Health(startup_s=round(time.monotonic() - server.started, 3))
-        code = server.poll()
-        if code is not None:
-            raise _start_failed(
-                server, f"the launch command exited with status {code} during start-up"
-            )
-        if time.monotonic() + poll_s >= deadline:
-            raise _start_failed(
-                server,
-                f"the health command did not succeed within {timeout_s:g} s (last: "
-                f"{result.why()}); raise [plan] health_timeout_s if it is only slow",
-            )
-        time.sleep(poll_s)
+def _after_kill(
+    popen: subprocess.Popen[bytes], late: subprocess.TimeoutExpired
+) -> tuple[bytes, bytes, None]:
+    """What a killed command printed. A child it put in a session of its own (setsid, a
+    daemon) outlives the kill and may hold the pipes open: reading is given up after a few
+    seconds instead of waiting for that child for ever."""
+    try:
+        out, err = popen.communicate(timeout=_DRAIN_S)
+    except subprocess.TimeoutExpired:
+        for pipe in (popen.stdout, popen.stderr):
+            if pipe is not None:
+                pipe.close()
+        popen.wait()
+        out, err = late.stdout or b"", late.stderr or b""
+        err = (err if isinstance(err, bytes) else err.encode()) + (
+            b"\n(a process it started in the background still holds its output)"
+        )
+    return (out if isinstance(out, bytes) else out.encode()), err, None
 
 
 # -- ports -------------------------------------------------------------------------------
@@ -319,122 +310,3 @@ def wait_port_free(host: str, port: int, *, timeout_s: float = 30.0) -> bool:
             return False
         time.sleep(0.1)
     return True
-
-
-# -- health ------------------------------------------------------------------------------
-
-
-def wait_healthy(
-    server: ServerProcess,
-    base_url: str,
-    *,
-    timeout_s: float,
-    api: Literal["completions", "chat"] = "completions",
-    model: str | None = None,
-    api_key: str | None = None,
-    poll_s: float = 0.25,
-) -> Health:
-    """Wait for GET /health (else /v1/models), then a 1-token completion answered with 200.
-
-    Fails fast with the log's last lines when the process exits or `timeout_s` passes.
-    """
-    deadline = server.started + timeout_s
-    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-    probe = _Probe(base_url.rstrip("/"), api, model)
-    with httpx.Client(headers=headers, timeout=httpx.Timeout(5.0, connect=2.0)) as client:
-        while True:
-            code = server.poll()
-            if code is not None:
-                raise _start_failed(server, f"the server exited with status {code} during start-up")
-            remaining = deadline - time.monotonic()
-            if probe.step(client, remaining):
-                return Health(
-                    startup_s=round(time.monotonic() - server.started, 3),
-                    health_endpoint=probe.health_endpoint,
-                    model=probe.model,
-                )
-            if time.monotonic() >= deadline:
-                raise _start_failed(
-                    server,
-                    f"the server did not become healthy within {timeout_s:g} s "
-                    f"(last check: {probe.last}); raise [plan] health_timeout_s if it is only "
-                    "slow",
-                )
-            time.sleep(poll_s)
-
-
-def _start_failed(server: ServerProcess, why: str) -> LaunchError:
-    """A failed start-up, with the launch log's last lines and where the whole log is."""
-    tail = server.tail()
-    return LaunchError(
-        f"{why}; last log lines:\n{_indent(tail)}\nfull log: {server.log_path}", tail=tail
-    )
-
-
-def _indent(lines: list[str]) -> str:
-    return "\n".join(f"  | {line}" for line in lines) or "  | (the log is empty)"
-
-
-class _Probe:
-    """The readiness checks, in order: /health (or /v1/models), then a 1-token completion."""
-
-    def __init__(self, base_url: str, api: str, model: str | None) -> None:
-        self.base_url = base_url
-        self.api = api
-        self.model = model
-        self.health_endpoint: str | None = "/health"
-        self.last = "no answer yet"
-
-    def step(self, client: httpx.Client, remaining: float) -> bool:
-        """One round of checks; True when the server answered a completion."""
-        try:
-            if not self._ready(client):
-                return False
-            return self._complete(client, remaining)
-        except httpx.HTTPError as exc:
-            self.last = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-            return False
-
-    def _ready(self, client: httpx.Client) -> bool:
-        if self.health_endpoint is not None:
-            answer = client.get(self.base_url + self.health_endpoint)
-            self.last = f"GET /health -> {answer.status_code} {_snippet(answer)}"
-            if answer.status_code in _ABSENT:
-                self.health_endpoint = None  # e.g. llama-cpp-python: ask /v1/models instead
-            elif answer.status_code != 200:
-                return False
-        if self.model is None or self.health_endpoint is None:
-            answer = client.get(self.base_url + "/v1/models")
-            self.last = f"GET /v1/models -> {answer.status_code} {_snippet(answer)}"
-            if answer.status_code != 200:
-                return False
-            self.model = self.model or _first_model(answer)
-        return True
-
-    def _complete(self, client: httpx.Client, remaining: float) -> bool:
-        path = "/v1/completions" if self.api == "completions" else "/v1/chat/completions"
-        body: dict[str, Any] = {"max_tokens": 1, "temperature": 0}
-        if self.api == "completions":
-            body["prompt"] = "Hello"
-        else:
-            body["messages"] = [{"role": "user", "content": "Hello"}]
-        if self.model:
-            body["model"] = self.model
-        # The first generation may compile kernels: allow it most of the time left.
-        timeout = httpx.Timeout(max(min(remaining, 300.0), 1.0), connect=2.0)
-        answer = client.post(self.base_url + path, json=body, timeout=timeout)
-        self.last = f"POST {path} -> {answer.status_code} {_snippet(answer)}"
-        return answer.status_code == 200
-
-
-def _first_model(answer: httpx.Response) -> str | None:
-    try:
-        data = answer.json().get("data") or []
-        return str(data[0]["id"]) if data else None
-    except (ValueError, AttributeError, KeyError, IndexError, TypeError):
-        return None
-
-
-def _snippet(answer: httpx.Response) -> str:
-    text = " ".join(answer.text.split())
-    return redact_text(text[:160] + ("…" if len(text) > 160 else ""))

@@ -58,6 +58,20 @@ ConcurrencyLevels = Annotated[
 ]
 
 
+_FOLDER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+=-]{0,63}$")
+NAME_RULE = "1 to 64 letters, digits and . _ + = -, starting with a letter or digit"
+
+
+def folder_name(kind: str, name: str) -> str:
+    """An arm or workload name, checked: it names a folder (runs/<arm>-r<n>) or a file
+    (metrics_<workload>_….prom), so it holds no / or NUL and fits a file name."""
+    if not _FOLDER_NAME.match(name):
+        shown = repr(name[:40] + "…") if len(name) > 40 else repr(name)
+        why = f"is {len(name)} characters long" if len(name) > 64 else "cannot name a folder"
+        raise ValueError(f"{kind} name {shown} {why}; use {NAME_RULE}")
+    return name
+
+
 def source_name(name: str) -> str:
     """A log source name, checked: it becomes the file name logs/<source>.log."""
     if not _SOURCE_NAME.match(name) or name.endswith(".log") or len(name) > 100:
@@ -327,6 +341,11 @@ class RunInfo(Stored):
     )
     endpoints: dict[str, Any] = Field(
         default_factory=dict, description="Raw answers of the engine's info endpoints, by path"
+    )
+    unreadable_endpoints: dict[str, str] = Field(
+        default_factory=dict,
+        description="Info endpoints whose answer could not be read (too large, nested too "
+        "deeply, not in time), and why; not kept in `endpoints`",
     )
     environment: dict[str, Any] = Field(
         default_factory=dict, description="GPU, driver, CUDA, host, Python, tool version"

@@ -10,9 +10,23 @@ from typing import Any
 
 import httpx
 
+from diagnostic.common.answers import (
+    ACCEPT_ENCODING,
+    BodyDecoder,
+    Unreadable,
+    araw,
+    aread_body,
+    parse_json,
+)
 from diagnostic.measure.client.faults import http_error, stale, transport_error
 from diagnostic.measure.client.options import PATHS, ClientOptions, Job, auth_headers, build_payload
-from diagnostic.measure.client.sse import SSEStream, StreamFault, completion_tokens, new_stream
+from diagnostic.measure.client.sse import (
+    MAX_COUNT,
+    SSEStream,
+    StreamFault,
+    completion_tokens,
+    new_stream,
+)
 from diagnostic.schema.bundle import RequestRecord, TokenSource
 
 
@@ -50,7 +64,7 @@ def _make_record(
         max_tokens=options.max_tokens,
         concurrency=label.concurrency,
         attempt=label.attempt,
-        error=error,
+        error=error[:_MAX_ERROR] if error else error,
         **fields,
     )
 
@@ -63,19 +77,38 @@ def _tokenize_body(options: ClientOptions, text: str) -> dict[str, Any]:
     return body
 
 
-def _tokenize_count(response: httpx.Response) -> int | None:
-    if response.status_code != 200:
-        return None
+def _tokenize_count(body: bytes) -> int | None:
+    """The count a /tokenize answer gives (llama.cpp: tokens, vLLM: count), if it is one."""
     try:
-        data = response.json()
-    except ValueError:
+        data = parse_json(body)
+    except Unreadable:
         return None
     if isinstance(data, dict):
-        if isinstance(data.get("count"), int):
-            return int(data["count"])
+        count = data.get("count")
+        if isinstance(count, int) and not isinstance(count, bool) and 0 <= count <= MAX_COUNT:
+            return count
         if isinstance(data.get("tokens"), list):
             return len(data["tokens"])
     return None
+
+
+_MAX_ERROR = 1000  # characters of a record's error: the fault, not a server's whole answer
+_TOKENIZE_BYTES = 16 * 2**20  # a /tokenize answer of max_tokens ids: a few hundred KB
+_ERROR_BYTES = 4096  # of an error answer's body, enough for its message
+
+
+async def _error_body(response: httpx.Response) -> bytes:
+    """The start of an error answer's body: the message, not the 300 MB a server may send."""
+    kept = b""
+    try:
+        decoder = BodyDecoder(response.headers.get("content-encoding"), 16 * _ERROR_BYTES)
+        async for data in araw(response):
+            kept += decoder.feed(data)[: _ERROR_BYTES - len(kept)]
+            if len(kept) >= _ERROR_BYTES:
+                break
+    except Unreadable as exc:
+        return kept or f"(a body diagnose cannot read: {exc})".encode()
+    return kept
 
 
 @dataclass
@@ -110,12 +143,18 @@ class _Attempt:
     stale: bool = False
 
 
-def _body(response: httpx.Response) -> AsyncIterator[bytes]:
-    """The body as read, past httpx's decoder and chunker when there is nothing to decode
-    (0.2 µs a chunk); a Content-Encoding still goes through the decoder."""
-    if "content-encoding" in response.headers:
-        return response.aiter_bytes()
-    return response.aiter_raw()
+async def _body(response: httpx.Response, limit: int) -> AsyncIterator[bytes]:
+    """The body as read, past httpx's decoder and chunker (0.2 µs a chunk); a Content-Encoding
+    is undone here, within `limit` bytes (httpx's decoder would inflate a bomb whole)."""
+    raw = araw(response)
+    encoding = response.headers.get("content-encoding")
+    if not encoding:
+        async for data in raw:
+            yield data
+        return
+    decoder = BodyDecoder(encoding, limit)
+    async for data in raw:
+        yield decoder.feed(data)
 
 
 class StreamClient:
@@ -149,7 +188,7 @@ class StreamClient:
         self._http: httpx.AsyncClient = HttpxAiohttpClient(
             base_url=options.base_url,
             timeout=options.timeout(),
-            headers=auth_headers(options.api_key),
+            headers={**ACCEPT_ENCODING, **auth_headers(options.api_key)},
             transport=transport,
             limits=limits,
         )
@@ -183,34 +222,54 @@ class StreamClient:
         opts, url = self.options, PATHS[self.options.api]
         attempt = _Attempt(t_send=time.perf_counter())
         try:
-            async with self._http.stream("POST", url, json=payload) as response:
-                attempt.answered = True
-                if response.status_code >= 400:
-                    attempt.error = http_error(response.status_code, await response.aread())
-                else:
-                    stream = attempt.stream = new_stream(opts, attempt.t_send)
-                    async for data in _body(response):
-                        stream.feed(data, time.perf_counter())
-                    stream.close(time.perf_counter())
-        except StreamFault as exc:
+            # The total timeout bounds the whole request: a server that accepts and then says
+            # nothing, or a byte at a time, ends here and not never.
+            async with asyncio.timeout(opts.total_timeout_s):
+                await self._exchange(url, payload, attempt)
+        except (StreamFault, Unreadable) as exc:
             attempt.error = str(exc)
+        except TimeoutError:
+            attempt.error = (
+                f"no complete answer from {opts.base_url + url} within the request's total "
+                f"timeout of {opts.total_timeout_s:g} s"
+            )
         except self._faults as exc:
             attempt.error = transport_error(exc, opts.base_url + url)
             attempt.stale = not attempt.answered and stale(exc)
         return attempt
 
+    async def _exchange(self, url: str, payload: dict[str, Any], attempt: _Attempt) -> None:
+        opts = self.options
+        async with self._http.stream("POST", url, json=payload) as response:
+            attempt.answered = True
+            if response.status_code >= 400:
+                attempt.error = http_error(response.status_code, await _error_body(response))
+                return
+            stream = attempt.stream = new_stream(opts, attempt.t_send)
+            async for data in _body(response, opts.max_output_bytes):
+                stream.feed(data, time.perf_counter())
+            stream.close(time.perf_counter())
+
     async def count_tokens(self, text: str) -> int | None:
-        """Tokens in `text` by the server's /tokenize endpoint; None when it has none."""
+        """Tokens in `text` by the server's /tokenize endpoint; None when it has none (or its
+        answer cannot be read, or does not come within the request timeout)."""
         body = _tokenize_body(self.options, text)
         for _ in range(self._attempts):
             try:
-                response = await self._http.post("/tokenize", json=body)
+                async with asyncio.timeout(self.options.total_timeout_s):
+                    return await self._ask_tokenize(body)
+            except (Unreadable, TimeoutError):
+                return None
             except self._faults as exc:
                 if not stale(exc):
                     return None
-            else:
-                return _tokenize_count(response)
         return None
+
+    async def _ask_tokenize(self, body: dict[str, Any]) -> int | None:
+        async with self._http.stream("POST", "/tokenize", json=body) as response:
+            if response.status_code != 200:
+                return None
+            return _tokenize_count(await aread_body(response, limit=_TOKENIZE_BYTES))
 
     async def _count_tokens(self, record: RequestRecord) -> None:
         asked = self._tokenize.supported is not False

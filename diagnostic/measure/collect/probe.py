@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Any
 
 import httpx
 
+from diagnostic.common.answers import ACCEPT_ENCODING, Deadline, Unreadable, parse_json, read_body
 from diagnostic.errors import DiagnosticError
 from diagnostic.measure.client import PATHS, Api, auth_headers
 
@@ -16,6 +18,18 @@ MODELS = "/v1/models"
 _TITLE = re.compile(r"<title[^>]*>(.*?)</title>", re.I | re.S)
 _TAGS = re.compile(r"<[^>]+>")
 _SHOWN = 120  # characters of an answer quoted in an error
+_LIMIT = 256 * 1024  # bytes of an answer a probe reads
+_SECONDS = 15.0  # the longest a probe waits for one answer
+
+
+@dataclass(frozen=True)
+class _Answer:
+    """What one probe request got back, read within bounds."""
+
+    status: int
+    kind: str  # the content type, or 'no content type'
+    body: bytes  # at most _LIMIT bytes; b"" when it could not be read
+    path: str
 
 
 def check_server(
@@ -24,24 +38,27 @@ def check_server(
     """Raise a DiagnosticError naming what answered unless `base_url` serves the OpenAI API
     collect will call: GET /v1/models, then one greedy request of one token to the API (with
     the model collect will send), which must answer JSON with `choices`. A server without
-    /v1/models passes when the request does. Nothing is written anywhere."""
-    headers = auth_headers(api_key)
-    with httpx.Client(base_url=base_url, headers=headers, timeout=timeout_s) as client:
-        models = _send(client, "GET", MODELS, base_url)
+    /v1/models passes when the request does. Each answer is read within _LIMIT bytes and the
+    timeout (at most _SECONDS), however the server answers. Nothing is written anywhere."""
+    seconds = min(_SECONDS, timeout_s)
+    headers = {**auth_headers(api_key), **ACCEPT_ENCODING}
+    limits = httpx.Limits(max_keepalive_connections=0)  # the deadline sees each connection
+    with httpx.Client(base_url=base_url, headers=headers, timeout=seconds, limits=limits) as client:
+        models = _send(client, "GET", MODELS, base_url, seconds)
         listed = _first_model(models)
         path = PATHS[api]
-        answer = _send(client, "POST", path, base_url, json=_probe(api, model or listed))
+        answer = _send(client, "POST", path, base_url, seconds, json=_probe(api, model or listed))
     for response, where in ((models, f"GET {MODELS}"), (answer, f"POST {path}")):
-        if response.status_code in (401, 403):
+        if response.status in (401, 403):
             raise DiagnosticError(
-                f"{base_url}{response.url.path}: {where} answered HTTP {response.status_code}: the "
+                f"{base_url}{response.path}: {where} answered HTTP {response.status}: the "
                 "server wants an API key; put it in an environment variable and pass "
                 "--api-key-env VAR"
             )
     if _json(answer, "choices") is not None:
         return
     said = f"GET {MODELS} answered {_described(models)}; POST {path} answered {_described(answer)}"
-    if 503 in (models.status_code, answer.status_code):
+    if 503 in (models.status, answer.status):
         raise DiagnosticError(
             f"{base_url} is not ready: {said}; wait until the server has loaded its model, then "
             "collect again"
@@ -59,14 +76,24 @@ def check_server(
 
 
 def _send(
-    client: httpx.Client, method: str, path: str, base_url: str, **kwargs: Any
-) -> httpx.Response:
+    client: httpx.Client, method: str, path: str, base_url: str, seconds: float, **kwargs: Any
+) -> _Answer:
     try:
-        return client.request(method, path, **kwargs)
+        with (
+            Deadline(seconds) as deadline,
+            client.stream(method, path, extensions=deadline.extensions, **kwargs) as response,
+        ):
+            kind = response.headers.get("content-type", "").split(";")[0].strip()
+            try:
+                body = read_body(response, limit=_LIMIT, deadline=deadline.end)
+            except Unreadable:
+                body = b""  # the status says enough for a probe
+            return _Answer(response.status_code, kind or "no content type", body, path)
     except httpx.HTTPError as exc:
+        why = f"no answer within {seconds:g} s" if deadline.passed else f"{type(exc).__name__}"
         raise DiagnosticError(
-            f"cannot reach {base_url} ({type(exc).__name__}: {exc or 'no answer'}); start the "
-            "server or fix the URL"
+            f"cannot reach {base_url} ({why}: {exc or 'no answer'}); start the server or fix "
+            "the URL"
         ) from None
 
 
@@ -81,32 +108,31 @@ def _probe(api: Api, model: str | None) -> dict[str, Any]:
     return body
 
 
-def _json(response: httpx.Response, key: str) -> Any:
+def _json(answer: _Answer, key: str) -> Any:
     """`key` of a 2xx JSON object answer, when it is a list; else None."""
-    if not 200 <= response.status_code < 300:
+    if not 200 <= answer.status < 300:
         return None
     try:
-        body = response.json()
-    except ValueError:
+        body = parse_json(answer.body)
+    except Unreadable:
         return None
     value = body.get(key) if isinstance(body, dict) else None
     return value if isinstance(value, list) else None
 
 
-def _first_model(response: httpx.Response) -> str | None:
-    data = _json(response, "data")
+def _first_model(answer: _Answer) -> str | None:
+    data = _json(answer, "data")
     first = data[0] if data else None
     model = first.get("id") if isinstance(first, dict) else None
     return model if isinstance(model, str) else None
 
 
-def _described(response: httpx.Response) -> str:
+def _described(answer: _Answer) -> str:
     """'HTTP 404 (text/html: "Error response")': the status, the content type and the start
     of the text (an HTML page's title), so the user sees what is listening."""
-    kind = response.headers.get("content-type", "").split(";")[0].strip() or "no content type"
-    text = response.text
+    text = answer.body[: 64 * 1024].decode("utf-8", errors="replace")
     title = _TITLE.search(text)
     shown = " ".join(_TAGS.sub(" ", title.group(1) if title else text).split())
     if len(shown) > _SHOWN:
         shown = shown[: _SHOWN - 1] + "…"
-    return f"HTTP {response.status_code} ({kind}" + (f": {shown!r})" if shown else ")")
+    return f"HTTP {answer.status} ({answer.kind}" + (f": {shown!r})" if shown else ")")

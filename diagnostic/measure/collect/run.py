@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 from collections.abc import Callable, Sequence
@@ -13,6 +14,7 @@ import httpx
 
 from diagnostic.bundle.redact import secret_values
 from diagnostic.bundle.store import METRICS_AFTER, METRICS_BEFORE, Bundle, run_id, workload_metrics
+from diagnostic.common.answers import ACCEPT_ENCODING
 from diagnostic.common.progress import Reporter
 from diagnostic.engines.endpoints import Fingerprint, fingerprint
 from diagnostic.engines.metrics import fetch_metrics
@@ -51,11 +53,19 @@ def collect_run(
     if found.unreachable:
         return _end(bundle, run, "failed", found.unreachable)
     run = _with_fingerprint(run, found, settings.model)
+    for path, why in found.unreadable.items():
+        reporter.note(f"{run_id(run.arm, run.restart)}: GET {path}: {why}; not kept")
     bundle.write_run(run)
     options = settings.client_options(settings.model or found.model)
     past = _Past(existing)
     try:
-        with httpx.Client(base_url=settings.base_url, headers=headers, timeout=30.0) as info:
+        info_timeout = min(30.0, settings.timeout_s)
+        with httpx.Client(
+            base_url=settings.base_url,
+            headers={**ACCEPT_ENCODING, **headers},
+            timeout=info_timeout,
+            limits=httpx.Limits(max_keepalive_connections=0),  # fetch_metrics' Deadline
+        ) as info:
             _snapshot(bundle, run, info, METRICS_BEFORE, keep=bool(existing), reporter=reporter)
             made = _measure(bundle, run, settings, options, past, origin, reporter, info)
             # Nothing left to run (resuming a finished run): the old "after" snapshot stands.
@@ -64,7 +74,9 @@ def collect_run(
     except ServerGone as gone:
         return _end(bundle, run, "failed", str(gone))
     except BaseException:
-        _end(bundle, run, "interrupted", "collect was interrupted; continue with --resume")
+        # Said when it can be (a full disk may refuse run.json too: the error raised says it).
+        with contextlib.suppress(BundleError):
+            _end(bundle, run, "interrupted", "collect was interrupted; continue with --resume")
         raise
     return _end(bundle, run, *_verdict(bundle.read_requests(run.arm, run.restart).records))
 
@@ -120,6 +132,7 @@ def _with_fingerprint(run: RunInfo, found: Fingerprint, model: str | None) -> Ru
             "model": model or found.model,
             "server_args": found.server_args,
             "endpoints": found.endpoints,
+            "unreadable_endpoints": found.unreadable,
             "environment": capture_environment(run.base_url),
         }
     )
@@ -132,7 +145,13 @@ def _refreshed(run: RunInfo, settings: RunSettings) -> RunInfo:
     later = fingerprint(settings.base_url, headers=headers, timeout_s=min(30.0, settings.timeout_s))
     if later.unreachable or later.engine.name != run.engine.name:
         return run
-    return run.model_copy(update={"endpoints": later.endpoints, "server_args": later.server_args})
+    return run.model_copy(
+        update={
+            "endpoints": later.endpoints,
+            "server_args": later.server_args,
+            "unreadable_endpoints": {**run.unreadable_endpoints, **later.unreadable},
+        }
+    )
 
 
 def _snapshot(

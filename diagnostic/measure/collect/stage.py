@@ -10,7 +10,14 @@ from pydantic import BaseModel, ConfigDict, Field
 from diagnostic import __version__, defaults
 from diagnostic.analyse.engine_timing import engine_timing
 from diagnostic.bundle.seal import seal_line, seal_run
-from diagnostic.bundle.store import METRICS_AFTER, METRICS_BEFORE, Bundle, log_file, run_id
+from diagnostic.bundle.store import (
+    METRICS_AFTER,
+    METRICS_BEFORE,
+    Bundle,
+    check_output,
+    log_file,
+    run_id,
+)
 from diagnostic.common.progress import Reporter, WithOverall
 from diagnostic.errors import BundleError, DiagnosticError
 from diagnostic.measure.client import server_url
@@ -37,13 +44,35 @@ class CollectConfig(BaseModel):
     base_url: str = Field(description="Server base URL")
     out: Path = Field(description="Bundle folder")
     arm: str = Field("baseline", description="Arm name of this server configuration")
-    restart: int = Field(0, ge=0, description="Restart index (server started by hand again)")
+    restart: int = Field(
+        0,
+        ge=0,
+        le=defaults.LIMIT_RESTARTS,
+        description="Restart index (server started by hand again)",
+    )
     workloads: list[str] | None = Field(None, description="Workload names; None: default")
     prompts: list[Path] = Field(default_factory=list, description="JSONL prompt files")
-    requests: int = Field(defaults.REQUESTS, ge=1, description="Measured requests per workload")
-    warmup: int = Field(defaults.WARMUP, ge=0, description="Warm-up requests per workload")
-    max_tokens: int = Field(defaults.MAX_TOKENS, ge=1, description="Output tokens per request")
-    concurrency: int = Field(defaults.CONCURRENCY, ge=1, description="Requests in flight")
+    requests: int = Field(
+        defaults.REQUESTS,
+        ge=1,
+        le=defaults.LIMIT_REQUESTS,
+        description="Measured requests per workload",
+    )
+    warmup: int = Field(
+        defaults.WARMUP, ge=0, le=defaults.LIMIT_WARMUP, description="Warm-up requests per workload"
+    )
+    max_tokens: int = Field(
+        defaults.MAX_TOKENS,
+        ge=1,
+        le=defaults.LIMIT_MAX_TOKENS,
+        description="Output tokens per request",
+    )
+    concurrency: int = Field(
+        defaults.CONCURRENCY,
+        ge=1,
+        le=defaults.LIMIT_CONCURRENCY,
+        description="Requests in flight",
+    )
     processes: int | None = Field(
         None, ge=1, description="Processes the streams are spread over; None: by the streams"
     )
@@ -57,7 +86,10 @@ class CollectConfig(BaseModel):
     resume: bool = Field(False, description="Continue an interrupted run")
     force: bool = Field(False, description="Replace an existing bundle")
     timeout_s: float = Field(
-        defaults.REQUEST_TIMEOUT_S, gt=0, description="Longest time one request may take"
+        defaults.REQUEST_TIMEOUT_S,
+        gt=0,
+        le=defaults.LIMIT_TIMEOUT_S,
+        description="Longest time one request may take",
     )
     engagement: Engagement = Field(
         default_factory=Engagement, description="Client, site, consultant given (None: keep)"
@@ -170,6 +202,7 @@ def _check_api(workloads: list[Workload], api: str) -> None:
 
 
 def _open_run(config: CollectConfig, workloads: list[str]) -> tuple[Bundle, RunInfo]:
+    check_output(config.out)
     found = _existing(config, workloads)
     if found is None:
         bundle = Bundle.create(config.out, _manifest(config, workloads), force=config.force)

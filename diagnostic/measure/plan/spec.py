@@ -7,18 +7,25 @@ import itertools
 import re
 import tomllib
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, FiniteFloat, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from diagnostic import defaults
 from diagnostic.bundle.redact import redact_mapping, redact_text
 from diagnostic.engines.flags import infer_speculative
 from diagnostic.errors import PlanError
 from diagnostic.measure.plan.commands import Commands
+from diagnostic.measure.plan.limits import check_limits
+from diagnostic.measure.plan.tables import ArmTable, PlanFile, PlanTable
 from diagnostic.measure.plan.templates import TemplateError, substitute
 from diagnostic.measure.workloads import BUILTIN
-from diagnostic.schema.bundle import ArmSpec, ConcurrencyLevels, Engagement, PlanSpec, Target
+from diagnostic.schema.bundle import (
+    ArmSpec,
+    PlanSpec,
+    Target,
+    folder_name,
+)
 
 __all__ = [
     "Arm",
@@ -31,120 +38,6 @@ __all__ = [
     "load_plan",
     "parse_plan",
 ]
-
-# The same rule as bundle.run_dir: an arm name becomes a folder name.
-_SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+=-]*$")
-
-
-class _Table(BaseModel):
-    """TOML tables: unknown keys and loose types (\"5\" for 5) are errors."""
-
-    model_config = ConfigDict(extra="forbid", strict=True)
-
-
-class PlanTable(_Table):
-    """The [plan] table: what every arm is measured with."""
-
-    restarts: int = Field(defaults.RESTARTS, ge=1, description="Server starts per arm")
-    requests: int = Field(
-        defaults.REQUESTS, ge=1, description="Measured requests per restart and workload"
-    )
-    warmup: int = Field(
-        defaults.WARMUP, ge=0, description="Discarded requests per restart and workload"
-    )
-    workloads: list[str] = Field(
-        default_factory=lambda: list(defaults.WORKLOADS),
-        min_length=1,
-        description="Prompt sets: built-in names or JSONL files",
-    )
-    max_tokens: int = Field(
-        defaults.MAX_TOKENS, ge=1, description="Output length forced on every request"
-    )
-    baseline: str | None = Field(
-        None, description="Arm the others are compared with (default: the arm named 'baseline')"
-    )
-    port: int = Field(
-        defaults.PORT, ge=1, le=65535, description="Substituted for {port} in templates"
-    )
-    base_url: str | None = Field(
-        None, description="Server URL (template); default http://127.0.0.1:{port}"
-    )
-    health_timeout_s: float = Field(
-        defaults.HEALTH_TIMEOUT_S, gt=0, description="Seconds a start may take to be healthy"
-    )
-    order: Literal["blocks", "sequential"] = Field(
-        "blocks", description="blocks: every block starts each arm once, in seeded random order"
-    )
-    seed: int = Field(defaults.SEED, description="Seed of the block order")
-    concurrency: ConcurrencyLevels = Field(
-        default_factory=lambda: [1], description="Concurrency levels"
-    )
-    api: Literal["completions", "chat"] = Field("completions", description="OpenAI API used")
-    model: str | None = Field(None, description="Model name sent in requests (default: discovered)")
-    margin: float = Field(
-        defaults.MARGIN,
-        ge=0,
-        lt=1,
-        description="δ: a speedup inside [1/(1+δ), 1+δ] is too small to matter (EQUIVALENT)",
-    )
-    target: float = Field(
-        defaults.TARGET,
-        gt=0,
-        lt=10,
-        description="The speedup --adaptive is powered to find (0.1 = +10%): at a look, a "
-        "comparison whose data reject a speedup this large stops (futility, INCONCLUSIVE)",
-    )
-    stop: str | None = Field(
-        None, description="Stop command template for every arm (default: signal the group)"
-    )
-    health: str | None = Field(
-        None, description="Health command template for every arm, healthy on exit 0"
-    )
-    logs: dict[str, str] = Field(
-        default_factory=dict, description="Log commands for every arm: source = command"
-    )
-
-
-class ArmTable(_Table):
-    """One [[arms]] entry: a server configuration, or a family of them with `sweep`."""
-
-    name: str = Field(min_length=1, description="Arm name; a template such as 'eagle3-k{k}'")
-    launch: str | None = Field(
-        None, description="Launch command template (run by bash -c); must contain {port}"
-    )
-    env: dict[str, str] = Field(default_factory=dict, description="Extra environment (templates)")
-    sweep: dict[str, list[int | FiniteFloat | str]] = Field(
-        default_factory=dict, description="Values substituted for {key}: one arm per combination"
-    )
-    aa_of: str | None = Field(None, description="Arm this one repeats (A/A noise arm)")
-    speculative: bool | None = Field(
-        None, description="Whether the arm speculates (default: inferred from the launch flags)"
-    )
-    stop: str | None = Field(
-        None,
-        description="Stop command template (bash -c), run before the launch's process group "
-        "is signalled; default: signalling it is all",
-    )
-    health: str | None = Field(
-        None,
-        description="Health command template: the server is healthy when it exits 0 "
-        "(default: GET /health, then a 1-token completion)",
-    )
-    logs: dict[str, str] = Field(
-        default_factory=dict,
-        description="Log sources: name = command template whose stdout is that log, run "
-        "once healthy and again after the last request",
-    )
-
-
-class PlanFile(_Table):
-    """A whole plan file, as written: [plan] and the [[arms]] before sweep expansion."""
-
-    plan: PlanTable = Field(default_factory=PlanTable, description="The [plan] table")
-    engagement: Engagement = Field(
-        default_factory=Engagement, description="The [engagement] table: client, site, consultant"
-    )
-    arms: list[ArmTable] = Field(min_length=1, description="The [[arms]] entries")
 
 
 class Arm(BaseModel):
@@ -245,6 +138,11 @@ def load_plan(path: Path) -> Plan:
     """Read, validate and expand a plan file."""
     path = Path(path)
     try:
+        if path.stat().st_size > defaults.LIMIT_PLAN_BYTES:
+            raise PlanError(
+                f"{path}: {path.stat().st_size:,} bytes, more than a plan file holds "
+                f"(limit {defaults.LIMIT_PLAN_BYTES:,}); give the plan, not another file"
+            )
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise PlanError(
@@ -317,6 +215,14 @@ def expand_plan(file: PlanFile, *, source: str) -> Plan:
     """Expand sweeps, substitute templates and check names, baseline and A/A references."""
     o = file.plan
     _check_workloads(source, o.workloads)
+    check_limits(
+        source,
+        sweeps=[t.sweep for t in file.arms],
+        concurrency=o.concurrency,
+        restarts=o.restarts,
+        per_level=o.requests + o.warmup,
+        workloads=len(o.workloads),
+    )
     base_url = _template(source, "[plan] base_url", o.base_url or "http://127.0.0.1:{port}", o.port)
     arms: list[Arm] = []
     for index, table in enumerate(file.arms):
@@ -414,11 +320,10 @@ def _one_arm(source: str, where: str, table: ArmTable, o: PlanTable, params: dic
 def _check_names(source: str, arms: list[Arm]) -> None:
     seen: set[str] = set()
     for arm in arms:
-        if not _SAFE_NAME.match(arm.name):
-            raise PlanError(
-                f"{source}: arm name {arm.name!r} cannot name a folder; "
-                "use letters, digits and . _ + = - (starting with a letter or digit)"
-            )
+        try:
+            folder_name("arm", arm.name)
+        except ValueError as exc:
+            raise PlanError(f"{source}: {exc}") from None
         if arm.name in seen:
             raise PlanError(
                 f"{source}: two arms are named {arm.name!r}; give each [[arms]] a distinct name "

@@ -21,6 +21,7 @@ def capture_logs(
     env: Mapping[str, str],
     when: str,
     reporter: Reporter,
+    timeout_s: float = defaults.SHELL_TIMEOUT_S,
 ) -> RunInfo:
     """Run each log command; its stdout becomes logs/<source>.log (redacted by the bundle),
     replacing an earlier copy: the later one is the complete one. A failing command never
@@ -29,7 +30,7 @@ def capture_logs(
     if not commands:
         return info
     for source, command in commands.items():
-        result = run_shell(command, env=env, timeout_s=defaults.SHELL_TIMEOUT_S)
+        result = run_shell(command, env=env, timeout_s=timeout_s)
         if result.returncode == 0:
             bundle.write_log(info.arm, info.restart, source, result.stdout)
             sources[source] = log_file(source)

@@ -21,6 +21,7 @@ from diagnostic.engines import parse_log
 from diagnostic.errors import DiagnosticError
 from diagnostic.measure.client import server_url
 from diagnostic.measure.collect import RunSettings, collect_run
+from diagnostic.measure.health import wait_command, wait_healthy
 from diagnostic.measure.launch import (
     LaunchError,
     ServerProcess,
@@ -29,8 +30,6 @@ from diagnostic.measure.launch import (
     shell_variables,
     start_server,
     stop_leftover,
-    wait_command,
-    wait_healthy,
     wait_port_free,
 )
 from diagnostic.measure.plan.commands import Commands
@@ -136,6 +135,8 @@ class StartRunner:
                     env=env,
                     timeout_s=o.health_timeout_s,
                     poll_s=defaults.HEALTH_POLL_S,
+                    command_timeout_s=o.command_timeout_s,
+                    daemon_ok=self._commands(info).stop is not None,
                 )
             else:
                 ready = wait_healthy(
@@ -145,6 +146,7 @@ class StartRunner:
                     api=o.api,
                     model=o.model,
                     api_key=self.settings.api_key,
+                    daemon_ok=self._commands(info).stop is not None,
                 )
         except LaunchError as exc:
             return self._finish(info, server, "failed", str(exc))
@@ -168,17 +170,25 @@ class StartRunner:
 
     def _capture_logs(self, info: RunInfo, when: str) -> RunInfo:
         logs, env = self._commands(info).logs, self.plan.arm(info.arm).env
-        return capture_logs(self.bundle, info, logs, env=env, when=when, reporter=self.reporter)
+        timeout = self.plan.options.command_timeout_s
+        return capture_logs(
+            self.bundle, info, logs, env=env, when=when, reporter=self.reporter, timeout_s=timeout
+        )
 
     def _run_stop(self, info: RunInfo) -> None:
         """The plan's stop command, before the launch's process group is signalled."""
         stop = self._commands(info).stop
         if stop is None:
             return
-        result = run_shell(
-            stop, env=self.plan.arm(info.arm).env, timeout_s=defaults.SHELL_TIMEOUT_S
-        )
-        if result.returncode != 0:
+        timeout = self.plan.options.command_timeout_s
+        result = run_shell(stop, env=self.plan.arm(info.arm).env, timeout_s=timeout)
+        if result.returncode is None:
+            self.reporter.note(
+                f"{info.arm}-r{info.restart}: the stop command did not end within {timeout:g} s "
+                "([plan] command_timeout_s) and was killed; signalling the launch's process "
+                "group all the same"
+            )
+        elif result.returncode != 0:
             self.reporter.note(
                 f"{info.arm}-r{info.restart}: the stop command failed ({result.why()}); "
                 "signalling the launch's process group all the same"
@@ -198,7 +208,7 @@ class StartRunner:
 
     def _died(self, server: ServerProcess) -> str | None:
         code = server.poll()
-        if code is None:
+        if code is None or server.daemonised:
             return None
         tail = "\n".join(f"  | {line}" for line in server.tail()[-10:])
         return (

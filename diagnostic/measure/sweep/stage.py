@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from pydantic import BaseModel, ConfigDict, Field
 
 from diagnostic import __version__
-from diagnostic.bundle.store import Bundle
+from diagnostic.bundle.store import Bundle, check_output
 from diagnostic.common.progress import NullReporter, Reporter
 from diagnostic.errors import BundleError, DiagnosticError
 from diagnostic.measure.collect import RunSettings
@@ -332,6 +332,7 @@ def _open_bundle(
         plan=spec,
         notes=f"diagnose sweep of {plan.source}",
     )
+    check_output(out)
     if resume and (out / "manifest.json").is_file():
         bundle = Bundle.open(out)
         _check_same_plan(bundle, manifest)
