@@ -413,7 +413,7 @@ def test_collect_records_what_it_cannot_read_and_the_bundle_reads_back(
     (run,) = bundle.runs()
     bundle.read_requests(run.arm, run.restart)
     report = CliRunner().invoke(main, ["report", str(out), "--format", "json"])
-    assert report.exit_code in (0, 1), report.output
+    assert report.exit_code in (0, 1, 3), report.output  # 3: every request failed, said so
 
 
 def test_parse_json_says_why() -> None:

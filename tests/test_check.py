@@ -15,7 +15,6 @@ from click.testing import CliRunner
 
 from diagnostic.bundle.store import Bundle
 from diagnostic.cli import main
-from diagnostic.cli._common import console
 from diagnostic.common.progress import NullReporter
 from diagnostic.errors import DiagnosticError
 from diagnostic.logcheck.stage import FINDINGS_FILE, check_paths
@@ -137,13 +136,12 @@ def test_cli_json_is_the_design_contract() -> None:
         assert finding["severity"] in ("info", "warning", "error")
 
 
-def test_cli_human_output_has_runs_comparison_and_findings(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.setattr(console, "width", 200)
+def test_cli_human_output_has_runs_comparison_and_findings() -> None:
+    # COLUMNS, not console.width: setting the shared console's width would outlive the test
     result = CliRunner().invoke(
         main,
         ["check", str(VLLM / "base" / "server.log"), str(VLLM / "ngram3" / "server.log"), str(MLA)],
+        env={"COLUMNS": "200"},
     )
     out = result.output
     assert "Runs: what the engine resolved" in out
@@ -288,7 +286,7 @@ def test_the_platform_of_each_run_in_json_and_text() -> None:
     assert not [f for f in data["findings"] if f["run"] == cpu_run]
     text = CliRunner().invoke(main, ["check", logs[0]]).output
     # the Engine cell reads "vllm 0.32.0 on cpu" (folded by the table at 80 columns)
-    assert re.search(r"0\.32\.0\s+on\b", text) and re.search(r"\bcpu\b", text)
+    assert "vllm 0.32.0" in text and re.search(r"\bon cpu\b", text)
     assert "No findings." in text
 
 

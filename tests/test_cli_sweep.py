@@ -209,8 +209,12 @@ def test_a_real_adaptive_sweep_plans_its_requests_from_its_own_first_blocks(
     assert t.costs_source == "measured in blocks 1-3" and t.restarts == {"baseline": 3, "ngram": 3}
     if t.requests_why.startswith("m* ="):
         assert 5 <= t.requests <= 60, t.requests_why
-    else:  # two restarts per arm showed no restart component: the plan's 2 are kept
-        assert t.requests_why.startswith("restart noise not resolved yet") and t.requests == 2
+    else:  # no restart component showed (or, with 2 requests on rotating prompts, no
+        # within-restart df): the plan's 2 are kept; which one happens depends on the noise
+        assert t.requests == 2, t.requests_why
+        assert t.requests_why.startswith(
+            ("restart noise not resolved yet", "no variance components yet")
+        ), t.requests_why
     for arm in ("baseline", "ngram"):
         measured = [r for r in bundle.read_requests(arm, 2).records if not r.warmup]
         first = [r for r in bundle.read_requests(arm, 0).records if not r.warmup]

@@ -298,6 +298,7 @@ def _finish(
         verdict=verdict,
         withheld=withheld,
         derived=p.derived,
+        reference_tps=_reference_tps(p),
         lean=_lean(ci.ratio) if verdict == "INCONCLUSIVE" else None,
         interval_method=p.result.method,
         paired=p.result.method == "paired-log-block-ratios",
@@ -319,6 +320,15 @@ def _finish(
     if deciding is not None and design.kind == "adaptive" and design.looks:
         c.stopping = _stopping(p, ci, verdict, design)
     return c
+
+
+def _reference_tps(p: Pending) -> float | None:
+    """The reference's geometric mean decode tok/s over the blocks the ratio pairs (all its
+    restarts when not paired): the figure the arm's is divided by."""
+    logs = p.base.block_logs() if p.result.method == "paired-log-block-ratios" else {}
+    common = set(logs) & set(p.arm.block_logs())
+    values = [logs[b] for b in common] or list(p.base.log_means().values())
+    return math.exp(statistics.fmean(values)) if values else None
 
 
 def _caveat(p: Pending) -> str:

@@ -71,13 +71,13 @@ class Context:
         """Samples of one arm on one workload key and level, by restart."""
         return Side(arm, by_restart(self.index.get((arm, workload, level), [])))
 
-    def reference(self, base: str, workload: str, level: int) -> Side:
+    def reference(self, base: str, workload: str, level: int, *, pool: bool = True) -> Side:
         """What a speculative arm is compared with: the baseline, joined by its A/A repeats
         (arms with aa_of = base) when the design pools them — each block's reference is then
         the mean of their log restart means (two starts of the same configuration per block:
         a ratio's baseline variance halves). The repeats' restarts are keyed apart."""
         side = self.side(base, workload, level)
-        if not self.bundle.manifest.plan.design.pool_aa:
+        if not (pool and self.bundle.manifest.plan.design.pool_aa):
             return side
         groups, pooled = dict(side.groups), {}
         repeats = [a for a in self.arms if (s := self.specs.get(a)) and s.aa_of == base]
@@ -104,6 +104,11 @@ def analyse(
     ctx = _context(bundle)
     arms = [_arm_result(ctx, name, target_width) for name in ctx.arms]
     comparisons = decide(_all_pending(ctx), delta=plan.margin, design=plan.design)
+    if plan.design.pool_aa:
+        _sensitivity(
+            comparisons,
+            decide(_all_pending(ctx, pool=False), delta=plan.margin, design=plan.design),
+        )
     band = _noise_band(plan, comparisons)
     spec = [c for c in comparisons if c.kind == "spec"]
     declared = [c for c in spec if not c.derived]  # the plan's comparisons: they can stop
@@ -347,6 +352,7 @@ def _pending(
     kind: ComparisonKind,
     matched: bool = True,
     differs: str | None = None,
+    pool: bool = True,
 ) -> list[Pending]:
     blocked = ctx.bundle.manifest.plan.order == "blocks"
     k = _k(ctx.specs.get(arm))
@@ -354,7 +360,11 @@ def _pending(
     for level in ctx.levels:
         for w in ctx.keys:
             a = ctx.side(arm, w, level)
-            b = ctx.reference(base, w, level) if kind == "spec" else ctx.side(base, w, level)
+            b = (
+                ctx.reference(base, w, level, pool=pool)
+                if kind == "spec"
+                else ctx.side(base, w, level)
+            )
             if a.groups and b.groups:
                 out.append(
                     start_comparison(
@@ -372,7 +382,7 @@ def _pending(
     return out
 
 
-def _all_pending(ctx: Context) -> list[Pending]:
+def _all_pending(ctx: Context, *, pool: bool = True) -> list[Pending]:
     """A/A arms against the arm they repeat; speculative arms against their matched baseline;
     other configurations against the plan's baseline (a table, never a headline)."""
     out: list[Pending] = []
@@ -386,10 +396,24 @@ def _all_pending(ctx: Context) -> list[Pending]:
         elif _speculative(spec):
             base, matched, differs = _matched_baseline(ctx, arm)
             if base is not None:
-                out += _pending(ctx, arm, base, "spec", matched, differs)
+                out += _pending(ctx, arm, base, "spec", matched, differs, pool)
         else:
             out += _pending(ctx, arm, ctx.baseline, "config", False)
     return out
+
+
+def _sensitivity(comparisons: Sequence[Comparison], alone: Sequence[Comparison]) -> None:
+    """A pooled reference is a design choice (the A/A check cannot prove the repeat equals the
+    baseline): each speculative verdict that differs against the baseline alone says so."""
+    other = {(c.arm, c.workload, c.concurrency): c for c in alone if c.kind == "spec"}
+    for c in comparisons:
+        b = other.get((c.arm, c.workload, c.concurrency))
+        if c.kind != "spec" or c.withheld or b is None or b.verdict == c.verdict:
+            continue
+        c.sensitivity = (
+            f"{b.verdict if not b.withheld else 'no verdict'} against {b.baseline} alone "
+            f"({b.ratio:.3f}×, {b.ci_label}: {b.ci_low:.3f}–{b.ci_high:.3f})"
+        )
 
 
 def _noise_band(plan: PlanSpec, comparisons: Sequence[Comparison]) -> NoiseBand:

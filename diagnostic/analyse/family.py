@@ -131,18 +131,25 @@ def moderated_variances(diffs: Sequence[BlockDiffs]) -> list[tuple[float, float]
     """Each comparison's block variance moderated towards the family's prior, with its df:
     s̃_j² = w_j·s0² + (1 − w_j)·s_j², w_j = d0/(d0 + d_j) (Smyth 2004; moderated_prior), and
     df_j = 2·s̃_j⁴ / Var(s̃_j²) by Satterthwaite, Var from the normal-theory covariances of
-    sample variances, Cov(s_j², s_k²) = 2·Σ_jk²·(n_jk − 1)/((n_j − 1)(n_k − 1)) (Σ_jk from
-    the unshrunk block correlations, n_jk the blocks shared; s0² taken as the mean of the
-    s_k² for its variance). Comparisons that share a reference share its noise, so pooling
-    is worth less than the sum of their df: seven arms against one baseline on 5 blocks
-    pool to about 11 df, not 28."""
+    sample variances, Cov(s_j², s_k²) = 2·ρ_jk²·s_j²·s_k²·(n_jk − 1)/((n_j − 1)(n_k − 1))
+    (ρ_jk² the unshrunk block correlation's square less its small-sample bias, n_jk the
+    blocks shared; s0² taken as the mean of the s_k² for its variance). Comparisons that
+    share a reference share its noise, so pooling is worth less than the sum of their df:
+    seven arms against one baseline on 5 blocks pool to about 11 df, not 28."""
     s2 = np.array([np.array(list(d.values())).var(ddof=1) for d in diffs])
     own = np.array([len(d) - 1.0 for d in diffs])
     prior = moderated_prior(list(s2), list(own))
     if prior is None:
         return [(float(v), float(d)) for v, d in zip(s2, own, strict=True)]
     r, shared = _pairwise(diffs)
-    cov = 2 * (r * np.sqrt(np.outer(s2, s2))) ** 2 * np.maximum(shared - 1, 0) / np.outer(own, own)
+    # r² overstates ρ² by about (1 − r²)²/(n − 1) on few blocks (Olkin & Pratt 1958): taken
+    # off, so that the df are not understated; the diagonal stays 1.
+    rho_sq = np.where(
+        np.eye(len(diffs), dtype=bool),
+        1.0,
+        np.clip(r**2 - (1 - r**2) ** 2 / np.maximum(shared - 1, 1), 0.0, 1.0),
+    )
+    cov = 2 * rho_sq * np.outer(s2, s2) * np.maximum(shared - 1, 0) / np.outer(own, own)
     var_pool = float(cov.mean())  # Var(mean of the s_k²)
     cov_pool = cov.mean(axis=0)  # Cov(mean of the s_k², s_j²)
     weight = np.ones_like(own) if math.isinf(prior.d0) else prior.d0 / (prior.d0 + own)

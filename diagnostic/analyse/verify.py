@@ -49,6 +49,7 @@ LIST_KEYS: dict[str, tuple[str, ...]] = {
     "per_position": ("position",),
     "comparisons": ("arm", "baseline", "workload", "concurrency", "kind"),
     "points": ("k",),
+    "extension": ("added",),
     "predicted": ("k",),
     "equivalence": ("arm", "baseline"),
     "prompts": ("workload", "prompt_id"),

@@ -75,6 +75,10 @@ def _arm_row(
         verdict = "WITHHELD"
     if c is not None and c.baseline != a.baseline:
         notes.append(f"vs {c.baseline}")
+    if c is not None and c.pooled_with and c.reference_tps:
+        notes.append(f"vs {f.tps(c.reference_tps)} tok/s: {c.baseline} and {c.pooled_with} pooled")
+    if c is not None and c.sensitivity:
+        notes.append(c.sensitivity)
     if c is not None and not c.matched and c.differs:
         notes.append(f"also differs: {c.differs}")
     if c is not None and c.label:

@@ -475,6 +475,14 @@ def _caveats(a: Analysis) -> list[str]:
             f"{f.join(few)} had fewer than {defaults.MIN_RESTARTS} restarts on a side: their "
             "intervals are shown, without a verdict."
         )
+    sensitive = [c for c in a.comparisons if c.sensitivity and not c.derived]
+    if sensitive:
+        out.append(
+            "Each block's reference pools the baseline and its A/A repeat (a design choice of "
+            "the plan; the A/A check cannot prove the two equal). Against the baseline alone: "
+            + "; ".join(f"{c.arm} on {c.workload}: {c.sensitivity}" for c in sensitive)
+            + "."
+        )
     unmatched = sorted({c.arm for c in a.comparisons if c.kind == "spec" and not c.matched})
     if unmatched:
         out.append(

@@ -204,6 +204,15 @@ class Comparison(_Model):
         "with probability ≥ 80% (outlook.extension); withheld: the floor a verdict needs; "
         "None when no extension of up to 50 more restarts reaches 80%",
     )
+    reference_tps: float | None = Field(
+        None,
+        description="Decode tok/s of what the ratio is against, over the blocks it uses (the "
+        "pooled reference's own figure when the A/A repeat joins it): arm / this = ratio",
+    )
+    sensitivity: str | None = Field(
+        None,
+        description="Pooled reference: the verdict against the baseline alone, when it differs",
+    )
     outlook: Outlook | None = Field(
         None, description="Undecided family member: the confidence distribution and extensions"
     )

@@ -363,8 +363,9 @@ def shrunk(r: np.ndarray, n: np.ndarray) -> np.ndarray:
 
 def moderated(diffs: list[dict[Any, float]]) -> list[tuple[float, float]]:
     """(s̃², df) per comparison: s̃² = w·s0² + (1 − w)·s², w = d0/(d0 + d) (1 when d0 = inf);
-    df = 2·s̃⁴ / Var(s̃²) (Satterthwaite) with Cov(s_j², s_k²) = 2·(r_jk·s_j·s_k)²·(n_jk −
-    1)/(d_j·d_k) and s0² counted as the plain mean of the s_k²; never below d."""
+    df = 2·s̃⁴ / Var(s̃²) (Satterthwaite) with Cov(s_j², s_k²) = 2·ρ²·s_j²·s_k²·(n_jk −
+    1)/(d_j·d_k), ρ² = r_jk² − (1 − r_jk²)²/(n_jk − 1) within [0, 1], and s0² counted as
+    the plain mean of the s_k²; never below d."""
     s2 = [float(np.var(list(d.values()), ddof=1)) for d in diffs]
     own = [len(d) - 1.0 for d in diffs]
     prior = fit_prior(s2, own)
@@ -372,9 +373,16 @@ def moderated(diffs: list[dict[Any, float]]) -> list[tuple[float, float]]:
         return list(zip(s2, own, strict=True))
     r, n = correlations(diffs)
     m = len(diffs)
+
+    def rho_sq(j: int, k: int) -> float:  # r² less its bias (1 − r²)²/(n − 1), within [0, 1]
+        if j == k:
+            return 1.0
+        bias = (1 - r[j, k] ** 2) ** 2 / max(n[j, k] - 1, 1)
+        return min(1.0, max(0.0, r[j, k] ** 2 - bias))
+
     cov = [
         [
-            2 * (r[j, k] ** 2) * s2[j] * s2[k] * max(n[j, k] - 1, 0) / (own[j] * own[k])
+            2 * rho_sq(j, k) * s2[j] * s2[k] * max(n[j, k] - 1, 0) / (own[j] * own[k])
             for k in range(m)
         ]
         for j in range(m)

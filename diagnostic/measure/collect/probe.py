@@ -8,7 +8,14 @@ from typing import Any
 
 import httpx
 
-from diagnostic.common.answers import ACCEPT_ENCODING, Deadline, Unreadable, parse_json, read_body
+from diagnostic.common.answers import (
+    ACCEPT_ENCODING,
+    Deadline,
+    NotJson,
+    Unreadable,
+    parse_json,
+    read_body,
+)
 from diagnostic.errors import DiagnosticError
 from diagnostic.measure.client import PATHS, Api, auth_headers
 
@@ -36,10 +43,12 @@ def check_server(
     base_url: str, *, api: Api, api_key: str | None, model: str | None, timeout_s: float
 ) -> None:
     """Raise a DiagnosticError naming what answered unless `base_url` serves the OpenAI API
-    collect will call: GET /v1/models, then one greedy request of one token to the API (with
-    the model collect will send), which must answer JSON with `choices`. A server without
-    /v1/models passes when the request does. Each answer is read within _LIMIT bytes and the
-    timeout (at most _SECONDS), however the server answers. Nothing is written anywhere."""
+    collect will call: GET /v1/models, then one greedy streamed request of one token to the
+    API (with the model collect will send), which must answer a JSON object (an event stream
+    of them); a 2xx /v1/models that is no JSON object (an HTML page, an event stream) is no
+    OpenAI server. A server without /v1/models passes when the request does. Each answer is
+    read within _LIMIT bytes and the timeout (at most _SECONDS), however the server answers.
+    Nothing is written anywhere."""
     seconds = min(_SECONDS, timeout_s)
     headers = {**auth_headers(api_key), **ACCEPT_ENCODING}
     limits = httpx.Limits(max_keepalive_connections=0)  # the deadline sees each connection
@@ -55,8 +64,8 @@ def check_server(
                 "server wants an API key; put it in an environment variable and pass "
                 "--api-key-env VAR"
             )
-    if _json(answer, "choices") is not None:
-        return
+    if _object(models) is not False and _object(answer) is not False and 200 <= answer.status < 300:
+        return  # an API's answer; what collect cannot read in it, each record will say
     said = f"GET {MODELS} answered {_described(models)}; POST {path} answered {_described(answer)}"
     if 503 in (models.status, answer.status):
         raise DiagnosticError(
@@ -98,7 +107,8 @@ def _send(
 
 
 def _probe(api: Api, model: str | None) -> dict[str, Any]:
-    body: dict[str, Any] = {"max_tokens": 1, "temperature": 0, "stream": False}
+    # Streamed, as collect's requests are: the probe calls what the measurement will.
+    body: dict[str, Any] = {"max_tokens": 1, "temperature": 0, "stream": True}
     if model is not None:
         body["model"] = model
     if api == "chat":
@@ -108,12 +118,33 @@ def _probe(api: Api, model: str | None) -> dict[str, Any]:
     return body
 
 
-def _json(answer: _Answer, key: str) -> Any:
-    """`key` of a 2xx JSON object answer, when it is a list; else None."""
+def _object(answer: _Answer) -> bool | None:
+    """Whether a 2xx answer is a JSON object (or an event stream of them, for the API):
+    False for text that is no JSON (an HTML page); None when it is not a 2xx answer or is
+    JSON too deep to read."""
     if not 200 <= answer.status < 300:
         return None
+    text = answer.body.lstrip()
+    if text.startswith(b"data:") and answer.path != MODELS:
+        text = text.split(b"\n", 1)[0].removeprefix(b"data:")
     try:
-        body = parse_json(answer.body)
+        return isinstance(parse_json(text), dict)
+    except NotJson:
+        return False
+    except Unreadable:  # JSON too deep or too long to read: collect notes what it cannot read
+        return None
+
+
+def _json(answer: _Answer, key: str) -> Any:
+    """`key` of a 2xx JSON object answer (or of the first event of a streamed one), when it is
+    a list; else None."""
+    if not 200 <= answer.status < 300:
+        return None
+    text = answer.body.lstrip()
+    if text.startswith(b"data:"):  # server-sent events: the first one's JSON
+        text = text.split(b"\n", 1)[0].removeprefix(b"data:")
+    try:
+        body = parse_json(text)
     except Unreadable:
         return None
     value = body.get(key) if isinstance(body, dict) else None

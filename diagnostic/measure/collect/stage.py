@@ -98,12 +98,14 @@ class CollectConfig(BaseModel):
 
 def preflight(config: CollectConfig) -> None:
     """Every check that can refuse a collect, before it writes anything or draws a bar: the
-    URL, the workloads and --log files, the bundle's plan and run, then the server (it must
+    URL, the workloads and --log files, the output path, the bundle's plan and run, then the
+    server (it must
     answer the OpenAI API collect calls). Raises a DiagnosticError saying what to do."""
     server_url(config.base_url)
     workloads = select_workloads(config.workloads, config.prompts)
     _check_api(workloads, config.api)
     log_sources(config.logs)
+    check_output(config.out)
     _existing(config, [w.name for w in workloads])
     check_server(
         config.base_url,
@@ -202,7 +204,6 @@ def _check_api(workloads: list[Workload], api: str) -> None:
 
 
 def _open_run(config: CollectConfig, workloads: list[str]) -> tuple[Bundle, RunInfo]:
-    check_output(config.out)
     found = _existing(config, workloads)
     if found is None:
         bundle = Bundle.create(config.out, _manifest(config, workloads), force=config.force)

@@ -169,7 +169,11 @@ def plan_requests(
     from diagnostic.analyse import pairing
 
     if noise.empty:
-        return RequestsPlan(requests=current, why="no variance components yet (needs 2 restarts)")
+        return RequestsPlan(
+            requests=current,
+            why=f"no variance components yet: {current} kept (they need 2 restarts of an arm "
+            "that share a prompt and leave a degree of freedom within restarts)",
+        )
     s1_sq, t2_sq, p2_sq, prompts = pooled_noise(noise)
     how = "each arm's prompt effects removed" if "prompts" in noise else "assumed CVs"
     pooled = (

@@ -126,7 +126,7 @@ class TimeKeeper:
         if self.looks:  # the adaptive design plans its requests per restart
             noise = planner.noise_components(loaded.frame, self.baseline)
             more = index + 1 < len(self.schedule)  # no start follows the last block:
-            if more and not noise.empty:  # a plan for it would be recorded but never run
+            if more:  # a plan for the last block would be recorded but never run
                 chosen = planner.plan_requests(self.costs, noise, current=self.requests)
                 self.settings = self.settings.model_copy(update={"requests": chosen.requests})
                 why = chosen.why
