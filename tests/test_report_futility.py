@@ -6,6 +6,7 @@ restarts; the unmodified sample reads as before."""
 
 from __future__ import annotations
 
+import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -121,7 +122,7 @@ def test_futile_arm_rows_say_why_and_the_others_keep_their_restart_count(
         # a note shared by rows is a footnote
         note = footnote.removeprefix("† ") if row.note == "†" else row.note
         if c is not None and c.stopping and c.stopping.futile:
-            assert note == _stopped(c)
+            assert note.endswith(_stopped(c)), note  # after any sensitivity line
             futile_rows += 1
         else:
             assert "futility" not in note
@@ -194,3 +195,30 @@ def test_the_rendered_page_carries_the_futility_note(futile: Report) -> None:
 def test_the_analysis_carries_the_method_text_of_its_design(futile: Report) -> None:
     """analyse() passes the manifest's design to the method text (core.py)."""
     assert futile.analysis.methods.ratio_interval == methods(False, DESIGN).ratio_interval
+
+
+def test_every_ratio_is_the_printed_tok_s_over_the_reference_its_table_states() -> None:
+    """Issue 29 item 4: samples/llamacpp-cpu-adaptive pools the baseline with its A/A repeat.
+    Each before-and-after table states the pooled reference's tok/s once (on the baseline's
+    row; a row whose reference differs, like the arm stopped at look 1, states its own), and
+    every printed ratio is the row's printed tok/s over that reference, to print rounding."""
+    r = _report(Bundle.open(SAMPLE.parent / "llamacpp-cpu-adaptive"))
+    reference = re.compile(r"vs ([\d,.]+) tok/s, baseline and baseline-aa pooled")
+    checked, own_references = 0, 0
+    for table in r.ctx.before_after:
+        rows = [(row, table.footnote.removeprefix("† ") if row.note == "†" else row.note)
+                for row in table.rows]  # fmt: skip
+        shared = reference.search(rows[0][1])
+        assert rows[0][0].verdict == "BASELINE" and shared, rows[0]
+        for row, note in rows[1:]:
+            if row.arm == "baseline-aa":  # the A/A check is against the baseline alone
+                assert "vs baseline alone" in note
+                continue
+            own = reference.search(note)
+            own_references += own is not None
+            ref = float((own or shared).group(1).replace(",", ""))
+            tps, ratio = float(row.decode_tps.replace(",", "")), float(row.ratio.rstrip("×"))
+            assert tps / ref == pytest.approx(ratio, abs=0.006), (row, note)
+            checked += 1
+    assert checked == 10  # 5 speculative arms × 2 workloads
+    assert own_references == 2  # the self-drafter, stopped at look 1, on its first 4 blocks

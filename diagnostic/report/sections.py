@@ -64,9 +64,25 @@ def _acceptance(arm: ArmResult, aw: ArmWorkload) -> str:
     return f.num(acc.estimate, 2)
 
 
+def _pooled(c: Comparison) -> str | None:
+    """The reference a ratio divides by when the baseline is pooled with its A/A repeat, so
+    that the ratio can be checked against the figures printed beside it."""
+    if not (c.pooled_with and c.reference_tps):
+        return None
+    return f"vs {f.tps(c.reference_tps)} tok/s, {c.baseline} and {c.pooled_with} pooled"
+
+
 def _arm_row(
-    a: Analysis, arm: ArmResult, aw: ArmWorkload, level: int, setting: Describe, day: Day
+    a: Analysis,
+    arm: ArmResult,
+    aw: ArmWorkload,
+    level: int,
+    setting: Describe,
+    day: Day,
+    shared: str | None,
 ) -> ArmRow:
+    """One arm's row; `shared` is the pooled reference most ratios of the table divide by
+    (stated once, on the baseline's row; a row whose reference differs states its own)."""
     c = sel.comparison(a, arm.id, aw.workload, level)
     e = aw.decode_tps
     verdict: str = "BASELINE" if arm.is_baseline else (c.verdict if c else "—")
@@ -75,8 +91,13 @@ def _arm_row(
         verdict = "WITHHELD"
     if c is not None and c.baseline != a.baseline:
         notes.append(f"vs {c.baseline}")
-    if c is not None and c.pooled_with and c.reference_tps:
-        notes.append(f"vs {f.tps(c.reference_tps)} tok/s: {c.baseline} and {c.pooled_with} pooled")
+    pooled = _pooled(c) if c is not None else None
+    if pooled and pooled != shared:
+        notes.append(pooled)
+    elif c is not None and shared and not pooled and c.baseline == a.baseline:
+        notes.append(f"vs {c.baseline} alone")
+    if arm.is_baseline and shared:
+        notes.append(f"ratios below: {shared}")
     if c is not None and c.sensitivity:
         notes.append(c.sensitivity)
     if c is not None and not c.matched and c.differs:
@@ -124,8 +145,13 @@ def before_after(a: Analysis, *, setting: Describe, day: Day) -> list[WorkloadTa
     for level in sel.levels(a):
         for w in sel.workloads(a):
             pairs = [(arm, sel.arm_workload(arm, w, level)) for arm in sel.ordered_arms(a)]
+            compared = (sel.comparison(a, arm.id, w, level) for arm, _ in pairs)
+            pooled = Counter(p for c in compared if c is not None and (p := _pooled(c)))
+            shared = pooled.most_common(1)[0][0] if pooled else None
             rows = [
-                _arm_row(a, arm, aw, level, setting, day) for arm, aw in pairs if aw is not None
+                _arm_row(a, arm, aw, level, setting, day, shared)
+                for arm, aw in pairs
+                if aw is not None
             ]
             if rows:
                 rows, footnote = _footnoted(rows)
