@@ -159,7 +159,7 @@ def run_adaptive(data, blocks: int):  # type: ignore[no-untyped-def]
     return out
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sims", type=int, default=100)
     parser.add_argument("--null-sims", type=int, default=200)
@@ -173,11 +173,12 @@ def main() -> int:
     parser.add_argument("--requests", type=int, default=15)
     parser.add_argument("--request-cv", type=float, default=0.05)
     parser.add_argument("--json", type=Path)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     t0 = time.monotonic()
     rows = []
-    print("| arms | blocks | restart CV | design | power +5% | +10% | +20% | false decisions |")
-    print("|---|---|---|---|---|---|---|---|")
+    effects = " | ".join(f"power {e:+.0%}" for e in args.effects)
+    print(f"| arms | blocks | restart CV | design | {effects} | false decisions |")
+    print("|---|---|---|---|" + "---|" * len(args.effects) + "---|")
     for arms in args.arms:
         for cv in args.cv:
             for design in args.designs:

@@ -201,3 +201,18 @@ def test_the_attack_pass_lists_its_cases() -> None:
     assert len(cases) >= 130
     assert {c.klass for c in cases} >= {"usage", "choices", "endpoint", "metrics", "stall"}
     assert {c.klass for c in cases} >= {"file system", "names", "plan", "launch", "bomb"}
+
+
+def test_verdict_power_runs_small(capsys: pytest.CaptureFixture[str]) -> None:
+    power = load_benchmark("verdict_power")
+    argv = ["--sims", "2", "--null-sims", "2", "--cv", "0.05", "--arms", "4", "--effects", "0.2"]
+    assert power.main([*argv, "--designs", "fixed", "--startup-s", "3000"]) == 0
+    table = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| 4 |")]
+    assert len(table) == 1 and table[0].count("%") == 3  # restart CV, one power, false decisions
+
+
+def test_family_coverage_runs_small(capsys: pytest.CaptureFixture[str]) -> None:
+    coverage = load_benchmark("family_coverage")
+    coverage.main(["--families", "2", "--arms", "3", "--blocks", "3"])
+    rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| ")][1:]
+    assert [r.split(" | ")[0].removeprefix("| ") for r in rows] == list(coverage.CONDITIONS)
