@@ -14,7 +14,7 @@ from diagnostic.report import fmt as f
 from diagnostic.report import select as sel
 from diagnostic.report.budget import Day
 from diagnostic.report.design import futility
-from diagnostic.report.inputs import Inputs
+from diagnostic.report.inputs import Inputs, served_method
 from diagnostic.report.unmeasured import unmeasured
 from diagnostic.report.view import (
     Cause,
@@ -94,7 +94,8 @@ def _drafters(inputs: Inputs) -> str:
     found: dict[str, None] = {}
     for facts in inputs.log_facts:
         if facts.spec.enabled:
-            name = f.method_name(facts.spec.method)
+            method = facts.spec.method or served_method(inputs.run_of(facts))
+            name = f.method_name(method) if method else "on (method not recorded)"
             drafter = facts.spec.drafter
             if drafter:
                 drafter = _short(launch.expand(drafter, launch.launch_values(inputs.run_of(facts))))
