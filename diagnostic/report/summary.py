@@ -276,9 +276,10 @@ def _summary_chart(a: Analysis) -> Chart | None:
             bars.append(charts.Bar(w, label, est, e.ci_low, e.ci_high, is_base))
     if not bars:
         return None
+    cut = charts.bar_axis(bars).cuts([b.low for b in bars], [b.high for b in bars])
     return Chart(
         title="Decode throughput per workload: baseline and the best speculative setting "
-        "(95% CI across restarts).",
+        f"(95% CI across restarts{f'; {charts.CUT}' if cut else ''}).",
         # Shorter than chapter 2's: page 1 must hold the whole executive summary.
         uri=charts.data_uri(charts.before_after_chart(bars, legend_on_top=True, height_in=1.4)),
         alt="Bar chart of decode tokens per second, baseline against best speculative arm.",
