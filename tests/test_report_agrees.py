@@ -1,22 +1,27 @@
 """The deliverable agrees with itself (issue 36 item 5): a bundle collected by hand, whose
-plan names no method or k and whose logs name no capture mode, reads what is known."""
+plan names no method or k and whose logs name no capture mode, reads what is known; the
+requests per restart and the cost of a restart are stated once, from one computation."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 
 import pytest
+from pydantic import BaseModel
 
 from diagnostic.analyse.core import analyse
 from diagnostic.bundle.store import Bundle
 from diagnostic.logcheck.stage import FINDINGS_FILE
-from diagnostic.report import capture
+from diagnostic.report import budget, capture
 from diagnostic.report.build import report_context
+from diagnostic.report.design import COST_ROW
 from diagnostic.report.inputs import Inputs
 from diagnostic.report.view import ReportContext
 from diagnostic.schema.logfacts import CheckReport, RunSources, SourceCapture
@@ -115,3 +120,105 @@ def test_a_setting_nothing_names_says_so(unnamed: ReportContext) -> None:
     spec = {r.spec for r in unnamed.capture_runs}
     assert spec == {"off", "speculation on (method and k not recorded)"}
     assert unnamed.spec_pairs is not None and unnamed.spec_pairs.rows[0][1] == "not recorded"
+
+
+# -- point 5: requests per restart and the cost of a restart, stated once -----------------
+SAMPLES = Path(__file__).parents[1] / "samples"
+TIMED = ("llamacpp-cpu-adaptive", "llamacpp-cpu-gemma3")
+_COST_WORDS = re.compile(r"start-up \d|\d s start-up|s per request|a start costs")
+
+
+@pytest.fixture(scope="module")
+def timed() -> dict[str, tuple[Bundle, ReportContext]]:
+    out = {}
+    for name in TIMED:
+        bundle = Bundle.open(SAMPLES / name, strict=False)
+        out[name] = (bundle, report_context(bundle))
+    return out
+
+
+def _requests_per_block(bundle: Bundle) -> str:
+    """Measured requests per restart and workload, per block, counted from the records."""
+    per_block: dict[int, Counter[int]] = {}
+    for run in bundle.runs():
+        records = [r for r in bundle.read_requests(run.arm, run.restart).records if not r.warmup]
+        counts = Counter(r.workload for r in records if not r.error)
+        per_block.setdefault(run.block or 0, Counter())[max(counts.values())] += 1
+    spans: list[tuple[list[int], int]] = []
+    for block in sorted(per_block):
+        n = per_block[block].most_common(1)[0][0]
+        if spans and spans[-1][1] == n:
+            spans[-1][0].append(block + 1)
+        else:
+            spans.append(([block + 1], n))
+    if len(spans) == 1:
+        return f"{spans[0][1]} measured + {bundle.manifest.plan.warmup} warm-up"
+    return ", ".join(
+        f"{n} in blocks {b[0]}–{b[-1]}" if len(b) > 1 else f"{n} in block {b[0]}" for b, n in spans
+    )
+
+
+def _texts(ctx: ReportContext) -> list[str]:
+    """Every string of the report context (charts left out)."""
+    found: list[str] = []
+
+    def walk(value: object) -> None:
+        if isinstance(value, str):
+            found.append(value)
+        elif isinstance(value, BaseModel):
+            for name in type(value).model_fields:
+                if name != "uri":
+                    walk(getattr(value, name))
+        elif isinstance(value, list | tuple):
+            for item in value:
+                walk(item)
+
+    walk(ctx)
+    return found
+
+
+@pytest.mark.parametrize("name", TIMED)
+def test_requests_per_restart_are_what_each_block_measured(
+    timed: dict[str, tuple[Bundle, ReportContext]], name: str
+) -> None:
+    bundle, ctx = timed[name]
+    rows = {kv.key: kv.value for kv in ctx.methodology.plan}
+    assert rows["Requests per restart and workload"].startswith(_requests_per_block(bundle))
+    if name == "llamacpp-cpu-adaptive":  # resized on site: 15, then 6, 7 and 5
+        assert rows["Requests per restart and workload"].startswith(
+            "15 in blocks 1–2, 6 in block 3, 7 in block 4, 5 in blocks 5–8"
+        )
+        assert "Cost of a restart, above" in rows["Requests per restart (planned on site)"]
+
+
+@pytest.mark.parametrize("name", TIMED)
+def test_the_cost_of_a_restart_is_stated_once_and_every_estimate_uses_it(
+    timed: dict[str, tuple[Bundle, ReportContext]], name: str
+) -> None:
+    bundle, ctx = timed[name]
+    stating = [t for t in _texts(ctx) if _COST_WORDS.search(t)]
+    assert stating == [ctx.methodology.plan[3].value], stating  # the cost row, alone
+    assert ctx.methodology.plan[3].key == COST_ROW
+    day = budget.day(bundle.runs(), analyse(bundle), warmup=bundle.manifest.plan.warmup)
+    assert day.costs is not None and day.restart_s == day.costs.restart_s()
+    for row in ctx.variance.rows:  # the planning column: 2 arms × n restarts at m requests
+        if m := re.match(
+            r"(\d+) requests × (\d+) restarts per arm: ≈ (.+) for two arms", row.advice
+        ):
+            cost = day.costs.restart_s(int(m[1]))
+            assert cost is not None
+            assert m[3] == budget._hours(2 * int(m[2]) * cost), row.advice
+    notes = [r.note for t in ctx.before_after for r in t.rows] + [
+        r.text for r in ctx.recommendations
+    ]
+    more = [
+        m
+        for n in notes
+        for m in re.finditer(r"(\d+) more restarts? per arm \(\d+ in all, ≈ ([^)]+)\)", n)
+    ]
+    assert more, name
+    for m in more:  # 2 arms (the arm and its baseline) or more, at the last requests per restart
+        restart = day.costs.restart_s()
+        assert restart is not None
+        options = {budget._hours(int(m[1]) * arms * restart) for arms in range(2, 9)}
+        assert m[2] in options, (m[0], options)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from diagnostic.bundle.store import Bundle, run_id
 from diagnostic.report import budget
@@ -55,12 +56,10 @@ class Inputs:
         if not self.runs:
             self.runs = self.bundle.runs()
 
-    @property
+    @cached_property
     def day(self) -> budget.Day:
-        """What a day on site allows, at this bundle's cost of a restart."""
-        plan = self.bundle.manifest.plan
-        workloads = len(plan.workloads) or len(self.analysis.workloads)
-        return budget.day(self.runs, workloads=workloads, warmup=plan.warmup)
+        """What a day on site allows, at this bundle's measured cost of a restart."""
+        return budget.day(self.runs, self.analysis, warmup=self.bundle.manifest.plan.warmup)
 
     @property
     def people(self) -> Engagement:
