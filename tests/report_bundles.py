@@ -34,8 +34,9 @@ HOSTILE = (
     "<style>body{display:none}</style>{{ 7*7 }}{% if 1 %}jinja{% endif %}"
     '<link rel="stylesheet" href="http://attacker.invalid/x.css">'
 )
-BASE_TPS = {"code": 100.0, "prose": 90.0}
-ALPHA = {"code": 0.75, "prose": 0.45}  # per-token acceptance of the n-gram drafter
+BASE_TPS = {"code": 100.0, "prose": 90.0, "qa": 95.0, "rag": 85.0, "math": 98.0, "summary": 88.0}
+# per-token acceptance of the n-gram drafter
+ALPHA = {"code": 0.75, "prose": 0.45, "qa": 0.5, "rag": 0.7, "math": 0.6, "summary": 0.65}
 STEP_A, STEP_B = 1.05, 0.08  # step cost ρ_k = a + b·k of the simulated engine
 MODEL = "meta-llama/Llama-3.1-8B-Instruct"
 ENVIRONMENT = {

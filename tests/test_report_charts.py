@@ -1,15 +1,24 @@
-"""Report charts: valid, deterministic SVG whose text is escaped and stays text."""
+"""Report charts: valid, deterministic SVG whose text is escaped and stays text; axes set by
+the bulk of the data, an interval beyond them marked."""
 
 from __future__ import annotations
 
 import base64
 import math
 import xml.etree.ElementTree as ET
+from pathlib import Path
 
 import pytest
 
+from diagnostic.analyse.core import analyse
+from diagnostic.bundle.store import Bundle
 from diagnostic.report import charts
+from diagnostic.report import select as sel
+from diagnostic.report.build import report_context
 from diagnostic.report.charts import Bar, Point, Series, Strip
+
+SAMPLES = Path(__file__).resolve().parent.parent / "samples"
+SAMPLE_NAMES = ("vllm-h200-validation", "llamacpp-cpu-gemma3", "vllm-h200-mla")
 
 SVG = "{http://www.w3.org/2000/svg}"
 BARS = [
@@ -89,3 +98,61 @@ def test_data_uri_round_trips(rendered: dict[str, str]) -> None:
     prefix = "data:image/svg+xml;base64,"
     assert uri.startswith(prefix)
     assert base64.b64decode(uri[len(prefix) :]).decode() == rendered["variance"]
+
+
+def test_one_wide_interval_does_not_set_the_axis() -> None:
+    """Speedups of the validation sample: one restart-starved interval [0.006, 1911] and one
+    [0.01, 6.23] beside intervals a few tenths wide. The axis follows the bulk; the ends
+    beyond it are marked, the others drawn whole."""
+    values, lows, highs = (
+        [1.14, 0.18, 1.55, 3.51],
+        [0.79, 0.01, 0.77, 0.006],
+        [1.63, 6.23, 3.12, 1911],
+    )
+    axis = charts.axis_range(values, lows, highs)
+    assert axis.high <= charts.REACH * max(values) * 1.1
+    assert axis.beyond(1911) and axis.low == 0.0  # a rate's axis stops at 0
+    assert not any(axis.beyond(x) for x in (0.006, 0.01, 0.77, 0.79, 1.63, 3.12, 6.23))
+    high = charts.axis_range([100.0, 120.0], [99.0, 2.0], [101.0, 121.0])
+    assert high.low > 40 and high.beyond(2.0)  # an end far below is cut too
+    assert axis.cuts(lows, highs) and not axis.cuts([0.79], [1.63])
+    bars = [
+        Bar("code", str(i), v, lo, hi)
+        for i, (v, lo, hi) in enumerate(zip(values, lows, highs, strict=True))
+    ]
+    texts = _texts(charts.before_after_chart(bars))
+    assert "1,911" in texts  # the cut end, labelled beside its arrow
+    assert charts.bar_axis(BARS).cuts([b.low for b in BARS], [b.high for b in BARS]) is False
+
+
+def _ticks(svg: str) -> list[float]:
+    root = ET.fromstring(svg)
+    ticks = [t for g in root.iter(f"{SVG}g") if g.get("id", "").startswith("ytick_")
+             for t in g.iter(f"{SVG}text")]  # fmt: skip
+    return [float("".join(t.itertext()).replace(",", "").replace("−", "-")) for t in ticks]
+
+
+@pytest.mark.parametrize("name", SAMPLE_NAMES)
+def test_sample_charts_follow_the_bulk_and_mark_what_runs_off(name: str) -> None:
+    """Every chart of a sample with intervals: its axis stays within REACH of the largest
+    estimate, and its caption speaks of cut intervals exactly when one is drawn cut."""
+    bundle = Bundle.open(SAMPLES / name, strict=False)
+    ctx = report_context(bundle)
+    a = analyse(bundle)
+    level = sel.levels(a)[0]
+    estimates = [
+        aw.decode_tps.estimate
+        for arm in a.arms
+        for w in sel.workloads(a)
+        if (aw := sel.arm_workload(arm, w, level)) is not None and aw.decode_tps.estimate
+    ]
+    assert ctx.sweep is not None
+    for chart in (ctx.before_after_chart, ctx.sweep.chart, ctx.summary.chart):
+        assert chart is not None
+        svg = base64.b64decode(chart.uri.split(",", 1)[1]).decode()
+        assert max(_ticks(svg)) <= charts.REACH * max(estimates) * 1.1, (name, chart.title)
+        cut = 'style="font-size: 5.5px' in svg
+        assert (charts.CUT in chart.title) == cut, (name, chart.title)
+    if name == "vllm-h200-validation":  # eager's [1.2, 3,540] and two more on prose
+        svg = base64.b64decode(ctx.before_after_chart.uri.split(",", 1)[1]).decode()
+        assert {"3,540", "11,754", "4,679"} <= set(_texts(svg))

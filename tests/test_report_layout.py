@@ -1,20 +1,27 @@
-"""The rendered PDFs of the three samples, read back as text: the layout defects of issue 23
-(joined cells, split names, a heading alone at a page's foot) stay fixed; charts have a
-colour per arm, legends without duplicates and captions that promise only what is drawn."""
+"""The rendered PDFs of the samples, read back as text and as WeasyPrint's laid-out boxes:
+the layout defects of issues 23 and 36 (joined cells, split names and words, a cell's text
+under the next cell, a heading alone at a page's foot) stay fixed; charts have a colour per
+arm, legends without duplicates and captions that promise only what is drawn."""
 
 from __future__ import annotations
 
 import base64
+import io
 import re
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from pypdf import PdfReader
+from report_bundles import check_report, sweep_bundle
 
 from diagnostic.bundle.store import Bundle
+from diagnostic.common.pdf import SandboxedFetcher
+from diagnostic.logcheck.stage import FINDINGS_FILE
 from diagnostic.report import charts
 from diagnostic.report.build import build_report, report_context
-from diagnostic.report.render import keep_names
+from diagnostic.report.render import breakable, keep_names, report_templates
 from diagnostic.report.view import Chart
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
@@ -25,22 +32,100 @@ NAMES = (
     "vllm-h200-validation",
     "vllm-h200-gemma3",
 )
+# A bundle collected by hand (tests/data/collect/README.md): its capture table printed
+# "CHANG/ED" and "measure/d" in columns too narrow for them.
+COLLECTED = Path(__file__).parent / "data" / "collect" / "llamacpp-ngram-no-k"
+# A synthetic sweep over six workloads (the glance table's columns) whose capture changed.
+WIDE = "six-workloads"
 _FOOTER = re.compile(r"^Page \d+ of \d+$|^diagnose \S+$")
+# Words of badges, verdicts and cells that narrow columns broke ('CHANG/ED', 'measure/d').
+BADGE_WORDS = ("WIN", "LOSS", "INCONCLUSIVE", "EQUIVALENT", "WITHHELD", "BASELINE", "CHANGED",
+               "DIFFERS", "unknown", "measured", "recorded", "speculation")  # fmt: skip
 
 
 @pytest.fixture(scope="module")
-def pages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[str]]:
-    """Each sample's PDF (about 20 s each), page by page as pypdf extracts the text."""
+def rendered(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """Each report laid out once by WeasyPrint (a few seconds each): its Document."""
+    from weasyprint import HTML
+
     out = tmp_path_factory.mktemp("pdf")
+    bundles = {name: SAMPLES / name for name in NAMES} | {COLLECTED.name: COLLECTED}
+    wide = sweep_bundle(
+        out / WIDE, ks=(1, 3), workloads=("code", "prose", "qa", "rag", "math", "summary")
+    )
+    (wide.path / FINDINGS_FILE).write_text(check_report(wide).model_dump_json())  # CHANGED
+    bundles[WIDE] = wide.path
+    root = report_templates()
+    docs = {}
+    for name, path in bundles.items():
+        html = build_report(path, out / f"{name}.html", "html").read_text()
+        fetcher = SandboxedFetcher(root)
+        docs[name] = HTML(string=html, base_url=root.as_uri() + "/", url_fetcher=fetcher).render()
+    return docs
+
+
+@pytest.fixture(scope="module")
+def pages(rendered: dict[str, Any]) -> dict[str, list[str]]:
+    """Each report's PDF, page by page as pypdf extracts the text."""
     texts = {}
-    for name in NAMES:
-        pdf = build_report(SAMPLES / name, out / f"{name}.pdf")
-        texts[name] = [page.extract_text() for page in PdfReader(pdf).pages]
+    for name, doc in rendered.items():
+        reader = PdfReader(io.BytesIO(doc.write_pdf()))
+        texts[name] = [page.extract_text() for page in reader.pages]
     return texts
 
 
 def _arms(name: str) -> list[str]:
     return [a.name for a in Bundle.open(SAMPLES / name, strict=False).manifest.plan.arms]
+
+
+@pytest.mark.parametrize("name", [*NAMES, COLLECTED.name, WIDE])
+def test_every_badge_word_appears_whole(pages: dict[str, list[str]], name: str) -> None:
+    """No badge or cell word is broken over two lines ('CHANG' then 'ED') in the text."""
+    text = "\n".join(pages[name])
+    for word in BADGE_WORDS:
+        for i in range(1, len(word)):
+            broken = rf"(?<![A-Za-z]){word[:i]}[ \t]*\n\s*{word[i:]}(?![A-Za-z])"
+            assert re.search(broken, text) is None, (name, word[:i], word[i:])
+
+
+def _cells(box: Any, cell: Any = None) -> Iterator[tuple[Any, Any]]:
+    """(text or badge box, the table cell holding it) of a laid-out page, depth first."""
+    from weasyprint.formatting_structure import boxes
+
+    if isinstance(box, boxes.TableCellBox):
+        cell = box
+    if cell is not None and isinstance(box, (boxes.TextBox, boxes.InlineBlockBox)):
+        yield box, cell
+    for child in getattr(box, "children", []):
+        yield from _cells(child, cell)
+
+
+@pytest.mark.parametrize("name", [*NAMES, COLLECTED.name, WIDE])
+def test_no_word_breaks_and_no_cell_runs_into_the_next(rendered: dict[str, Any], name: str) -> None:
+    """Laid out, no text may break inside a word (a line breaks at a space, after a hyphen or
+    at a path's <wbr>: the CSS allows no other break), and no text or badge reaches past its
+    cell: nothing lies under the next one."""
+    from weasyprint.formatting_structure import boxes
+
+    for number, page in enumerate(rendered[name].pages, start=1):
+        root = page._page_box
+        for text in (b for b in root.descendants() if isinstance(b, boxes.TextBox)):
+            style = (text.style["overflow_wrap"], text.style["word_break"], text.style["hyphens"])
+            assert style == ("normal", "normal", "manual"), (name, number, text.text, style)
+        for box, cell in _cells(root):
+            left = cell.border_box_x()
+            right, end = left + cell.border_width(), box.position_x + box.margin_width()
+            inside = box.position_x >= left - 0.5 and end <= right + 0.5
+            assert inside, (name, number, getattr(box, "text", "badge"), end - right)
+
+
+def test_paths_break_at_separators_and_words_never() -> None:
+    out = str(breakable("/root/.cache/models/gemma-3-270m-q4_k_m.gguf CHANGED <b>"))
+    assert out.startswith("/<wbr>root/.<wbr>cache/<wbr>models/<wbr>gemma-")
+    assert " CHANGED &lt;b&gt;" in out  # a word stays whole, markup stays text
+    assert str(breakable("FULL_AND_PIECEWISE")) == "FULL_<wbr>AND_<wbr>PIECEWISE"
+    hashed = str(breakable("k=3 " + "f" * 45))  # a hash: every 20 characters
+    assert hashed == "k=3 " + "<wbr>".join(["f" * 20, "f" * 20, "f" * 5])
 
 
 @pytest.mark.parametrize("name", NAMES)

@@ -158,7 +158,7 @@ def _same_findings(
 def _spec(facts: LogFacts) -> str:
     spec = facts.spec
     if spec.enabled is None:
-        return "?"
+        return "unknown"
     source = facts.sources.get("spec.enabled")
     seen = f" ({source.kind})" if source and source.kind != "startup" else ""
     if not spec.enabled:
@@ -190,7 +190,7 @@ def _runs_table(runs: list[LogFacts]) -> Table:
                 escape(facts.label or facts.path),
                 escape(_engine(facts)),
                 escape(_spec(facts)),
-                f"{escape(facts.capture.configured or '?')} → {shown}",
+                f"{escape(facts.capture.configured or 'not stated')} → {shown}",
                 _lines(facts.capture.evidence),
             ]
         )
@@ -210,13 +210,13 @@ def _sources_table(rows: list[SourceRow]) -> Table:
 def _comparison_table(report: CheckReport) -> Table:
     rows = []
     for c in report.comparisons:
-        same = {True: "[green]same[/]", False: "[bold red]DIFFERENT[/]", None: "?"}[c.same]
+        same = {True: "[green]same[/]", False: "[bold red]DIFFERENT[/]", None: "unknown"}[c.same]
         rows.append(
             [
                 escape(c.engine),
                 escape(c.baseline_label or c.baseline),
                 escape(c.baseline_resolved),
-                escape(f"{c.spec_label or c.spec} ({c.spec_method or '?'})"),
+                escape(f"{c.spec_label or c.spec} ({c.spec_method or 'method not recorded'})"),
                 escape(c.spec_resolved),
                 same,
             ]

@@ -29,7 +29,7 @@ def source_rows(groups: list[RunSources]) -> list[SourceRow]:
     if not several:
         return []
     return [
-        SourceRow(g.run_id, s.source, worker, mode, _spec(s.spec) or "?")
+        SourceRow(g.run_id, s.source, worker, mode, _spec(s.spec) or "unknown")
         for g in groups
         for s in g.sources
         for worker, mode in (s.per_worker.items() if s.per_worker else [("", s.resolved)])

@@ -14,7 +14,7 @@ from diagnostic.report import fmt as f
 from diagnostic.report import launch, quality
 from diagnostic.report import select as sel
 from diagnostic.report.budget import Day
-from diagnostic.report.design import design_rows, futility
+from diagnostic.report.design import COST_ROW, design_rows, futility
 from diagnostic.report.view import (
     ChecklistRow,
     FindingView,
@@ -293,7 +293,7 @@ def recommendations(
 
 
 # -- methodology ------------------------------------------------------------------------------
-def methodology(a: Analysis, manifest: Manifest) -> Methodology:
+def methodology(a: Analysis, manifest: Manifest, day: Day) -> Methodology:
     """Definitions, the statistical method in words, δ, multiplicity, plan and limitations."""
     m = a.methods
     stats = [
@@ -317,7 +317,7 @@ def methodology(a: Analysis, manifest: Manifest) -> Methodology:
         statistics=stats,
         noise_band=band,
         multiplicity=m.multiplicity,
-        plan=_plan(manifest, a),
+        plan=_plan(manifest, a, day),
         limitations=_limitations(a, manifest),
     )
 
@@ -330,12 +330,17 @@ def _aa_sentence(nb: NoiseBand) -> str:
     return f"The A/A check ({nb.aa_source}) {interval} {verdict}; its width is the restart noise."
 
 
-def _plan(manifest: Manifest, a: Analysis) -> list[KeyValue]:
+def _plan(manifest: Manifest, a: Analysis, day: Day) -> list[KeyValue]:
+    """What was measured: the requests per restart and the cost of a restart are the ones
+    budget.costs measured in the bundle (not the plan's: an adaptive sweep resizes them)."""
     p = manifest.plan
+    measured = day.costs
+    requests = measured.requests_text() if measured and measured.requests else None
     rows = [
         ("Arms", ", ".join(x.name for x in p.arms) or ", ".join(x.id for x in a.arms)),
         ("Workloads", ", ".join(p.workloads) or ", ".join(a.workloads)),
-        ("Requests per restart and workload", f"{p.requests} measured + {p.warmup} warm-up"),
+        ("Requests per restart and workload", requests or f"{p.requests} planned"),
+        (COST_ROW, measured.cost_text() if measured else None),
         ("Restarts per arm (planned)", str(p.restarts)),
         ("Output length", f"{a.max_tokens} tokens, forced on every request"),
         ("Concurrency", ", ".join(str(c) for c in p.concurrency)),

@@ -1,8 +1,10 @@
-"""What a day on site allows: planning advice bounded by the bundle's own timings.
+"""What a restart of this bundle costs and what a day on site allows.
 
-One restart costs what this bundle's restarts took (run.json: started → ended, plus the
-server's startup when recorded); a day holds defaults.DAY_ON_SITE_S of measuring. Advice
-that needs more than that says so instead of asking for it.
+`costs` measures, once, the requests each restart served and what a restart cost: start-up
+(run.json), the seconds of one request (restart summaries) and the rest of its wall time
+(run.json started → ended); every figure the report states about requests per restart and
+the time of restarts (methodology, extensions, the planning column) comes from it. A day
+holds defaults.DAY_ON_SITE_S of measuring: advice that needs more says so instead.
 """
 
 from __future__ import annotations
@@ -14,17 +16,72 @@ from datetime import datetime
 
 from diagnostic import defaults
 from diagnostic.analyse.extension import ASSURANCE
-from diagnostic.schema.analysis import Comparison
+from diagnostic.report import fmt as f
+from diagnostic.schema.analysis import ALL_WORKLOADS, Analysis, Comparison
 from diagnostic.schema.arms import PlanningAdvice
 from diagnostic.schema.bundle import RunInfo
 
-__all__ = ["Day", "day"]
+__all__ = ["Costs", "Day", "costs", "day"]
 
 ARMS_COMPARED = 2  # an arm and its baseline, restarted alike
 
 
 def _hours(seconds: float) -> str:
     return f"{seconds / 3600:.1f} h" if seconds >= 3600 else f"{seconds / 60:.0f} min"
+
+
+def _seconds(value: float) -> str:
+    return f"{value:.2g} s" if value < 10 else f"{value:.0f} s"
+
+
+@dataclass(frozen=True)
+class Costs:
+    """The requests each restart of the bundle served and what a restart cost (medians)."""
+
+    requests: list[tuple[str, int]]  # ('blocks 1–2', 15) in order: measured per workload
+    warmup: int  # warm-up requests per restart and workload
+    workloads: int  # workloads (times concurrency levels) each restart served
+    restarts: int  # restarts timed
+    startup_s: float | None = None  # launch to healthy
+    request_s: float | None = None  # one measured request (end to end)
+    rest_s: float = 0.0  # the rest of a restart's wall time: stop, gaps, bookkeeping
+
+    @property
+    def current(self) -> int | None:
+        """Measured requests per restart and workload of the last restarts."""
+        return self.requests[-1][1] if self.requests else None
+
+    def restart_s(self, requests: int | None = None) -> float | None:
+        """Seconds of one restart at `requests` measured requests per workload (default:
+        the last restarts'); None when the bundle timed none."""
+        m = self.current if requests is None else requests
+        if m is None or self.request_s is None or not self.restarts:
+            return None
+        serve = (m + self.warmup) * self.request_s * self.workloads
+        return (self.startup_s or 0.0) + serve + self.rest_s
+
+    def requests_text(self) -> str:
+        """'15 measured + 1 warm-up', or per block when the design changed them."""
+        if len(self.requests) <= 1:
+            n = str(self.current) if self.current is not None else f.MISSING
+            return f"{n} measured + {self.warmup} warm-up"
+        parts = [f"{n} in {where}" for where, n in self.requests]
+        return f"{', '.join(parts)} (measured, each after {self.warmup} warm-up)"
+
+    def cost_text(self) -> str:
+        """The one statement of what a restart costs, which every estimate uses."""
+        total = self.restart_s()
+        if total is None or self.request_s is None:
+            return f.MISSING
+        start = "not recorded" if self.startup_s is None else _seconds(self.startup_s)
+        rest = _seconds(self.rest_s)
+        return (
+            f"start-up {start}, one request {_seconds(self.request_s)}, the rest of a restart "
+            f"{rest} (stopping, gaps): medians over {self.restarts} restarts. A restart at "
+            f"{self.current} requests + {self.warmup} warm-up per workload: {_seconds(total)}. "
+            "Every time estimate of this report (more restarts, the planning column) uses "
+            "these figures."
+        )
 
 
 @dataclass(frozen=True)
@@ -35,6 +92,7 @@ class Day:
     workloads: int = 1
     warmup: int = defaults.WARMUP
     budget_s: float = defaults.DAY_ON_SITE_S
+    costs: Costs | None = None  # what restart_s and every planned cost come from
 
     def restarts(self, arms: int = ARMS_COMPARED) -> int | None:
         """Restarts per arm a day holds for `arms` arms, at this bundle's restart cost."""
@@ -81,10 +139,12 @@ class Day:
         least defaults.MIN_REQUESTS requests per restart (fewer and restart means wobble)."""
         width = f"{p.target_width * 100:.0f}%"
         m = max(defaults.MIN_REQUESTS, p.recommended_requests_per_restart or 0)
-        per_request = p.cost_request_s or 0.0
-        cost = p.cost_restart_s + (m + self.warmup) * per_request * self.workloads
-        fit = math.floor(self.budget_s / (ARMS_COMPARED * cost))
+        cost = self.costs.restart_s(m) if self.costs is not None else None
         n = p.recommended_restarts
+        if not cost:
+            need = f"{max(n, defaults.MIN_RESTARTS)}" if n is not None else "over 1,000"
+            return f"{m} requests × {need} restarts per arm (the bundle timed no restart)."
+        fit = math.floor(self.budget_s / (ARMS_COMPARED * cost))
         if n is not None and max(n, defaults.MIN_RESTARTS) <= fit:
             n = max(n, defaults.MIN_RESTARTS)
             total = ARMS_COMPARED * n * cost
@@ -96,15 +156,78 @@ class Day:
         )
 
 
-def day(runs: list[RunInfo], *, workloads: int, warmup: int) -> Day:
-    """The day of this bundle: the median restart's wall time plus its server startup."""
-    walls = [
-        (datetime.fromisoformat(r.ended_at) - datetime.fromisoformat(r.started_at)).total_seconds()
-        for r in runs
-        if r.ended_at and r.status == "ok"
+def _served(a: Analysis) -> dict[tuple[str, int], tuple[int | None, int, int]]:
+    """(arm, restart) → (block, measured requests per workload, workloads × levels served),
+    from the analysis' restart summaries."""
+    counts: dict[tuple[str, int], list[tuple[int | None, int]]] = {}
+    for arm in a.arms:
+        for aw in arm.workloads:
+            for r in aw.restarts if aw.workload != ALL_WORKLOADS else []:
+                counts.setdefault((arm.id, r.restart), []).append((r.block, r.n_requests))
+    return {key: (rows[0][0], max(n for _, n in rows), len(rows)) for key, rows in counts.items()}
+
+
+def _spans(per_key: dict[int, int], word: str) -> list[tuple[str, int]]:
+    """{1: 15, 2: 15, 3: 6} → [('blocks 1–2', 15), ('block 3', 6)] (keys 0-based)."""
+    out: list[tuple[list[int], int]] = []
+    for key in sorted(per_key):
+        if out and out[-1][1] == per_key[key]:
+            out[-1][0].append(key)
+        else:
+            out.append(([key], per_key[key]))
+    return [
+        (f"{word}s {ks[0] + 1}–{ks[-1] + 1}" if len(ks) > 1 else f"{word} {ks[0] + 1}", n)
+        for ks, n in out
     ]
+
+
+def costs(runs: list[RunInfo], a: Analysis, *, warmup: int) -> Costs:
+    """What a restart of this bundle cost, measured once (see the module docstring): the
+    requests per restart and workload (the most common count of each block, or of each
+    restart without blocks), the medians of start-up, of one request (restart summaries'
+    medians) and of the rest of a restart (wall time less its requests)."""
+    served = _served(a)
+    blocked = any(block is not None for block, _, _ in served.values())
+    by_key: dict[int, list[int]] = {}
+    for (_, restart), (block, n, _) in served.items():
+        by_key.setdefault(block if blocked and block is not None else restart, []).append(n)
+    modes = {k: statistics.mode(ns) for k, ns in by_key.items()}
+    requests = _spans(modes, "block" if blocked else "restart")
+    e2e = [
+        r.e2e_median_s
+        for arm in a.arms
+        for aw in arm.workloads
+        if aw.workload != ALL_WORKLOADS
+        for r in aw.restarts
+        if r.e2e_median_s is not None
+    ]
+    request = statistics.median(e2e) if e2e else None
     startup = [r.launch.startup_s for r in runs if r.launch and r.launch.startup_s is not None]
-    if not walls:
-        return Day(restart_s=None, workloads=workloads, warmup=warmup)
-    restart = statistics.median(walls) + (statistics.median(startup) if startup else 0.0)
-    return Day(restart_s=restart, workloads=max(1, workloads), warmup=warmup)
+    rest = []
+    for r in runs:
+        if r.ended_at and r.status == "ok" and (r.arm, r.restart) in served and request:
+            _, n, served_workloads = served[(r.arm, r.restart)]
+            wall = datetime.fromisoformat(r.ended_at) - datetime.fromisoformat(r.started_at)
+            rest.append(wall.total_seconds() - (n + warmup) * request * served_workloads)
+    widths = [w for _, _, w in served.values()]
+    return Costs(
+        requests=requests if len({n for _, n in requests}) > 1 else requests[-1:],
+        warmup=warmup,
+        workloads=statistics.mode(widths) if widths else 1,
+        restarts=len(rest),
+        startup_s=statistics.median(startup) if startup else None,
+        request_s=request,
+        rest_s=max(0.0, statistics.median(rest)) if rest else 0.0,
+    )
+
+
+def day(runs: list[RunInfo], a: Analysis, *, warmup: int) -> Day:
+    """The day of this bundle: a restart costs what `costs` measured, at the requests per
+    restart the bundle ran last."""
+    measured = costs(runs, a, warmup=warmup)
+    return Day(
+        restart_s=measured.restart_s(),
+        workloads=measured.workloads,
+        warmup=warmup,
+        costs=measured,
+    )

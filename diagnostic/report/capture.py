@@ -7,12 +7,13 @@ from collections.abc import Callable, Iterable
 from diagnostic.logcheck.sources import source_rows
 from diagnostic.report import fmt as f
 from diagnostic.report import launch
-from diagnostic.report.inputs import Inputs
+from diagnostic.report.inputs import Inputs, served_method
 from diagnostic.report.view import CaptureRun, ComparisonTable, Evidence, FindingView
 from diagnostic.schema.logfacts import Evidence as LogLine
 from diagnostic.schema.logfacts import Finding, LogFacts
 
 __all__ = [
+    "SAMENESS",
     "capture_note",
     "capture_runs",
     "findings",
@@ -26,6 +27,8 @@ _GOOD_CAPTURE = {"FULL_AND_PIECEWISE", "FULL", "CAPTURED"}
 _BAD_CAPTURE = {"NONE", "PIECEWISE", "FULL_DECODE_ONLY"}
 _SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
 MAX_EVIDENCE = 8
+# Whether speculation changed the capture mode: a mode unknown on either side is neither.
+SAMENESS = {True: "same", False: "CHANGED", None: "unknown"}
 
 
 def evidence(
@@ -43,16 +46,21 @@ def evidence(
     ]
 
 
-def spec_text(facts: LogFacts) -> str:
-    """'n-gram, k=3, drafter X', 'off', or 'not measured' when the log does not say."""
+def spec_text(facts: LogFacts, served: str | None = None) -> str:
+    """'n-gram, k=3, drafter X', 'off', or 'not measured' when the log does not say; a
+    method the log leaves out is the one the server reported (`served`), else 'not
+    recorded'."""
     spec = facts.spec
     if spec.enabled is None and spec.method is None:
         return f.MISSING
     if not spec.enabled:
         return "off"
-    text = f.method_name(spec.method)
-    text += f", k={spec.num_draft_tokens}" if spec.num_draft_tokens is not None else ""
+    text = f.spec_setting(spec.method or served, spec.num_draft_tokens)
     return text + (f", drafter {spec.drafter}" if spec.drafter else "")
+
+
+def _spec(inputs: Inputs, facts: LogFacts) -> str:
+    return spec_text(facts, served_method(inputs.run_of(facts)))
 
 
 def _resolved_class(resolved: str) -> str:
@@ -68,7 +76,7 @@ def _engine(facts: LogFacts) -> str:
 def _key(inputs: Inputs, facts: LogFacts) -> tuple[str, ...]:
     cap = facts.capture
     arm = inputs.arm_of(facts) or inputs.run_label(facts)
-    return (arm, _engine(facts), spec_text(facts), f.text(cap.configured), cap.resolved)
+    return (arm, _engine(facts), _spec(inputs, facts), f.text(cap.configured), cap.resolved)
 
 
 def _group_label(inputs: Inputs, group: list[LogFacts]) -> str:
@@ -92,7 +100,7 @@ def capture_runs(inputs: Inputs) -> list[CaptureRun]:
             CaptureRun(
                 run=_group_label(inputs, group),
                 engine=_engine(first),
-                spec=launch.expand(spec_text(first), values),
+                spec=launch.expand(_spec(inputs, first), values),
                 configured=f.text(cap.configured, "not stated in the log"),
                 resolved=cap.resolved,
                 resolved_class=_resolved_class(cap.resolved),
@@ -123,15 +131,16 @@ def spec_pairs(inputs: Inputs) -> ComparisonTable | None:
     for c in inputs.check.comparisons:
         spec = by_path.get(c.spec)
         arm = (inputs.arm_of(spec) if spec else None) or c.spec_label or c.spec
-        key = (arm, c.spec_method or "", c.baseline_resolved, c.spec_resolved, str(c.same))
+        method = c.spec_method or (served_method(inputs.run_of(spec)) if spec else None)
+        key = (arm, method or "", c.baseline_resolved, c.spec_resolved, str(c.same))
         counts[key] = counts.get(key, 0) + 1
         groups.setdefault(key, [
             f.text(c.spec_label or c.spec),
-            f.method_name(c.spec_method) if c.spec_method else f.MISSING,
+            f.method_name(method) if method else f.NOT_RECORDED,
             f.text(c.baseline_label or c.baseline),
             c.baseline_resolved,
             c.spec_resolved,
-            "same" if c.same else "CHANGED",
+            SAMENESS[c.same],
         ])  # fmt: skip
     rows = [[*row, str(counts[key])] for key, row in groups.items()]
     headers = ["Speculative run", "Method", "Compared with", "Capture without", "Capture with",
@@ -141,7 +150,8 @@ def spec_pairs(inputs: Inputs) -> ComparisonTable | None:
 
 def node_table(inputs: Inputs) -> ComparisonTable | None:
     """Capture per node (log source) and per worker of every run that has several; a run
-    whose nodes or workers disagree is marked in its last column."""
+    whose nodes or workers disagree is marked in its last column ('unknown' when a mode could
+    not be read: nothing says they agree)."""
     check = inputs.check
     rows = source_rows(check.log_sources) if check is not None else []
     if check is None or not rows:
@@ -149,10 +159,11 @@ def node_table(inputs: Inputs) -> ComparisonTable | None:
     split = {f.run for f in check.findings if f.rule == "workers-disagree"}
     groups = check.log_sources
     mixed = {g.run_id for g in groups if g.differences or any(s.path in split for s in g.sources)}
-    verdict = {True: "DIFFERS", False: "agree"}
+    unread = {r.run_id for r in rows if r.resolved == "UNKNOWN"} - mixed  # agree? unknown
+    verdict = {r.run_id: "DIFFERS" if r.run_id in mixed else "agree" for r in rows}
+    verdict |= dict.fromkeys(unread, "unknown")
     body = [
-        [r.run_id, r.source, r.worker or "—", r.resolved, r.spec, verdict[r.run_id in mixed]]
-        for r in rows
+        [r.run_id, r.source, r.worker or "—", r.resolved, r.spec, verdict[r.run_id]] for r in rows
     ]
     headers = ["Run", "Node (log source)", "Worker", "Capture resolved", "Speculation", "Run"]
     return ComparisonTable(headers=headers, rows=body)
@@ -161,7 +172,7 @@ def node_table(inputs: Inputs) -> ComparisonTable | None:
 _FACTS: list[tuple[str, Callable[[Inputs, LogFacts], str]]] = [
     ("Run", lambda i, x: i.run_label(x)),
     ("Engine", lambda i, x: _engine(x)),
-    ("Speculation", lambda i, x: spec_text(x)),
+    ("Speculation", _spec),
     ("Capture configured", lambda i, x: f.text(x.capture.configured, "not stated in the log")),
     ("Capture resolved", lambda i, x: x.capture.resolved),
     ("Model runner", lambda i, x: f.text(x.model_runner)),

@@ -15,14 +15,20 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 __all__ = [
+    "CUT",
+    "REACH",
+    "AxisRange",
     "Bar",
     "Point",
     "Series",
     "Strip",
     "acceptance_chart",
+    "axis_range",
+    "bar_axis",
     "before_after_chart",
     "data_uri",
     "palette",
+    "sweep_axis",
     "sweep_chart",
     "variance_chart",
 ]
@@ -148,10 +154,106 @@ def data_uri(svg: str) -> str:
     return "data:image/svg+xml;base64," + base64.b64encode(svg.encode("utf-8")).decode("ascii")
 
 
-def _yerr(values: Sequence[float], lows: Sequence[float | None], highs: Sequence[float | None]):
-    below = [v - lo if lo is not None else 0.0 for v, lo in zip(values, lows, strict=True)]
-    above = [hi - v if hi is not None else 0.0 for v, hi in zip(values, highs, strict=True)]
-    return [below, above]
+# An interval end more than REACH times beyond the estimates (above the largest, below the
+# smallest) does not set the axis: one restart-starved whisker ([0.006, 1911]) would squash
+# every other point. It is drawn to the axis' edge with an arrow and its value.
+REACH = 2.0
+
+
+@dataclass(frozen=True)
+class AxisRange:
+    """The value axis' limits, and the interval ends that lie beyond them."""
+
+    low: float
+    high: float
+
+    def clip(self, value: float) -> float:
+        """`value` moved onto the axis."""
+        return min(max(value, self.low), self.high)
+
+    def beyond(self, value: float | None) -> bool:
+        """Whether an interval end lies off the axis (drawn clipped, its value labelled)."""
+        return value is not None and not self.low <= value <= self.high
+
+    def cuts(self, lows: Sequence[float | None], highs: Sequence[float | None]) -> bool:
+        """Whether any of these intervals runs off the axis (the caption then says CUT)."""
+        return any(self.beyond(x) for x in (*lows, *highs))
+
+
+CUT = "an arrow marks an interval that runs beyond the axis, its end labelled"
+
+
+def axis_range(
+    values: Sequence[float],
+    lows: Sequence[float | None],
+    highs: Sequence[float | None],
+    *,
+    floor: float | None = None,
+) -> AxisRange:
+    """Axis limits from the bulk: every estimate, and every interval end within REACH times
+    the estimates (a factor, as the values are rates: tok/s); `floor` fixes the lower limit
+    (bars start at 0). 5% headroom above the highest shown value, and below the lowest
+    without a floor (never below 0 for values that are not: a rate has no negative axis)."""
+    shown = [v for v in values if math.isfinite(v)] or [0.0]
+    top, bottom = max(shown), min(shown)
+    high = max([top, *(h for h in highs if h is not None and h <= top * REACH)])
+    low = min([bottom, *(x for x in lows if x is not None and x * REACH >= bottom)])
+    low = low if floor is None else floor
+    pad = 0.05 * (high - low) or 0.05 * abs(high) or 1.0
+    if floor is None:
+        low = low - pad if low < 0 else max(0.0, low - pad)
+    return AxisRange(low=low, high=high + pad)
+
+
+def bar_axis(bars: Sequence[Bar]) -> AxisRange:
+    """The value axis of before_after_chart: from 0, set by the bulk of the bars."""
+    return axis_range(
+        [b.value for b in bars], [b.low for b in bars], [b.high for b in bars], floor=0.0
+    )
+
+
+def sweep_axis(series: Sequence[Series]) -> AxisRange:
+    """The value axis of sweep_chart: measured points and the predicted (dashed) lines."""
+    measured = [p for s in series for p in s.points if p.value is not None]
+    predicted = [_f(p.value) for s in series for p in s.theory]
+    values = [_f(p.value) for p in measured] + predicted
+    return axis_range(values, [p.low for p in measured], [p.high for p in measured])
+
+
+def _label(value: float) -> str:
+    return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.3g}"
+
+
+def _intervals(
+    ax: Axes,
+    xs: Sequence[float],
+    lows: Sequence[float | None],
+    highs: Sequence[float | None],
+    axis: AxisRange,
+    color: str = INK,
+) -> None:
+    """Whiskers with caps; an end off the axis is an arrowhead at the edge, its value beside
+    it, so nothing is hidden and no interval looks shorter than it is."""
+    for x, lo, hi in zip(xs, lows, highs, strict=True):
+        if lo is None or hi is None:
+            continue
+        ax.vlines(x, axis.clip(lo), axis.clip(hi), color=color, lw=0.8, zorder=3)
+        for end, edge, arrow in ((lo, axis.low, "v"), (hi, axis.high, "^")):
+            if not axis.beyond(end):
+                ax.plot([x], [end], marker="_", ms=5, mew=0.8, color=color, zorder=3)
+                continue
+            ax.plot([x], [edge], marker=arrow, ms=4, color=color, clip_on=False, zorder=4)
+            ax.annotate(
+                _label(end),
+                (x, edge),
+                xytext=(2.5, -3 if arrow == "^" else 3),
+                textcoords="offset points",
+                rotation=90,
+                ha="left",
+                va="top" if arrow == "^" else "bottom",
+                fontsize=5.5,
+                color=INK,
+            )
 
 
 def before_after_chart(
@@ -173,6 +275,7 @@ def before_after_chart(
         # Labelled bars stay at print width (fonts at their size); unlabelled ones grow.
         wide = min(6.6, 1.1 + 0.3 * len(bars)) if label_bars else 1.1 + 0.55 * len(bars)
         fig, ax = _figure(max(3.2, wide), height_in)
+        axis = bar_axis(bars)
         width = 0.8 / max(1, len(labels))
         ticks: list[tuple[float, str]] = []
         for i, label in enumerate(labels):
@@ -181,9 +284,9 @@ def before_after_chart(
             values = [b.value for b in mine]
             color = colours.get(label, GREY)
             ax.bar(xs, values, width * 0.92, color=color, label=label, zorder=2)
-            err = _yerr(values, [b.low for b in mine], [b.high for b in mine])
-            ax.errorbar(xs, values, yerr=err, fmt="none", ecolor=INK, capsize=2.5, lw=0.8)
+            _intervals(ax, xs, [b.low for b in mine], [b.high for b in mine], axis)
             ticks += [(x, label) for x in xs]
+        ax.set_ylim(axis.low, axis.high)
         ax.set_ylabel(unit)
         ax.grid(axis="x", visible=False)
         if label_bars:
@@ -213,21 +316,12 @@ def sweep_chart(series: Sequence[Series], *, ylabel: str = "decode tok/s") -> st
     """Measured value against draft length k with interval bars, plus the theory curve."""
     with _style():
         fig, ax = _figure(5.6, 2.6)
+        axis = sweep_axis(series)
         for line, color in zip(series, palette(len(series)), strict=True):
             pts = [p for p in line.points if p.value is not None]
             xs, ys = [p.x for p in pts], [float(p.value or 0.0) for p in pts]
-            err = _yerr(ys, [p.low for p in pts], [p.high for p in pts])
-            ax.errorbar(
-                xs,
-                ys,
-                yerr=err,
-                fmt="o-",
-                color=color,
-                ms=3.5,
-                lw=1.2,
-                capsize=2.5,
-                label=f"{line.name} measured",
-            )
+            ax.plot(xs, ys, "o-", color=color, ms=3.5, lw=1.2, label=f"{line.name} measured")
+            _intervals(ax, xs, [p.low for p in pts], [p.high for p in pts], axis, color)
             theory = [p for p in line.theory if p.value is not None]
             if theory:
                 ax.plot(
@@ -239,6 +333,7 @@ def sweep_chart(series: Sequence[Series], *, ylabel: str = "decode tok/s") -> st
                     alpha=0.8,
                     label=f"{line.name} predicted",
                 )
+        ax.set_ylim(axis.low, axis.high)
         ax.set_xlabel("draft tokens per step (k; 0 = no speculation)")
         ax.set_ylabel(ylabel)
         _integer_ticks(ax, [p.x for s in series for p in s.points])

@@ -34,7 +34,7 @@ def build_context(inputs: Inputs) -> ReportContext:
         equivalence=quality.equivalence(a),
         failures=quality.failures(inputs.bundle, inputs.runs),
         recommendations=recommendations,
-        methodology=advice.methodology(a, inputs.bundle.manifest),
+        methodology=advice.methodology(a, inputs.bundle.manifest, day),
         environment=advice.environment(a, inputs.bundle, inputs.runs, inputs.signature),
         engine_args=advice.engine_args(inputs.bundle.manifest, inputs.runs),
         checklist=advice.checklist(inputs.bundle),

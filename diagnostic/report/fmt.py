@@ -26,6 +26,7 @@ __all__ = [
     "ratio_end",
     "seconds",
     "span",
+    "spec_setting",
     "text",
     "tps",
 ]
@@ -187,6 +188,17 @@ def method_name(method: str | None) -> str:
     if not method:
         return "speculation"
     return _METHODS.get(method.strip().lower().replace("-", "_"), method)
+
+
+def spec_setting(method: str | None, k: int | None) -> str:
+    """A speculative setting by what is known of it: 'n-gram, k=3', 'n-gram, k not
+    recorded', 'speculation on, k=3 (method not recorded)', 'speculation on (method and k
+    not recorded)': never a bare 'speculation' that reads as a repeated heading."""
+    if method:
+        return method_name(method) + (f", k={k}" if k is not None else ", k not recorded")
+    if k is not None:
+        return f"speculation on, k={k} (method not recorded)"
+    return "speculation on (method and k not recorded)"
 
 
 def join(parts: list[str]) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from diagnostic.bundle.store import Bundle, run_id
 from diagnostic.report import budget
@@ -13,7 +14,7 @@ from diagnostic.schema.bundle import Engagement, RunInfo
 from diagnostic.schema.logfacts import CheckReport, LogFacts
 from diagnostic.schema.seal import RootSignature
 
-__all__ = ["Inputs"]
+__all__ = ["Inputs", "served_method"]
 
 # Where launch commands name the speculation method: vLLM's --speculative-config JSON,
 # SGLang's --speculative-algorithm, llama.cpp's --spec-type (the last of a comma list).
@@ -22,6 +23,20 @@ _LAUNCH_METHOD = (
     re.compile(r"--speculative[-_]algorithm[= ]+(?P<m>[A-Za-z0-9_-]+)"),
     re.compile(r"--spec-type[= ]+(?:[A-Za-z0-9_-]+,)*(?P<m>[A-Za-z0-9_-]+)"),
 )
+# Where a server's own answers name it: llama.cpp's /slots "speculative.types" ('none,
+# ngram-simple'), SGLang's /server_info "speculative_algorithm".
+_SERVED_METHOD = ("speculative.types", "speculative_algorithm")
+
+
+def served_method(run: RunInfo | None) -> str | None:
+    """The speculation method the server reported when it was measured, if it did."""
+    args = run.server_args if run is not None else {}
+    for key in _SERVED_METHOD:
+        named = [m.strip() for m in str(args.get(key) or "").split(",")]
+        named = [m for m in named if m and m.lower() != "none"]
+        if named:
+            return named[-1]
+    return None
 
 
 @dataclass
@@ -41,12 +56,10 @@ class Inputs:
         if not self.runs:
             self.runs = self.bundle.runs()
 
-    @property
+    @cached_property
     def day(self) -> budget.Day:
-        """What a day on site allows, at this bundle's cost of a restart."""
-        plan = self.bundle.manifest.plan
-        workloads = len(plan.workloads) or len(self.analysis.workloads)
-        return budget.day(self.runs, workloads=workloads, warmup=plan.warmup)
+        """What a day on site allows, at this bundle's measured cost of a restart."""
+        return budget.day(self.runs, self.analysis, warmup=self.bundle.manifest.plan.warmup)
 
     @property
     def people(self) -> Engagement:
@@ -78,13 +91,16 @@ class Inputs:
         return run.arm if run is not None else None
 
     def arm_method(self, arm: ArmResult) -> str | None:
-        """The speculation method of an arm: plan params, else what its log says, else the
-        flag of its launch command."""
+        """The speculation method of an arm: plan params, else what its log says, else what
+        its server reported, else the flag of its launch command."""
         if arm.params.get("method"):
             return str(arm.params["method"])
         for facts in self.log_facts:
             if self.arm_of(facts) == arm.id and facts.spec.method:
                 return facts.spec.method
+        for run in self.runs:
+            if run.arm == arm.id and (served := served_method(run)):
+                return served
         launch = next((a.launch for a in self.bundle.manifest.plan.arms if a.name == arm.id), None)
         for pattern in _LAUNCH_METHOD if launch and arm.speculative is not False else ():
             if match := pattern.search(launch or ""):
@@ -113,5 +129,15 @@ class Inputs:
         if arm.speculative is False:
             return "no speculation"
         method = self.arm_method(arm)
-        name = f.method_name(method) if method else "speculation"
-        return name + (f", k={arm.k}" if arm.k is not None else "")
+        if method is None and arm.k is None and not self._speculates(arm):
+            return "not recorded (compared as speculative)"
+        return f.spec_setting(method, arm.k)
+
+    def _speculates(self, arm: ArmResult) -> bool:
+        """Whether anything recorded says the arm ran speculation: the plan, a log of its
+        runs, or its server's answers (llama.cpp's /slots "speculative": true)."""
+        if arm.speculative:
+            return True
+        logs = any(x.spec.enabled for x in self.log_facts if self.arm_of(x) == arm.id)
+        served = [r.server_args.get("speculative") for r in self.runs if r.arm == arm.id]
+        return logs or True in served

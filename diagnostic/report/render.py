@@ -14,9 +14,17 @@ from diagnostic.bundle.redact import redact_text
 from diagnostic.bundle.store import atomic_write_bytes
 from diagnostic.common.resources import templates_dir
 from diagnostic.errors import DiagnosticError
+from diagnostic.report import fmt as f
 from diagnostic.report.view import ReportContext
 
-__all__ = ["environment", "keep_names", "render_html", "render_pdf", "report_templates"]
+__all__ = [
+    "breakable",
+    "environment",
+    "keep_names",
+    "render_html",
+    "render_pdf",
+    "report_templates",
+]
 
 BASE_TEMPLATE = "base.html.j2"
 
@@ -26,12 +34,20 @@ def report_templates() -> Path:
     return templates_dir() / "report"
 
 
+# A value that is only one of these is marked up: muted, and free to wrap between its words
+# in a number cell that keeps a number on one line ('not measured' over a narrow column).
+_ABSENT = frozenset({f.MISSING, f.NOT_RECORDED})
+
+
 def _redacted(value: Any) -> Any:
     """Every text the templates print, redacted first: a bundle a client sends was not made by
     diagnose's gate (its requests, logs or run.json may hold secrets). Markup comes only from
-    `keep_names`, which redacts and escapes before it marks anything up."""
+    `keep_names` and `breakable`, which redact and escape before they mark anything up, and
+    for the fixed words of _ABSENT."""
     if isinstance(value, Markup):
         return value
+    if value in _ABSENT:
+        return Markup('<span class="missing">{}</span>').format(value)
     return redact_text(value) if isinstance(value, str) else value
 
 
@@ -46,6 +62,26 @@ def keep_names(value: Any) -> Markup:
     return Markup(_NAME.sub(lambda m: f'<span class="nobr">{m.group()}</span>', text))
 
 
+# Where a path or identifier may break: after / _ always (no word holds them), and in a
+# long token (over 20 characters: no word is that long, many paths and hashes are) also
+# after = . , : ; & ? and, past those, every 20 characters. A hyphen breaks by itself.
+_ALWAYS = re.compile(r"([/_]+)(?=.)")
+_IN_LONG = re.compile(r"([/_=.,:;&?-]+)(?=.)")
+_LONG = 20
+
+
+def breakable(value: Any) -> Markup:
+    """Text, redacted and escaped, where paths and identifiers may break at a <wbr> after
+    their separators (see _ALWAYS and _IN_LONG) and words stay whole: the print CSS never
+    breaks a word anywhere ('CHANG/ED', 'measure/d'), so a long token needs these."""
+    out = []
+    for part in re.split(r"(\s+)", redact_text(str(value))):
+        pieces = (_IN_LONG if len(part) > _LONG else _ALWAYS).sub("\\1\0", part).split("\0")
+        chunks = [p[i : i + _LONG] for p in pieces for i in range(0, len(p), _LONG)]
+        out.append("<wbr>".join(str(escape(c)) for c in chunks))
+    return Markup("".join(out))
+
+
 def environment() -> jinja2.Environment:
     """The jinja2 environment: every value redacted, then autoescaped; undefined names an
     error."""
@@ -57,6 +93,7 @@ def environment() -> jinja2.Environment:
         finalize=_redacted,
     )
     env.filters["names"] = keep_names
+    env.filters["breakable"] = breakable
     return env
 
 

@@ -197,9 +197,10 @@ def before_after_chart(a: Analysis) -> Chart | None:
                 bars.append(charts.Bar(w, arm.id, est, e.ci_low, e.ci_high, arm.is_baseline))
     if not bars:
         return None
+    cut = charts.bar_axis(bars).cuts([b.low for b in bars], [b.high for b in bars])
     return Chart(
         title="Decode throughput of every arm per workload, each bar named under the axis; "
-        "whiskers: 95% CI across restarts.",
+        f"whiskers: 95% CI across restarts{f'; {charts.CUT}' if cut else ''}.",
         uri=charts.data_uri(charts.before_after_chart(bars, label_bars=True)),
         alt="Grouped bar chart of decode tokens per second per arm and workload.",
     )
@@ -316,6 +317,9 @@ def _sweep_chart(a: Analysis) -> Chart | None:
     dashed = (
         "; dashed: predicted by the fitted theory model" if any(s.theory for s in series) else ""
     )
+    points = [p for s in series for p in s.points]
+    if charts.sweep_axis(series).cuts([p.low for p in points], [p.high for p in points]):
+        dashed += f"; {charts.CUT}"
     return Chart(
         title=f"Decode tok/s against draft length k (95% CI across restarts){dashed}.",
         uri=charts.data_uri(charts.sweep_chart(series)),

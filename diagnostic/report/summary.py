@@ -14,7 +14,7 @@ from diagnostic.report import fmt as f
 from diagnostic.report import select as sel
 from diagnostic.report.budget import Day
 from diagnostic.report.design import futility
-from diagnostic.report.inputs import Inputs
+from diagnostic.report.inputs import Inputs, served_method
 from diagnostic.report.unmeasured import unmeasured
 from diagnostic.report.view import (
     Cause,
@@ -94,7 +94,8 @@ def _drafters(inputs: Inputs) -> str:
     found: dict[str, None] = {}
     for facts in inputs.log_facts:
         if facts.spec.enabled:
-            name = f.method_name(facts.spec.method)
+            method = facts.spec.method or served_method(inputs.run_of(facts))
+            name = f.method_name(method) if method else "on (method not recorded)"
             drafter = facts.spec.drafter
             if drafter:
                 drafter = _short(launch.expand(drafter, launch.launch_values(inputs.run_of(facts))))
@@ -275,9 +276,10 @@ def _summary_chart(a: Analysis) -> Chart | None:
             bars.append(charts.Bar(w, label, est, e.ci_low, e.ci_high, is_base))
     if not bars:
         return None
+    cut = charts.bar_axis(bars).cuts([b.low for b in bars], [b.high for b in bars])
     return Chart(
         title="Decode throughput per workload: baseline and the best speculative setting "
-        "(95% CI across restarts).",
+        f"(95% CI across restarts{f'; {charts.CUT}' if cut else ''}).",
         # Shorter than chapter 2's: page 1 must hold the whole executive summary.
         uri=charts.data_uri(charts.before_after_chart(bars, legend_on_top=True, height_in=1.4)),
         alt="Bar chart of decode tokens per second, baseline against best speculative arm.",
