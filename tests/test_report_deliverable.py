@@ -247,6 +247,32 @@ def test_planning_advice_is_bounded_by_a_day(contexts: dict[str, ReportContext])
     assert any("Plan no more restarts" in t and "probability" in t for t in cpu)
 
 
+def test_page_one_says_what_a_day_decides_at_high_noise(
+    contexts: dict[str, ReportContext],
+) -> None:
+    """Issue 29 item 8: at the GPU sample's measured noise (restart CV 13%) a day of its 4 arms
+    cannot decide +10% with 80%; page 1 says what a day decides and what +10% would take,
+    with analyse.power.day_power's figures. The CPU sample's cheap, quiet restarts decide it
+    in a day: nothing is said."""
+    from diagnostic.report.budget import measured_noise
+
+    ctx = contexts["vllm-h200-gemma3"]
+    said = [c for c in ctx.summary.caveats if "a 6 h day holds" in c]
+    assert len(said) == 1, ctx.summary.caveats
+    m = re.fullmatch(
+        r"At the noise this bundle measured \(restart CV 13%\), a 6 h day holds (\d+) blocks "
+        r"of the 4 arms \(6 comparisons\): it decides a true \+10% with probability (\d+)% "
+        r"and \+(\d+)% with 80%\. To decide \+10% with 80%: (.+)\.",
+        said[0],
+    )
+    assert m is not None, said[0]
+    assert int(m[2]) < 80 < 100 and int(m[3]) > 10 and "days with every arm" in m[4]
+    gpu = analyse(Bundle.open(SAMPLES / "vllm-h200-gemma3", strict=False))
+    assert len(measured_noise(gpu)) == 8  # 4 arms × code, prose: "all workloads" left out
+    for quiet in ("llamacpp-cpu-gemma3",):
+        assert not any("a 6 h day holds" in c for c in contexts[quiet].summary.caveats)
+
+
 # -- item 3: no repetition -------------------------------------------------------------------
 def test_greedy_diffs_and_their_advice_are_said_once(contexts: dict[str, ReportContext]) -> None:
     cpu = contexts["llamacpp-cpu-gemma3"]

@@ -12,13 +12,16 @@ import statistics
 from dataclasses import dataclass
 from datetime import datetime
 
-from diagnostic import defaults
-from diagnostic.analyse.extension import ASSURANCE
-from diagnostic.schema.analysis import Comparison
-from diagnostic.schema.arms import PlanningAdvice
-from diagnostic.schema.bundle import RunInfo
+import pandas as pd
 
-__all__ = ["Day", "day"]
+from diagnostic import defaults
+from diagnostic.analyse import pairing, power
+from diagnostic.analyse.extension import ASSURANCE
+from diagnostic.schema.analysis import ALL_WORKLOADS, Analysis, Comparison
+from diagnostic.schema.arms import PlanningAdvice
+from diagnostic.schema.bundle import PlanSpec, RunInfo
+
+__all__ = ["Day", "day", "measured_noise"]
 
 ARMS_COMPARED = 2  # an arm and its baseline, restarted alike
 
@@ -76,6 +79,34 @@ class Day:
             f"{pick.assurance:.0%}"
         )
 
+    def decides(self, a: Analysis, plan: PlanSpec) -> str:
+        """What a day on site decides at this bundle's measured noise, in two sentences, when
+        it could not decide the plan's target speedup with ASSURANCE; '' when it could, or
+        without the cost of a restart or the noise. The fixed plan of analyse.power.day_power
+        on the bundle's arms and declared comparisons, at its requests per restart, as
+        `sweep --dry-run --pilot BUNDLE` computes it."""
+        family = [c for c in a.comparisons if c.kind == "spec" and not c.derived]
+        noise = measured_noise(a)
+        if not self.restart_s or not family or noise.empty:
+            return ""
+        arms = len({c.arm for c in family})
+        references = 2 if plan.design.pool_aa else 1
+        d = power.day_power(
+            pairing.block_sd(noise, plan.requests, references),
+            start_s=self.restart_s,
+            arms=max(len(plan.arms), len(a.arms)),
+            speculative=arms,
+            keys=max(1, round(len(family) / arms)),
+            target=plan.design.target or defaults.TARGET,
+            margin=a.noise_band.delta,
+            rho=power.reference_correlation(references),
+            budget_s=self.budget_s,
+        )
+        if d.decides_target:
+            return ""
+        restart_cv = math.sqrt(max(pairing.pooled_noise(noise)[1], 0.0))
+        return f"At the noise this bundle measured (restart CV {restart_cv:.0%}), {d.sentence()}"
+
     def plan(self, p: PlanningAdvice) -> str:
         """Requests and restarts for the interval width `p` aims at, bounded by the day: at
         least defaults.MIN_REQUESTS requests per restart (fewer and restart means wobble)."""
@@ -94,6 +125,21 @@ class Day:
             f"A {width} wide interval needs {need} restarts per arm; a day holds {fit} at "
             f"{m} requests: not resolvable in a day."
         )
+
+
+def measured_noise(a: Analysis) -> pd.DataFrame:
+    """The bundle's variance components as the sweep's planner pools them
+    (pairing.pooled_noise): one row per arm, workload and level with planning advice, the
+    derived "all workloads" rows left out. Each restart is taken to serve the whole prompt
+    set (prompts = 1: a rotating design's prompt-by-arm share is left out)."""
+    rows = [
+        {"s1_sq": p.s1_sq, "t2_sq": p.t2_sq, "p2_sq": p.p2_sq, "prompts": 1}
+        for arm in a.arms
+        for w in arm.workloads
+        if (p := w.planning) is not None and w.workload != ALL_WORKLOADS
+        if p.s1_sq is not None and p.t2_sq is not None
+    ]
+    return pd.DataFrame(rows, columns=["s1_sq", "t2_sq", "p2_sq", "prompts"], dtype=float)
 
 
 def day(runs: list[RunInfo], *, workloads: int, warmup: int) -> Day:
