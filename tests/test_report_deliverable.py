@@ -273,6 +273,36 @@ def test_page_one_says_what_a_day_decides_at_high_noise(
         assert not any("a 6 h day holds" in c for c in contexts[quiet].summary.caveats)
 
 
+def test_a_theory_quantity_is_a_fact_only_when_its_interval_leaves_out_the_null(
+    contexts: dict[str, ReportContext],
+) -> None:
+    """Issue 29 item 6: the GPU sample's predicted best k is 0 (0–5) on code — the range holds
+    0, no speculation, so the theory cannot tell whether speculation pays — and 5 (4–7) on
+    prose with k = 1, 3, 5 measured: 7 lies beyond them and is labelled extrapolated. The
+    CPU sample's code range 0–0 predicts no speculation, and prose's 3 (0–4) is undecided."""
+    gpu = contexts["vllm-h200-gemma3"].sweep
+    assert gpu is not None
+    theory = {t.title.split(": ")[-1]: t.theory for t in gpu.tables}
+    assert (
+        "predicted best k = 0 (bootstrap range 0–5): the theory cannot tell whether "
+        "speculation pays." in theory["code"]
+    )
+    assert (
+        "predicted best k = 5 (bootstrap range 4–7; 7 is beyond the measured k = 1–5: "
+        "extrapolated)." in theory["prose"]
+    )
+    assert "cannot tell" not in theory["prose"]
+    cpu = contexts["llamacpp-cpu-gemma3"].sweep
+    assert cpu is not None
+    theory = {t.title.split(": ")[-1]: t.theory for t in cpu.tables}
+    assert (
+        "0 (bootstrap range 0–0): the theory predicts that speculation does not pay"
+        in (theory["code"])
+    )
+    assert "3 (bootstrap range 0–4): the theory cannot tell" in theory["prose"]
+    assert "extrapolated" not in theory["prose"]  # 0–4 inside the measured k = 1–8
+
+
 # -- item 3: no repetition -------------------------------------------------------------------
 def test_greedy_diffs_and_their_advice_are_said_once(contexts: dict[str, ReportContext]) -> None:
     cpu = contexts["llamacpp-cpu-gemma3"]
