@@ -1,8 +1,9 @@
 """What a day on site allows: planning advice bounded by the bundle's own timings.
 
-One restart costs what this bundle's restarts took (run.json: started → ended, plus the
-server's startup when recorded); a day holds defaults.DAY_ON_SITE_S of measuring. Advice
-that needs more than that says so instead of asking for it.
+One restart costs what this bundle's restarts took (run.json: started → ended; a sweep
+writes started_at before it launches the server, so that includes the start-up); a day
+holds defaults.DAY_ON_SITE_S of measuring. Advice that needs more than that says so instead
+of asking for it.
 """
 
 from __future__ import annotations
@@ -143,14 +144,13 @@ def measured_noise(a: Analysis) -> pd.DataFrame:
 
 
 def day(runs: list[RunInfo], *, workloads: int, warmup: int) -> Day:
-    """The day of this bundle: the median restart's wall time plus its server startup."""
+    """The day of this bundle: the median restart's wall time, launch to end (a sweep's
+    run.json starts before its launch; adding the recorded start-up counted it twice)."""
     walls = [
         (datetime.fromisoformat(r.ended_at) - datetime.fromisoformat(r.started_at)).total_seconds()
         for r in runs
         if r.ended_at and r.status == "ok"
     ]
-    startup = [r.launch.startup_s for r in runs if r.launch and r.launch.startup_s is not None]
     if not walls:
         return Day(restart_s=None, workloads=workloads, warmup=warmup)
-    restart = statistics.median(walls) + (statistics.median(startup) if startup else 0.0)
-    return Day(restart_s=restart, workloads=max(1, workloads), warmup=warmup)
+    return Day(restart_s=statistics.median(walls), workloads=max(1, workloads), warmup=warmup)
