@@ -377,6 +377,23 @@ def test_theory_fit_has_bootstrap_intervals_and_marks_extrapolation(tmp_path: Pa
     assert not fit.degenerate
 
 
+def test_a_step_cost_whose_interval_holds_the_null_is_not_stated_as_a_fact() -> None:
+    """a = 1 is no fixed cost of turning speculation on, b = 0 a free draft token: an
+    interval that holds them says so, and no fixed-cost diagnosis follows from a point
+    estimate alone."""
+    from diagnostic.analyse.ksweep import _explain
+
+    sure = _explain(1.8, 0.3, True, [1.4, 2.2], [0.2, 0.5])
+    assert sure.startswith("Turning speculation on costs a = 1.80× a plain decode step")
+    assert "each draft token adds b = 0.300" in sure and "CUDA graphs" in sure
+    unsure = _explain(1.4, 0.01, True, [0.9, 1.9], [-0.02, 0.04])
+    assert "may cost nothing before the first draft token" in unsure
+    assert "interval 0.90–1.90 includes 1" in unsure
+    assert "what a draft token adds is not established" in unsure
+    assert "-0.020–0.040 includes 0" in unsure and "CUDA graphs" not in unsure
+    assert "adds b = 0.010 of a step (the draft" not in unsure
+
+
 def test_degenerate_acceptance_predicts_no_best_k(tmp_path: Path) -> None:
     (sw,) = _sweep_bundle(tmp_path / "b", alpha=0.99).sweep.workloads  # type: ignore[union-attr]
     fit = sw.theory

@@ -89,9 +89,35 @@ def test_dry_run_prints_schedule_and_estimate() -> None:
     out = " ".join(out.split())
     assert "fixed plan: 15 requests per restart, every start: about 37 min" in out
     assert re.search(r"adaptive plan \(--adaptive\): \d+ requests per restart from block 3", out)
-    # 7 speculative arms × (code, prose, all): 21 comparisons share the 5% error rate
-    power = r"power to find \+10% \(a WIN over 21 comparisons\): fixed plan \d+%, adaptive \d+%"
+    # 7 speculative arms × (code, prose): 14 comparisons share the 5% error rate (the derived
+    # "all workloads" rows are not in the family)
+    power = r"power to find \+10% \(a WIN over 14 comparisons\): fixed plan \d+%, adaptive \d+%"
     assert re.search(power + r"; 90% needs restarts = \d+ \(fixed\) or \d+ \(adaptive", out)
+    # 81.5 s a start, 9 arms: 29 blocks in 6 h; at the assumed 5% restart CV they decide +10%
+    day = r"a 6 h day holds 29 blocks of the 9 arms \(14 comparisons\): it decides a true \+10%"
+    assert re.search(day + r" with probability \d+% and \+\d+% with 80%\.", out)
+    assert "To decide" not in out
+
+
+def test_dry_run_at_high_noise_says_what_a_day_can_decide() -> None:
+    """The GPU sample as its own pilot (restart CV 13%, prompt-by-arm CV 30%): a day of its
+    4 arms does not decide +10% with 80%; the dry run says what it does decide and what
+    +10% would take."""
+    plan = ROOT / "samples" / "plans" / "vllm-h200-gemma3.toml"
+    pilot = ROOT / "samples" / "vllm-h200-gemma3"
+    code, out = _invoke(str(plan), "--dry-run", "--pilot", str(pilot))
+    assert code == 0, out
+    out = " ".join(out.split())
+    assert "restart CV 13.4%" in out
+    said = re.search(
+        r"At that noise and 15 requests per restart \(fixed plan\), a 6 h day holds (\d+) "
+        r"blocks of the 4 arms \(6 comparisons\): it decides a true \+10% with probability "
+        r"(\d+)% and \+(\d+)% with 80%\. To decide \+10% with 80%: (.+?)\.",
+        out,
+    )
+    assert said is not None, out
+    assert int(said[2]) < 80 and int(said[3]) > 10
+    assert "days with every arm" in said[4]
 
 
 def test_dry_run_with_a_pilot_takes_its_costs_and_noise(tmp_path: Path) -> None:

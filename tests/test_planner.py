@@ -10,6 +10,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from diagnostic.analyse import pairing
 from diagnostic.analyse.requests import load_samples
 from diagnostic.bundle.store import Bundle
 from diagnostic.measure.schedule import EstimateAssumptions, build_schedule
@@ -109,13 +110,13 @@ def test_requests_with_prompt_by_arm_variance_by_hand() -> None:
             {"arm": "b", "s1_sq": 0.02, "t2_sq": 0.1, "p2_sq": 0.14, "prompts": 15},
         ]
     )
-    assert planner.pooled_noise(noise) == pytest.approx((0.02, 0.1, 0.07, 15))
+    assert pairing.pooled_noise(noise) == pytest.approx((0.02, 0.1, 0.07, 15))
     chosen = planner.plan_requests(_costs(), noise, current=15, floor=5, cap=60)
     assert chosen.requests == 7
     assert "P² = 0.07 over 15 prompts" in chosen.why and "prompt effects removed" in chosen.why
     # sqrt(2 · 0.07) = 37.4%: the prompt-by-arm CV of a comparison, both sides
     words = "restart CV 31.6%, request CV 14.1% on one prompt, prompt-by-arm CV 37.4% (measured"
-    assert planner.noise_words(noise).startswith(words)
+    assert pairing.noise_words(noise).startswith(words)
 
 
 def test_costs_from_run_records_by_hand() -> None:
@@ -186,31 +187,29 @@ def test_the_day_estimate_of_both_plans_by_hand() -> None:
     assert day.adaptive_by_look_s == pytest.approx([896.0, 1712.0])
 
 
-def test_power_of_one_look_is_the_noncentral_t_power() -> None:
-    """A fixed plan's WIN rate at +10%: P(d̄ − q·se > log 1.02) with q the 1 − α/(2m) t
-    quantile — the non-central t tail sf(q; n−1, (log 1.1 − log 1.02)/σ·√n), by hand."""
+def test_power_estimate_sizes_both_designs_with_the_family_intervals() -> None:
+    """Restart CV 5%, request CV 3%, 7 comparisons: the fixed plan's 90% needs the fewest
+    blocks whose non-central t power at the family's critical value reaches 90%
+    (tests/test_power.py: win_rate at one look is that tail); the adaptive maximum is near it,
+    lower with the A/A repeat pooled into the reference than without."""
     from scipy import stats as sps
 
-    for n, sd, family in [(5, 0.07, 7), (18, 0.07, 7), (10, 0.03, 21)]:
-        got = planner.win_rate([n], sd, family, 0.10, 0.02, futility=False)
-        q = sps.t.isf(0.05 / family / 2, n - 1)
-        ncp = (math.log(1.1) - math.log(1.02)) / sd * math.sqrt(n)
-        assert got == pytest.approx(float(sps.nct.sf(q, n - 1, ncp)), abs=0.01)
+    from diagnostic.analyse.power import planned_critical
 
-
-def test_power_estimate_sizes_both_designs_like_the_benchmark() -> None:
-    """Restart CV 5%, request CV 3%, 7 comparisons: benchmarks/time_on_site.py finds 19 blocks
-    for the adaptive maximum's 90% power at +10% (pooled reference, futility stop, m* = 5);
-    its issue-22 version found 18 for the tool's fixed plan (15 requests, no A/A repeat)."""
     noise = pd.DataFrame([{"s1_sq": math.log1p(0.03**2), "t2_sq": math.log1p(0.05**2)}])
-    p = planner.power_estimate(
-        noise, restarts=5, requests=15, adaptive_requests=5, family=7, pooled=True
-    )
-    assert p.fixed_restarts is not None and 17 <= p.fixed_restarts <= 19
-    assert p.adaptive_restarts is not None and 18 <= p.adaptive_restarts <= 21
-    assert 0.08 < p.fixed < 0.15  # the benchmark's 5 × 15 plan: 11.4% WIN at +10%
-    # Without the A/A repeat in the reference the adaptive maximum grows (~1.2×).
-    alone = planner.power_estimate(
-        noise, restarts=5, requests=15, adaptive_requests=5, family=7, pooled=False
-    )
+    sd = math.sqrt(2 * (math.log1p(0.05**2) + math.log1p(0.03**2) / 15))
+
+    def tail(n: int) -> float:
+        c, df = planned_critical(7, n, 0.05, 0.5)
+        return float(sps.nct.sf(c, df, (math.log(1.1) - math.log(1.02)) / sd * math.sqrt(n)))
+
+    need = next(n for n in range(3, 100) if tail(n) >= 0.9)
+    kwargs = {"restarts": 5, "requests": 15, "adaptive_requests": 5, "speculative": 7}
+    p = planner.power_estimate(noise, keys=1, pooled=True, start_s=122.0, arms=9, **kwargs)
+    assert p.family == 7 and p.fixed == pytest.approx(tail(5), abs=0.01)
+    assert p.fixed_restarts is not None and abs(p.fixed_restarts - need) <= 1
+    assert p.adaptive_restarts is not None and need - 1 <= p.adaptive_restarts <= 1.4 * need
+    alone = planner.power_estimate(noise, keys=1, pooled=False, start_s=122.0, arms=9, **kwargs)
     assert alone.adaptive_restarts is not None and alone.adaptive_restarts > p.adaptive_restarts
+    # A day of 9 arms at 122 s a start holds 19 blocks: +10% is decided.
+    assert p.day.blocks == 19 and p.day.decides_target and p.day.smallest is not None

@@ -247,6 +247,62 @@ def test_planning_advice_is_bounded_by_a_day(contexts: dict[str, ReportContext])
     assert any("Plan no more restarts" in t and "probability" in t for t in cpu)
 
 
+def test_page_one_says_what_a_day_decides_at_high_noise(
+    contexts: dict[str, ReportContext],
+) -> None:
+    """Issue 29 item 8: at the GPU sample's measured noise (restart CV 13%) a day of its 4 arms
+    cannot decide +10% with 80%; page 1 says what a day decides and what +10% would take,
+    with analyse.power.day_power's figures. The CPU sample's cheap, quiet restarts decide it
+    in a day: nothing is said."""
+    from diagnostic.report.budget import measured_noise
+
+    ctx = contexts["vllm-h200-gemma3"]
+    said = [c for c in ctx.summary.caveats if "a 6 h day holds" in c]
+    assert len(said) == 1, ctx.summary.caveats
+    m = re.fullmatch(
+        r"At the noise this bundle measured \(restart CV 13%\), a 6 h day holds (\d+) blocks "
+        r"of the 4 arms \(6 comparisons\): it decides a true \+10% with probability (\d+)% "
+        r"and \+(\d+)% with 80%\. To decide \+10% with 80%: (.+)\.",
+        said[0],
+    )
+    assert m is not None, said[0]
+    assert int(m[2]) < 80 < 100 and int(m[3]) > 10 and "days with every arm" in m[4]
+    gpu = analyse(Bundle.open(SAMPLES / "vllm-h200-gemma3", strict=False))
+    assert len(measured_noise(gpu)) == 8  # 4 arms × code, prose: "all workloads" left out
+    for quiet in ("llamacpp-cpu-gemma3",):
+        assert not any("a 6 h day holds" in c for c in contexts[quiet].summary.caveats)
+
+
+def test_a_theory_quantity_is_a_fact_only_when_its_interval_leaves_out_the_null(
+    contexts: dict[str, ReportContext],
+) -> None:
+    """Issue 29 item 6: the GPU sample's predicted best k is 0 (0–5) on code — the range holds
+    0, no speculation, so the theory cannot tell whether speculation pays — and 5 (4–7) on
+    prose with k = 1, 3, 5 measured: 7 lies beyond them and is labelled extrapolated. The
+    CPU sample's code range 0–0 predicts no speculation, and prose's 3 (0–4) is undecided."""
+    gpu = contexts["vllm-h200-gemma3"].sweep
+    assert gpu is not None
+    theory = {t.title.split(": ")[-1]: t.theory for t in gpu.tables}
+    assert (
+        "predicted best k = 0 (bootstrap range 0–5): the theory cannot tell whether "
+        "speculation pays." in theory["code"]
+    )
+    assert (
+        "predicted best k = 5 (bootstrap range 4–7; 7 is beyond the measured k = 1–5: "
+        "extrapolated)." in theory["prose"]
+    )
+    assert "cannot tell" not in theory["prose"]
+    cpu = contexts["llamacpp-cpu-gemma3"].sweep
+    assert cpu is not None
+    theory = {t.title.split(": ")[-1]: t.theory for t in cpu.tables}
+    assert (
+        "0 (bootstrap range 0–0): the theory predicts that speculation does not pay"
+        in (theory["code"])
+    )
+    assert "3 (bootstrap range 0–4): the theory cannot tell" in theory["prose"]
+    assert "extrapolated" not in theory["prose"]  # 0–4 inside the measured k = 1–8
+
+
 # -- item 3: no repetition -------------------------------------------------------------------
 def test_greedy_diffs_and_their_advice_are_said_once(contexts: dict[str, ReportContext]) -> None:
     cpu = contexts["llamacpp-cpu-gemma3"]

@@ -107,11 +107,30 @@ def _workload(arm: ArmResult, workload: str, conc: int) -> ArmWorkload | None:
     )
 
 
-def _explain(a: float, b: float, gpu: bool) -> str:
-    text = (
-        f"Turning speculation on costs a = {a:.2f}× a plain decode step before any draft token, "
-        f"and each draft token adds b = {b:.3f} of a step (the draft/target cost ratio)."
+def _explain(
+    a: float, b: float, gpu: bool, a_ci: list[float] | None, b_ci: list[float] | None
+) -> str:
+    """What a and b mean, each stated as a fact only when its 95% bootstrap interval leaves
+    out the null: a = 1 (no fixed cost of turning speculation on), b = 0 (draft tokens cost
+    nothing); the large-fixed-cost diagnosis only on an established fixed cost."""
+    no_fixed = a_ci is not None and a_ci[0] <= 1.0 <= a_ci[1]
+    free = b_ci is not None and b_ci[0] <= 0.0 <= b_ci[1]
+    fixed = (
+        f"Turning speculation on may cost nothing before the first draft token: a = {a:.2f}× "
+        f"a plain decode step, but its 95% bootstrap interval {a_ci[0]:.2f}–{a_ci[1]:.2f} "
+        "includes 1"
+        if no_fixed and a_ci
+        else f"Turning speculation on costs a = {a:.2f}× a plain decode step before any draft token"
     )
+    draft = (
+        f"what a draft token adds is not established: b = {b:.3f} of a step, but its 95% "
+        f"bootstrap interval {b_ci[0]:.3f}–{b_ci[1]:.3f} includes 0"
+        if free and b_ci
+        else f"each draft token adds b = {b:.3f} of a step (the draft/target cost ratio)"
+    )
+    text = f"{fixed}; {draft}." if no_fixed or free else f"{fixed}, and {draft}."
+    if no_fixed:
+        return text
     if a > LARGE_FIXED_COST and gpu:
         text += (
             " A fixed cost this large means the speculative step does more work than a plain "
@@ -231,18 +250,18 @@ def theory_fit(
         out.explanation = "The step-cost line needs acceptance and speed at two or more k."
         return out
     out.a, out.b = fit.a, fit.b
-    out.explanation = _explain(fit.a, fit.b, gpu)
-    if alpha is None:
-        return out
     ks = [k for k, _ in measured]
     k_max = max(8, 2 * max(ks))
-    if data is not None:
+    if alpha is not None and data is not None:
         fitted = [a for a in data[1] if a.k in ks and np.isfinite(a.tau).any()]
         boot = _bootstrap(data[0], fitted, source.startswith("counters"), k_max)
         if boot is not None:
             out.alpha_ci, out.a_ci, out.b_ci = (_ci(boot[n]) for n in ("alpha", "a", "b"))
             lo, hi = _ci(boot["best_k"].astype(float)) or [0.0, 0.0]
             out.best_k_range = [round(lo), round(hi)]
+    out.explanation = _explain(fit.a, fit.b, gpu, out.a_ci, out.b_ci)
+    if alpha is None:
+        return out
     if alpha > DEGENERATE_ALPHA:
         out.degenerate = True
         out.explanation += (

@@ -18,10 +18,13 @@ __all__ = [
     "PromptFit",
     "adjusted_restart_means",
     "arm_noise",
+    "block_sd",
     "fit_prompts",
     "measured_requests",
     "noise_components",
+    "noise_words",
     "paired_requests",
+    "pooled_noise",
     "prompt_by_arm",
     "side_variance",
     "with_all_workloads",
@@ -199,6 +202,39 @@ def side_variance(s1_sq: float, t2_sq: float, p2_sq: float, prompts: int, reques
         else 0.0
     )
     return t2_sq + s1_sq / requests + rotating
+
+
+def pooled_noise(noise: pd.DataFrame) -> tuple[float, float, float, int]:
+    """(S1², T2², P², n) of one side of a comparison, pooled (averaged) over the table's rows:
+    one m serves every workload of every start, and one pair's T2² from a few restarts is too
+    noisy to size it alone. P² is half the mean prompt-by-arm variance of the compared arms
+    (a block ratio sees it once, over its two sides; a mean below 0 is none), n the largest
+    prompt set; without those columns (assumed noise) P² = 0."""
+    s1_sq, t2_sq = float(noise["s1_sq"].mean()), float(noise["t2_sq"].mean())
+    compared = "p2_sq" in noise and bool(noise["p2_sq"].notna().any())
+    p2_sq = max(float(noise["p2_sq"].mean()), 0.0) / 2 if compared else 0.0  # skips NaN
+    prompts = int(noise["prompts"].max()) if "prompts" in noise else 1
+    return s1_sq, t2_sq, p2_sq, prompts
+
+
+def noise_words(noise: pd.DataFrame) -> str:
+    """The pooled noise as CVs, and where it comes from: 'restart CV 5.0%, request CV 3.0% on
+    one prompt, prompt-by-arm CV 12% (measured, each arm's prompt effects removed)'."""
+    s1_sq, t2_sq, p2_sq, _ = pooled_noise(noise)
+    measured = "prompts" in noise
+    text = f"restart CV {math.sqrt(max(t2_sq, 0.0)):.1%}, request CV {math.sqrt(s1_sq):.1%}"
+    text += " on one prompt" if measured else ""
+    text += f", prompt-by-arm CV {math.sqrt(2 * p2_sq):.1%}" if p2_sq > 0 else ""
+    return text + (" (measured, each arm's prompt effects removed)" if measured else " (assumed)")
+
+
+def block_sd(noise: pd.DataFrame, requests: float, reference_starts: int = 1) -> float:
+    """SD of one block's log ratio at `requests` per restart: an arm against a reference of
+    `reference_starts` starts per block (2: the baseline with its A/A repeat), every side's
+    variance side_variance on the components pooled_noise pools: sqrt((1 + 1/r)·side)."""
+    s1_sq, t2_sq, p2_sq, prompts = pooled_noise(noise)
+    side = side_variance(s1_sq, max(t2_sq, 0.0), p2_sq, prompts, requests)
+    return math.sqrt((1 + 1 / reference_starts) * side)
 
 
 def paired_requests(

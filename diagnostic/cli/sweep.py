@@ -377,6 +377,12 @@ def _print_day(summary: SweepResult, *, adaptive: bool) -> None:
     console.print(f"  why {d.adaptive.requests}: {d.adaptive.why}", highlight=False, markup=False)
     if d.power is not None:
         console.print(_power_line(d.power), highlight=False, markup=False)
+        console.print(
+            f"At that noise and {d.fixed_requests} requests per restart (fixed plan), "
+            + d.power.day.sentence(),
+            highlight=False,
+            markup=False,
+        )
 
 
 def _power_line(p: Power) -> str:

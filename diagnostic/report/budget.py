@@ -2,9 +2,11 @@
 
 `costs` measures, once, the requests each restart served and what a restart cost: start-up
 (run.json), the seconds of one request (restart summaries) and the rest of its wall time
-(run.json started → ended); every figure the report states about requests per restart and
-the time of restarts (methodology, extensions, the planning column) comes from it. A day
-holds defaults.DAY_ON_SITE_S of measuring: advice that needs more says so instead.
+(run.json started → ended, less its requests and, where recorded, its start-up: a sweep
+writes started_at before it launches the server). Every figure the report states about
+requests per restart and the time of restarts (methodology, extensions, the planning
+column, what a day decides) comes from it. A day holds defaults.DAY_ON_SITE_S of measuring:
+advice that needs more says so instead.
 """
 
 from __future__ import annotations
@@ -14,14 +16,17 @@ import statistics
 from dataclasses import dataclass
 from datetime import datetime
 
+import pandas as pd
+
 from diagnostic import defaults
+from diagnostic.analyse import pairing, power
 from diagnostic.analyse.extension import ASSURANCE
 from diagnostic.report import fmt as f
 from diagnostic.schema.analysis import ALL_WORKLOADS, Analysis, Comparison
 from diagnostic.schema.arms import PlanningAdvice
-from diagnostic.schema.bundle import RunInfo
+from diagnostic.schema.bundle import PlanSpec, RunInfo
 
-__all__ = ["Costs", "Day", "costs", "day"]
+__all__ = ["Costs", "Day", "costs", "day", "measured_noise"]
 
 ARMS_COMPARED = 2  # an arm and its baseline, restarted alike
 
@@ -134,6 +139,34 @@ class Day:
             f"{pick.assurance:.0%}"
         )
 
+    def decides(self, a: Analysis, plan: PlanSpec) -> str:
+        """What a day on site decides at this bundle's measured noise, in two sentences, when
+        it could not decide the plan's target speedup with ASSURANCE; '' when it could, or
+        without the cost of a restart or the noise. The fixed plan of analyse.power.day_power
+        on the bundle's arms and declared comparisons, at its requests per restart, as
+        `sweep --dry-run --pilot BUNDLE` computes it."""
+        family = [c for c in a.comparisons if c.kind == "spec" and not c.derived]
+        noise = measured_noise(a)
+        if not self.restart_s or not family or noise.empty:
+            return ""
+        arms = len({c.arm for c in family})
+        references = 2 if plan.design.pool_aa else 1
+        d = power.day_power(
+            pairing.block_sd(noise, plan.requests, references),
+            start_s=self.restart_s,
+            arms=max(len(plan.arms), len(a.arms)),
+            speculative=arms,
+            keys=max(1, round(len(family) / arms)),
+            target=plan.design.target or defaults.TARGET,
+            margin=a.noise_band.delta,
+            rho=power.reference_correlation(references),
+            budget_s=self.budget_s,
+        )
+        if d.decides_target:
+            return ""
+        restart_cv = math.sqrt(max(pairing.pooled_noise(noise)[1], 0.0))
+        return f"At the noise this bundle measured (restart CV {restart_cv:.0%}), {d.sentence()}"
+
     def plan(self, p: PlanningAdvice) -> str:
         """Requests and restarts for the interval width `p` aims at, bounded by the day: at
         least defaults.MIN_REQUESTS requests per restart (fewer and restart means wobble)."""
@@ -154,6 +187,21 @@ class Day:
             f"A {width} wide interval needs {need} restarts per arm; a day holds {fit} at "
             f"{m} requests: not resolvable in a day."
         )
+
+
+def measured_noise(a: Analysis) -> pd.DataFrame:
+    """The bundle's variance components as the sweep's planner pools them
+    (pairing.pooled_noise): one row per arm, workload and level with planning advice, the
+    derived "all workloads" rows left out. Each restart is taken to serve the whole prompt
+    set (prompts = 1: a rotating design's prompt-by-arm share is left out)."""
+    rows = [
+        {"s1_sq": p.s1_sq, "t2_sq": p.t2_sq, "p2_sq": p.p2_sq, "prompts": 1}
+        for arm in a.arms
+        for w in arm.workloads
+        if (p := w.planning) is not None and w.workload != ALL_WORKLOADS
+        if p.s1_sq is not None and p.t2_sq is not None
+    ]
+    return pd.DataFrame(rows, columns=["s1_sq", "t2_sq", "p2_sq", "prompts"], dtype=float)
 
 
 def _served(a: Analysis) -> dict[tuple[str, int], tuple[int | None, int, int]]:
@@ -185,7 +233,7 @@ def costs(runs: list[RunInfo], a: Analysis, *, warmup: int) -> Costs:
     """What a restart of this bundle cost, measured once (see the module docstring): the
     requests per restart and workload (the most common count of each block, or of each
     restart without blocks), the medians of start-up, of one request (restart summaries'
-    medians) and of the rest of a restart (wall time less its requests)."""
+    medians) and of the rest of a restart (wall time less its requests and start-up)."""
     served = _served(a)
     blocked = any(block is not None for block, _, _ in served.values())
     by_key: dict[int, list[int]] = {}
@@ -208,7 +256,9 @@ def costs(runs: list[RunInfo], a: Analysis, *, warmup: int) -> Costs:
         if r.ended_at and r.status == "ok" and (r.arm, r.restart) in served and request:
             _, n, served_workloads = served[(r.arm, r.restart)]
             wall = datetime.fromisoformat(r.ended_at) - datetime.fromisoformat(r.started_at)
-            rest.append(wall.total_seconds() - (n + warmup) * request * served_workloads)
+            started = r.launch.startup_s if r.launch and r.launch.startup_s else 0.0
+            serve = (n + warmup) * request * served_workloads
+            rest.append(wall.total_seconds() - serve - started)
     widths = [w for _, _, w in served.values()]
     return Costs(
         requests=requests if len({n for _, n in requests}) > 1 else requests[-1:],

@@ -274,16 +274,38 @@ def _theory_text(sw: SweepWorkload) -> str:
     if t.degenerate:
         parts.append("no predicted best k (degenerate acceptance)")
     elif t.predicted_best_k is not None:
-        spread = (
-            f", bootstrap range {t.best_k_range[0]}–{t.best_k_range[1]}"
-            if t.best_k_range and t.best_k_range[0] != t.best_k_range[1]
-            else ""
-        )
-        outside = " — extrapolated beyond the measured k" if t.extrapolated else ""
-        parts.append(f"predicted best k = {t.predicted_best_k}{spread}{outside}")
+        measured = [p.k for p in sw.points if p.k >= 1]
+        parts.append(_predicted_best_k(t.predicted_best_k, t.best_k_range, measured))
     else:
         parts.append(f"predicted best k = {f.MISSING}")
     return "; ".join(parts) + ". " + t.explanation
+
+
+def _predicted_best_k(best: int, spread: list[int] | None, measured: list[int]) -> str:
+    """'predicted best k = 5 (bootstrap range 4–7; 7 is beyond the measured k = 1–5:
+    extrapolated)'. A range that holds 0 (no speculation) says the theory cannot tell whether
+    speculation pays; one of 0 alone, that it predicts it does not; without a range (no
+    bootstrap) the estimate is marked as one."""
+    low, high = spread or (best, best)
+    notes = [f"bootstrap range {low}–{high}"] if spread else ["no bootstrap interval"]
+    top, bottom = max(measured, default=0), min(measured, default=0)
+    shown = sorted({low, best, high})
+    for side, ks in (
+        ("beyond", [k for k in shown if k > top]),
+        ("below", [k for k in shown if 1 <= k < bottom]),
+    ):
+        if ks and measured:
+            verb = "is" if len(ks) == 1 else "are"
+            notes.append(
+                f"{f.join([str(k) for k in ks])} {verb} {side} the measured k = "
+                f"{bottom}–{top}: extrapolated"
+            )
+    text = f"predicted best k = {best} ({'; '.join(notes)})"
+    if low == 0 < high:
+        return f"{text}: the theory cannot tell whether speculation pays"
+    if high == 0 and spread:
+        return f"{text}: the theory predicts that speculation does not pay"
+    return text
 
 
 def _sweep_workloads(a: Analysis) -> list[SweepWorkload]:

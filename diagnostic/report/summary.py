@@ -6,13 +6,13 @@ import re
 from collections.abc import Callable
 from pathlib import PurePosixPath
 
-from diagnostic import defaults
 from diagnostic.analyse.ksweep import DEGENERATE_ALPHA
 from diagnostic.report import advice, charts, launch
 from diagnostic.report import capture as cap
 from diagnostic.report import fmt as f
 from diagnostic.report import select as sel
 from diagnostic.report.budget import Day
+from diagnostic.report.caveats import caveats
 from diagnostic.report.design import futility
 from diagnostic.report.inputs import Inputs, served_method
 from diagnostic.report.unmeasured import unmeasured
@@ -304,7 +304,7 @@ def summary(inputs: Inputs, actions: list[str], shown: int = 2) -> Summary:
         degenerate=degenerate(inputs),
         profiles=[_profile(a, w, describe) for w in sel.workloads(a)],
         chart=_summary_chart(a),
-        caveats=_caveats(a),
+        caveats=caveats(inputs),
         actions=actions[:shown],
         more_actions=max(0, len(actions) - shown),
     )
@@ -451,54 +451,3 @@ def _cause(p: FindingView, lost: dict[str, Comparison]) -> Cause:
 def _telling_line(evidence: list[Evidence]) -> Evidence | None:
     """The WARNING line of a finding when it has one (the engine saying what it changed)."""
     return next((e for e in evidence if "WARNING" in e.text), evidence[0] if evidence else None)
-
-
-def _caveats(a: Analysis) -> list[str]:
-    out = []
-    if a.noise_band.aa_check is False:
-        out.append(
-            "The A/A check failed: the same configuration measured twice differs beyond its "
-            "interval, so the schedule has drift or order effects — read every verdict of this "
-            "report with that caveat."
-        )
-    withheld = [c for c in a.comparisons if c.withheld and not c.derived]
-    single = sorted(
-        {c.arm if c.n_restarts_arm == 1 else c.baseline for c in withheld if c.within_process_only}
-    )
-    few = sorted({c.arm for c in withheld if not c.within_process_only})
-    if single:
-        out.append(
-            f"{f.join(single)} ran in one server process only: restart variance is not "
-            f"measured there ({WITHIN_PROCESS_LABEL}), so those comparisons get no verdict; "
-            f"a verdict needs at least {defaults.MIN_RESTARTS} restarts per arm."
-        )
-    if few:
-        out.append(
-            f"{f.join(few)} had fewer than {defaults.MIN_RESTARTS} restarts on a side: their "
-            "intervals are shown, without a verdict."
-        )
-    sensitive = [c for c in a.comparisons if c.sensitivity and not c.derived]
-    if sensitive:
-        out.append(
-            "Each block's reference pools the baseline and its A/A repeat (a design choice of "
-            "the plan; the A/A check cannot prove the two equal). Against the baseline alone: "
-            + "; ".join(f"{c.arm} on {c.workload}: {c.sensitivity}" for c in sensitive)
-            + "."
-        )
-    unmatched = sorted({c.arm for c in a.comparisons if c.kind == "spec" and not c.matched})
-    if unmatched:
-        out.append(
-            f"{f.join(unmatched)} had no baseline differing only in speculation: compared with "
-            f"{a.baseline} in the tables only, never in the headline."
-        )
-    for run in a.left_out_runs:
-        out.append(f"Run {run.run} is left out of every figure: {run.reason}.")
-    if a.failed_requests:
-        out.append(f"{a.failed_requests} measured request(s) failed (counted, not measured).")
-    excluded = sum(n for reason, n in a.exclusions.by_reason.items() if reason != "warmup")
-    if excluded:
-        out.append(
-            f"{excluded} measured request(s) were excluded from the statistics "
-            "(see Output equivalence and data quality)."
-        )
-    return out

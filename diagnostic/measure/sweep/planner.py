@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import datetime as dt
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from diagnostic import defaults
+from diagnostic.analyse.power import DayPower
 from diagnostic.measure.schedule import EstimateAssumptions, Start
 from diagnostic.schema.bundle import RunInfo
 
@@ -29,9 +30,7 @@ __all__ = [
     "likely_end",
     "measured_costs",
     "noise_components",
-    "noise_words",
     "plan_requests",
-    "pooled_noise",
     "power_estimate",
     "remaining_s",
     "wall_clock",
@@ -120,30 +119,6 @@ def noise_components(frame: pd.DataFrame, reference: str | None = None) -> pd.Da
     return pairing.noise_components(pairing.measured_requests(frame), reference)
 
 
-def pooled_noise(noise: pd.DataFrame) -> tuple[float, float, float, int]:
-    """(S1², T2², P², n) of one side of a comparison, pooled (averaged) over the table's rows:
-    one m serves every workload of every start, and one pair's T2² from a few restarts is too
-    noisy to size it alone. P² is half the mean prompt-by-arm variance of the compared arms
-    (a block ratio sees it once, over its two sides; a mean below 0 is none), n the largest
-    prompt set; without those columns (assumed noise) P² = 0."""
-    s1_sq, t2_sq = float(noise["s1_sq"].mean()), float(noise["t2_sq"].mean())
-    compared = "p2_sq" in noise and bool(noise["p2_sq"].notna().any())
-    p2_sq = max(float(noise["p2_sq"].mean()), 0.0) / 2 if compared else 0.0  # skips NaN
-    prompts = int(noise["prompts"].max()) if "prompts" in noise else 1
-    return s1_sq, t2_sq, p2_sq, prompts
-
-
-def noise_words(noise: pd.DataFrame) -> str:
-    """The pooled noise as CVs, and where it comes from: 'restart CV 5.0%, request CV 3.0% on
-    one prompt, prompt-by-arm CV 12% (measured, each arm's prompt effects removed)'."""
-    s1_sq, t2_sq, p2_sq, _ = pooled_noise(noise)
-    measured = "prompts" in noise
-    text = f"restart CV {math.sqrt(max(t2_sq, 0.0)):.1%}, request CV {math.sqrt(s1_sq):.1%}"
-    text += " on one prompt" if measured else ""
-    text += f", prompt-by-arm CV {math.sqrt(2 * p2_sq):.1%}" if p2_sq > 0 else ""
-    return text + (" (measured, each arm's prompt effects removed)" if measured else " (assumed)")
-
-
 class RequestsPlan(BaseModel):
     """Measured requests per restart and why."""
 
@@ -174,7 +149,7 @@ def plan_requests(
             why=f"no variance components yet: {current} kept (they need 2 restarts of an arm "
             "that share a prompt and leave a degree of freedom within restarts)",
         )
-    s1_sq, t2_sq, p2_sq, prompts = pooled_noise(noise)
+    s1_sq, t2_sq, p2_sq, prompts = pairing.pooled_noise(noise)
     how = "each arm's prompt effects removed" if "prompts" in noise else "assumed CVs"
     pooled = (
         f"S1² = {s1_sq:.2g}, T2² = {t2_sq:.2g}"
@@ -215,7 +190,9 @@ class Power(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     target: float = Field(description="The speedup looked for (0.1 = +10%)")
-    family: int = Field(description="Comparisons sharing the 5% error rate (Bonferroni)")
+    family: int = Field(
+        description="Comparisons sharing the 5% error rate (simultaneous max-|t| intervals)"
+    )
     fixed: float = Field(description="WIN rate at the target, fixed design, the plan's restarts")
     adaptive: float = Field(description="The same, adaptive design (looks, futility stop)")
     fixed_restarts: int | None = Field(
@@ -224,6 +201,7 @@ class Power(BaseModel):
     adaptive_restarts: int | None = Field(description="Smallest adaptive maximum for it")
     wanted: float = Field(description="The power asked (0.9)")
     noise: str = Field(description="The noise it is computed for, in words (noise_words)")
+    day: DayPower = Field(description="What a day on site decides with the fixed plan")
 
 
 class DayEstimate(BaseModel):
@@ -304,109 +282,68 @@ def likely_end(seconds: float, now: dt.datetime | None = None) -> str:
     return (now + dt.timedelta(seconds=seconds)).strftime("%H:%M")
 
 
-POWER_PATHS = 1 << 15  # simulated comparisons per power figure: MC SE ≤ 0.3%
-
-
 def power_estimate(
     noise: pd.DataFrame,
     *,
     restarts: int,
     requests: int,
     adaptive_requests: int,
-    family: int,
+    speculative: int,
+    keys: int,
     pooled: bool,
+    start_s: float,
+    arms: int,
     target: float = defaults.TARGET,
     margin: float = defaults.MARGIN,
     wanted: float = 0.9,
     cap: int = 100,
 ) -> Power:
-    """Chance of a WIN when the true speedup is the target, for the fixed design (one look,
-    1 − α/family) and the adaptive one (Pocock looks, futility stop, the reference pooled
-    with the A/A repeat when `pooled`), and the restarts each needs for `wanted`. A block's
-    log ratio has variance (1 + 1/r)·(one side's), r the reference's starts per block; the
-    looks' t statistics are drawn exactly (sequential.t_look_paths, seeded). The side variance is
-    pairing.side_variance on pooled_noise: with m < n prompts per restart the prompts the
-    pairing does not cancel (prompt-by-arm) add to it."""
-    from diagnostic.analyse import pairing
+    """Chance of a WIN when the true speedup is the target, for the fixed design (one look)
+    and the adaptive one (Pocock looks, futility stop, the reference pooled with the A/A
+    repeat when `pooled`), each over the family of `speculative` arms × `keys` comparisons
+    (analyse.power.win_rate: the max-|t| intervals the verdicts use), the restarts each needs
+    for `wanted`, and what a day on site decides with the fixed plan (analyse.power.day_power:
+    `arms` arms a block at `start_s` seconds a start). Block log ratios have the SD
+    pairing.block_sd gives at each design's requests: with m < n prompts per restart the
+    prompts the pairing does not cancel (prompt-by-arm) add to it."""
+    from diagnostic.analyse import pairing, power, sequential
 
-    s1_sq, t2_sq, p2_sq, prompts = pooled_noise(noise)
-
-    def sd(m: int, r: int) -> float:
-        side = pairing.side_variance(s1_sq, max(t2_sq, 0.0), p2_sq, prompts, m)
-        return math.sqrt((1 + 1 / r) * side)
-
-    sd_fixed, sd_adaptive = sd(requests, 1), sd(adaptive_requests, 2 if pooled else 1)
+    family = max(1, speculative * keys)
+    sd_fixed = pairing.block_sd(noise, requests)
+    references = 2 if pooled else 1
+    sd_adaptive = pairing.block_sd(noise, adaptive_requests, references)
+    rho_adaptive = power.reference_correlation(references)
 
     def fixed(n: int) -> float:
-        return win_rate([n], sd_fixed, family, target, margin, futility=False)
+        return power.win_rate([n], sd_fixed, family, target, margin, futility=False)
 
     def adaptive(n: int) -> float:
-        from diagnostic.analyse import sequential
-
         looks = sequential.planned_looks(n)
-        return win_rate(looks, sd_adaptive, family, target, margin, futility=True)
+        return power.win_rate(
+            looks, sd_adaptive, family, target, margin, futility=True, rho=rho_adaptive
+        )
 
+    n_fixed = power.fewest(fixed, wanted, defaults.MIN_RESTARTS, cap)
     return Power(
         target=target,
         family=family,
         fixed=fixed(restarts),
         adaptive=adaptive(restarts),
-        fixed_restarts=(n_fixed := _fewest(fixed, wanted, defaults.MIN_RESTARTS, cap)),
+        fixed_restarts=n_fixed,
         # the looks cost power and the pooled reference gains some: near the fixed plan's
-        adaptive_restarts=_fewest(
+        adaptive_restarts=power.fewest(
             adaptive, wanted, max(defaults.MIN_RESTARTS, (n_fixed or cap) * 3 // 4), cap
         ),
         wanted=wanted,
-        noise=noise_words(noise),
+        noise=pairing.noise_words(noise),
+        day=power.day_power(
+            sd_fixed,
+            start_s=start_s,
+            arms=arms,
+            speculative=max(1, speculative),
+            keys=keys,
+            target=target,
+            margin=margin,
+            rho=power.reference_correlation(1),
+        ),
     )
-
-
-def win_rate(
-    looks: Sequence[int],
-    sd_log: float,
-    family: int,
-    target: float,
-    margin: float,
-    *,
-    futility: bool,
-    alpha: float = 0.05,
-) -> float:
-    """P(WIN) at a true ratio 1 + target with block log ratios of SD sd_log: a comparison
-    stops at the first look whose Pocock-level interval (1 − α/family at one look) is above
-    1 + margin (WIN) or, with `futility`, at an interim look whose one-sided t test rejects
-    the target (defaults.FUTILITY_ALPHA)."""
-    import numpy as np
-    from scipy import stats as sps
-
-    from diagnostic.analyse import sequential
-
-    if sd_log <= 0:
-        return 1.0
-    shift = math.log1p(target) / sd_log
-    mean, se = sequential.t_look_paths(looks, shift, POWER_PATHS)
-    level = sequential.sequential_alpha(looks, alpha / family)
-    df = np.asarray(looks, dtype=float) - 1
-    with np.errstate(divide="ignore", invalid="ignore"):
-        q = np.where(df >= 1, sps.t.isf(level / 2, np.maximum(df, 1)), np.inf)
-        win = mean - q * se > math.log1p(margin) / sd_log
-        futile = sps.t.cdf((mean - shift) / se, np.maximum(df, 1)) < defaults.FUTILITY_ALPHA
-    futile &= futility & (df >= 1)
-    futile[:, -1] = False  # the last look stops anyway
-    open_ = np.ones(len(mean), dtype=bool)
-    wins = 0
-    for i in range(len(looks)):
-        wins += int((open_ & win[:, i]).sum())
-        open_ &= ~(win[:, i] | futile[:, i])
-    return wins / len(mean)
-
-
-def _fewest(power: Callable[[int], float], wanted: float, low: int, cap: int) -> int | None:
-    """The fewest restarts in [low, cap] whose power reaches `wanted`, by bisection (power
-    grows with restarts, up to simulation noise); None beyond `cap`; `low` if it reaches."""
-    high = cap
-    if power(high) < wanted:
-        return None
-    while low < high:
-        mid = (low + high) // 2
-        low, high = (low, mid) if power(mid) >= wanted else (mid + 1, high)
-    return low

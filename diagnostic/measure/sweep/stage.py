@@ -218,15 +218,17 @@ def day_estimate(
     if not power:
         return day
     spec = [a for a in plan.arms if a.name != plan.baseline and not a.aa_of]
-    keys = len(o.workloads) + (len(o.workloads) > 1)  # the report adds "all" workloads
-    family = max(1, len(spec) * keys * len(o.concurrency))
+    levels = len(o.concurrency)
     estimate = planner.power_estimate(
         noise,
         restarts=o.restarts,
         requests=o.requests,
         adaptive_requests=day.adaptive.requests,
-        family=family,
+        speculative=len(spec),
+        keys=len(o.workloads) * levels,  # the derived "all workloads" rows are not in it
         pooled=plan.has_aa,
+        start_s=day.costs.per_start(o.requests, o.warmup, levels),
+        arms=len(plan.arms),
         target=o.target,
         margin=o.margin,
     )
