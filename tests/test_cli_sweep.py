@@ -160,7 +160,7 @@ def test_failed_starts_give_exit_code_1_and_a_table(tmp_path: Path) -> None:
 def test_a_real_one_start_sweep_from_the_command_line(tmp_path: Path) -> None:
     env = _real_server_env()
     plan = _plan_file(
-        tmp_path, "$LLAMA_SERVER -m $MODEL --host 127.0.0.1 --port {port} -t 2 -c 1024 --metrics"
+        tmp_path, "$LLAMA_SERVER -m $MODEL --host 127.0.0.1 --port {port} -t 1 -c 1024 --metrics"
     )
     result = subprocess.run(
         [
@@ -208,7 +208,7 @@ def test_a_real_adaptive_sweep_plans_its_requests_from_its_own_first_blocks(
     then m* (Kalibera & Jones from the costs and noise those blocks measured, in [5, 60], or
     the plan's 2 while no restart component shows); the third block's runs have exactly that
     many measured requests, and the manifest says why."""
-    server = "$LLAMA_SERVER -m $MODEL --host 127.0.0.1 --port {port} -t 2 -c 1024 --metrics"
+    server = "$LLAMA_SERVER -m $MODEL --host 127.0.0.1 --port {port} -t 1 -c 1024 --metrics"
     ngram = " --spec-type ngram-simple --spec-ngram-simple-size-n 2 --spec-ngram-simple-size-m 3"
     plan = tmp_path / "plan.toml"
     plan.write_text(
@@ -259,7 +259,7 @@ def test_a_real_adaptive_sweep_does_at_its_first_look_what_the_data_decide(tmp_p
     8), and that the manifest, the notes and the final analysis agree. The decision itself
     is exercised on recorded figures through the same sweep code in
     tests/test_sweep.py::test_adaptive_stops_at_the_first_look_where_everything_is_decided."""
-    server = "$LLAMA_SERVER -m $MODEL --host 127.0.0.1 --port {port} -t 2 -c 1024 --metrics"
+    server = "$LLAMA_SERVER -m $MODEL --host 127.0.0.1 --port {port} -t 1 -c 1024 --metrics"
     draft = " -md $MODEL --spec-type draft-simple --spec-draft-n-max 4"
     plan = tmp_path / "plan.toml"
     plan.write_text(

@@ -178,7 +178,7 @@ def test_real_llama_server_starts_healthy_and_stops(
     port = free_port()
     log = tmp_path / "server.log"
     server = start_server(
-        f"$LLAMA_SERVER -m $MODEL -a gemma --host 127.0.0.1 --port {port} -t 2 -c 1024 -np 1",
+        f"$LLAMA_SERVER -m $MODEL -a gemma --host 127.0.0.1 --port {port} -t 1 -c 1024 -np 1",
         env=real_paths,
         log_path=log,
     )

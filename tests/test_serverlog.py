@@ -37,7 +37,7 @@ def _hand_start(sink: int | IO[bytes], log: Path | None) -> Iterator[str]:
     found = dict(line.split("=", 1) for line in paths.splitlines() if "=" in line)
     port = free_port()
     argv = [found["LLAMA_SERVER"], "-m", found["MODEL"], "--host", "127.0.0.1"]
-    argv += ["--port", str(port), "-t", "2", "-c", "1024", "-np", "1"]
+    argv += ["--port", str(port), "-t", "1", "-c", "1024", "-np", "1"]  # conftest.THREADS
     server = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=sink, stderr=sink)
     url = f"http://127.0.0.1:{port}"
     try:

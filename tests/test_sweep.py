@@ -30,7 +30,7 @@ from diagnostic.report.design import design_rows
 from diagnostic.schema.bundle import RunInfo
 
 SERVER = (
-    "$LLAMA_SERVER -m $MODEL -a gemma --host 127.0.0.1 --port {port} -t 2 -tb 2 -c 2048 -np 1"
+    "$LLAMA_SERVER -m $MODEL -a gemma --host 127.0.0.1 --port {port} -t 1 -tb 1 -c 2048 -np 1"
     " --metrics"
 )
 NGRAM = " --spec-type ngram-simple --spec-ngram-simple-size-n 2 --spec-ngram-simple-size-m {k}"
