@@ -334,3 +334,16 @@ def test_every_stage_takes_the_engagement_options(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     page = out.read_text(encoding="utf-8")
     assert "dc-&lt;1&gt;" in page and "J. Doe" in page and "Prepared for" not in page
+
+
+def test_withheld_leads_are_undecided_and_the_headline_speaks_of_them(
+    contexts: dict[str, ReportContext],
+) -> None:
+    """samples/vllm-h200-validation: 2 restarts per arm, every verdict withheld (n-gram k=7,
+    one restart, has the largest ratio). The headline speaks of the arm the verdict lines
+    lead with, and a withheld lead is served as undecided, not as "no speculation"."""
+    summary = contexts["vllm-h200-validation"].summary
+    assert "n-gram at k=5" in summary.headline and "k=7" not in summary.headline
+    assert all("n-gram at k=5" in v.sentence for v in summary.verdicts)
+    for p in summary.profiles:
+        assert p.profile == "undecided: n-gram at k=5 has no verdict yet", p

@@ -127,15 +127,18 @@ def verdict_phrase(c: Comparison, workload: str, a: Analysis) -> str:
 
 
 def _headline_arm(a: Analysis, best: dict[str, Comparison]) -> str:
-    """The arm the headline speaks of: the first workload's recommended WIN, else the arm
-    with the most wins and then the highest mean ratio."""
+    """The arm the headline speaks of: the first workload's recommended WIN, else among the
+    workloads' leads (the arms the verdict lines speak of) the one with the most wins and
+    then the highest mean ratio."""
     wins = [c.arm for c in best.values() if c.verdict == "WIN"]
     if wins:
         return wins[0]
+    leads = {c.arm for c in best.values()}
     per_arm: dict[str, list[Comparison]] = {}
     for w in sel.workloads(a):
         for c in sel.spec_comparisons(a, w):
-            per_arm.setdefault(c.arm, []).append(c)
+            if c.arm in leads:
+                per_arm.setdefault(c.arm, []).append(c)
 
     def score(arm: str) -> tuple[int, float]:
         comps = per_arm[arm]
@@ -251,6 +254,12 @@ def _profile(a: Analysis, workload: str, describe: Describe) -> Profile:
     measured += f", {'no verdict' if c.withheld else c.verdict}"
     if c.verdict == "WIN":
         return Profile(workload=workload, profile=name, reason=measured)
+    if c.withheld:  # too few restarts to decide: not a reason to give the gain up
+        return Profile(
+            workload=workload,
+            profile=f"undecided: {name} has no verdict yet",
+            reason=f"{name}: {measured}",
+        )
     if c.verdict == "INCONCLUSIVE" and not c.withheld and not futility(c) and c.outlook:
         return Profile(
             workload=workload,
