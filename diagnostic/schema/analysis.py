@@ -202,7 +202,7 @@ class Comparison(_Model):
         None,
         description="Undecided: restarts per arm in all whose planned extension decides it "
         "with probability ≥ 80% (outlook.extension); withheld: the floor a verdict needs; "
-        "None when no extension of up to 50 more restarts reaches 80%",
+        "None when no extension of up to 200 more restarts reaches 80%",
     )
     reference_tps: float | None = Field(
         None,
