@@ -105,6 +105,12 @@ _FALLBACK = re.compile(r"Model Runner V2 (?:does not yet support|requires) (?P<w
 _PIECEWISE_DEBUG = re.compile(r"piecewise_backend\.py:\d+\] Capturing a cudagraph for shape")
 _EAGER = ("Cudagraph is disabled under eager mode", "Enforce eager set", "using eager mode")
 _COMMANDS = tuple(c.decode() for c in COMMANDS) + FLAG_HINTS
+# A message vLLM's own logger wrote: it may name flags ("Restart vllm serve with
+# --enable-scale-out to enable them.", 0.32) but is never the command that launched it.
+_OWN_MESSAGE = re.compile(
+    r"\b(?:INFO|WARNING|DEBUG|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? "
+    r"\[[\w.]+\.py:\d+\] "
+)
 
 
 def wants_more(text: str) -> bool:
@@ -164,7 +170,8 @@ class Parser(SettingsReader):
             self.kind = "metric"
             self.metrics.position(line)
             return
-        if any(c in text for c in _COMMANDS) and self.command(line):
+        commandish = any(c in text for c in _COMMANDS) and not _OWN_MESSAGE.search(text)
+        if commandish and self.command(line):
             return
         proc = self._proc(_process(text))
         if "across cluster]" in text and (dedup := _RAY_DEDUP.search(text)):
