@@ -60,9 +60,10 @@ def test_ngram_acceptance_lines_are_read() -> None:
 def test_check_pairs_the_two_runs_without_a_false_finding(tmp_path: Path) -> None:
     report = check_paths([DATA / "base.log", DATA / "ngram3.log"])
     assert {r.platform for r in report.runs} == {"cpu"}
-    # Both runs fall back alike; no graph can be lost on a CPU: nothing above a note.
-    assert {f.rule for f in report.findings} == {"async-scheduling-disabled"}
-    assert all(f.severity == "info" for f in report.findings)
+    # Both runs fall back alike, no graph can be lost on a CPU, and the CPU platform turns
+    # async scheduling off for the baseline too ("Async scheduling not supported with
+    # ngram-based speculative decoding" is in the n-gram log only): nothing to report.
+    assert report.findings == []
 
 
 def test_metrics_with_created_gauges_give_the_workloads_acceptance() -> None:
