@@ -49,6 +49,12 @@ def test_cover_leaves_out_what_was_not_recorded(contexts: dict[str, ReportContex
     assert contexts["llamacpp-cpu-gemma3"].cover.model == "gemma-3-270m-q4_k_m.gguf"
     env = {kv.key: kv.value for kv in contexts["llamacpp-cpu-gemma3"].environment}
     assert env["Model"] == "/root/.cache/diagnose/models/gemma-3-270m-q4_k_m.gguf"  # all of it
+    # A CPU engine: no GPU to measure, said so rather than "not measured".
+    assert (
+        env["GPU driver"] == env["CUDA"] == "none: the serving machine has no GPU (no nvidia-smi)"
+    )
+    gpu_env = {kv.key: kv.value for kv in contexts["vllm-h200-gemma3"].environment}
+    assert not gpu_env["GPU driver"].startswith("none")
     assert contexts["vllm-h200-gemma3"].cover.model == "/root/g3/hf"  # short: whole, not "hf"
 
 

@@ -393,6 +393,22 @@ def _distinct(runs: list[RunInfo], key: str) -> str:
     return ", ".join(values) or f.MISSING
 
 
+_NO_SMI = "not found"  # environment.py's nvidia_smi when the serving machine has none
+
+
+def _no_gpu(runs: list[RunInfo]) -> str | None:
+    """What to print for the GPU driver and CUDA of a server that ran on a machine with no
+    GPU (a CPU engine: every run local, no nvidia-smi there), else None."""
+    envs = _envs(runs)
+    cpu = bool(envs) and all(
+        e.get("server_is_local") is True
+        and not e.get("gpus")
+        and e.get("nvidia_smi") == "not found"
+        for e in envs
+    )
+    return "none: the serving machine has no GPU (no nvidia-smi)" if cpu else None
+
+
 def _recorded_model(runs: list[RunInfo]) -> str | None:
     return next((m for r in runs if (m := launch.recorded_model(r))), None)
 
@@ -415,10 +431,11 @@ def environment(
     from diagnostic import __version__
 
     engines = dict.fromkeys(f"{r.engine.name} {r.engine.version or ''}".strip() for r in runs)
+    no_gpu = _no_gpu(runs)
     rows = [
         ("Hardware", hardware(runs)),
-        ("GPU driver", _distinct(runs, "driver")),
-        ("CUDA", _distinct(runs, "cuda")),
+        ("GPU driver", no_gpu or _distinct(runs, "driver")),
+        ("CUDA", no_gpu or _distinct(runs, "cuda")),
         ("Host", _distinct(runs, "host")),
         ("Operating system", _distinct(runs, "os")),
         ("Python", _distinct(runs, "python")),
