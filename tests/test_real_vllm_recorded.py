@@ -4,6 +4,7 @@ what 0.32 prints and serves differently from 0.26 on a GPU, read offline."""
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -81,3 +82,19 @@ def test_endpoints_name_the_engine_and_version() -> None:
     answers = json.loads((DATA / "endpoints.json").read_text())
     found = identify(answers)
     assert (found.engine.name, found.engine.version, found.model) == ("vllm", "0.32.0", MODEL)
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["start", "--ngram", "x"], "--ngram takes a draft length 1-99, not 'x'"),
+        (["start", "--port", "80a"], "bad port: 80a"),
+        (["start", "--threads"], "unknown option: --threads (see --help)"),
+        (["install", "now"], "install takes no options"),
+        (["serve"], "unknown command: serve (see --help)"),
+    ],
+)
+def test_real_vllm_refuses_bad_options_before_installing(args: list[str], said: str) -> None:
+    script = Path(__file__).parents[1] / "scripts" / "real-vllm"
+    done = subprocess.run([str(script), *args], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1 and f"real-vllm: error: {said}" in done.stderr
