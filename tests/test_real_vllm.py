@@ -142,7 +142,8 @@ def test_report_renders_a_pdf(bundle: Path, tmp_path: Path) -> None:
 
 def test_a_two_arm_sweep_restarts_vllm_per_arm(tmp_path: Path) -> None:
     installed()
-    launch = f"{SCRIPT} start --foreground --port {{port}}"
+    # A flag after `--` in both arms: their launches then differ only in speculation.
+    launch = f"{SCRIPT} start --foreground --port {{port}} -- --served-model-name gemma-3-270m"
     spec = NGRAM_CONFIG.replace("{", "{{").replace("}", "}}").replace('"', '\\"')
     plan = tmp_path / "plan.toml"
     plan.write_text(
@@ -150,7 +151,7 @@ def test_a_two_arm_sweep_restarts_vllm_per_arm(tmp_path: Path) -> None:
         f'workloads = ["code"]\nbaseline = "base"\nport = {free_port()}\n'
         f"health_timeout_s = {START_TIMEOUT_S}\n"
         f'[[arms]]\nname = "base"\nlaunch = "{launch}"\n'
-        f'[[arms]]\nname = "ngram-k{K}"\nlaunch = "{launch} -- --speculative-config \'{spec}\'"\n'
+        f'[[arms]]\nname = "ngram-k{K}"\nlaunch = "{launch} --speculative-config \'{spec}\'"\n'
     )
     done = _diagnose("sweep", str(plan), "-o", str(tmp_path / "b"), timeout=2 * START_TIMEOUT_S)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
@@ -161,3 +162,6 @@ def test_a_two_arm_sweep_restarts_vllm_per_arm(tmp_path: Path) -> None:
     ngram = next(r for r in report.runs if r.label == f"ngram-k{K}-r0")
     assert (ngram.spec.method, ngram.spec.num_draft_tokens) == ("ngram", K)
     assert report.findings == []
+    # The baseline is matched by the launches (they differ only in speculation).
+    compared = [c for c in analyse(b).comparisons if c.kind == "spec"]
+    assert compared and all(c.baseline == "base" and c.matched for c in compared)
