@@ -161,3 +161,44 @@ def test_the_adaptive_sample_stopped_the_decided_arm_and_rotated_its_prompts() -
     assert draft.verdict == "LOSS" and draft.n_restarts_arm == 4
     assert draft.stopping and draft.stopping.look_number == 1
     assert a.noise_band.aa_check is True
+
+
+def test_the_cpu_vllm_sample_is_sealed_and_its_logs_say_cpu(tmp_path: Path) -> None:
+    """samples/vllm-cpu-0.32/README.md: vLLM 0.32.0 on 2 CPU cores, no speculation and n-gram
+    k = 3, 3 restarts each, every run sealed; check reads engine, version, platform and k from
+    the runs' own logs and finds nothing; acceptance per workload from /metrics around it."""
+    bundle = tmp_path / "vllm-cpu"
+    shutil.copytree(SAMPLES / "vllm-cpu-0.32", bundle)  # check writes findings.json
+    b = Bundle.open(bundle)
+    runs = b.runs()
+    assert sorted((r.arm, r.restart, r.status) for r in runs) == [
+        (arm, r, "ok") for arm in ("base", "ngram-k3") for r in range(3)
+    ]
+    assert all(r.seal is not None for r in runs)
+    for run in runs:
+        for rec in b.read_requests(run.arm, run.restart).records:
+            assert rec.error is None and rec.token_source == "usage"
+            assert rec.completion_tokens == b.manifest.plan.max_tokens
+    report = check_paths([bundle])
+    assert len(report.runs) == 6 and report.findings == []
+    for run in report.runs:
+        assert (run.engine, run.version, run.platform) == ("vllm", "0.32.0", "cpu")
+        assert run.capture.resolved == "NONE"
+        spec = (run.spec.enabled, run.spec.method, run.spec.num_draft_tokens)
+        assert spec == (
+            (True, "ngram", 3) if run.label.startswith("ngram") else (False, None, None)
+        )
+    a = analyse(b)
+    arm = next(x for x in a.arms if x.id == "ngram-k3")
+    for w in arm.workloads:
+        if w.workload == "all":
+            continue
+        assert {r.acceptance_source for r in w.restarts} == {"metrics around the workload"}
+        assert all(1.0 < (r.acceptance_length or 0) < 4.0 for r in w.restarts)
+    # Drafts accepted (2.25 and 2.51 tokens per step), yet slower: a LOSS on code, matched to
+    # the baseline by the launches; prose undecided at 3 restarts.
+    by = {c.workload: c for c in a.comparisons if c.kind == "spec"}
+    assert all(c.baseline == "base" and c.matched for c in by.values())
+    assert (by["code"].verdict, by["prose"].verdict) == ("LOSS", "INCONCLUSIVE")
+    assert by["code"].ci_high is not None and by["code"].ci_high < 1.0
+    assert (a.equivalence[0].n_prompts, a.equivalence[0].n_identical) == (24, 19)

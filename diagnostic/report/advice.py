@@ -101,8 +101,9 @@ def _measured(c: Comparison) -> str:
     )
 
 
-def _profile_recs(a: Analysis, describe: Describe) -> list[Recommendation]:
-    """What to serve each workload with; workloads with the same advice share one line."""
+def _profile_recs(a: Analysis, describe: Describe, problems: bool) -> list[Recommendation]:
+    """What to serve each workload with; workloads with the same advice share one line. A
+    loss points at the configuration problem only where check found one."""
     grouped: dict[tuple[str, str], list[Comparison]] = {}
     for w in sel.workloads(a):
         c = sel.lead_comparison(a, w)
@@ -115,7 +116,10 @@ def _profile_recs(a: Analysis, describe: Describe) -> list[Recommendation]:
         ws, name = f.join([c.workload for c in comps]), _name(a, arm, describe)
         text = {
             "WIN": f"Serve {ws} with {name}.",
-            "LOSS": f"Serve {ws} without speculation until the configuration problem is fixed.",
+            "LOSS": f"Serve {ws} without speculation until the configuration problem is fixed."
+            if problems
+            else f"Serve {ws} without speculation: {name} is slower, and check found no "
+            "configuration problem to fix.",
             "EQUIVALENT": f"Serve {ws} without speculation: it does not pay.",
             "UNDECIDED": f"Decide {ws} with the odds on page 1: {name} is not yet shown faster "
             "or slower; serving it is a bet on the estimate, not a measured win.",
@@ -283,7 +287,7 @@ def recommendations(
 ) -> list[Recommendation]:
     """Numbered recommendations: fix what check found, then serving profiles, then method."""
     recs = [Recommendation(text=p.advice, evidence=f"{p.message} ({p.rule})") for p in problems]
-    recs += _profile_recs(a, describe) + _sweep_recs(a) + _measurement_recs(a, day)
+    recs += _profile_recs(a, describe, bool(problems)) + _sweep_recs(a) + _measurement_recs(a, day)
     unique = list({r.text: r for r in recs}.values())
     return unique or [
         Recommendation(
