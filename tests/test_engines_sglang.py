@@ -53,7 +53,7 @@ def test_nightly_spelling_of_capture_end() -> None:
     )
     assert facts.capture.resolved == "CAPTURED"
     timing = facts.capture_timings[0]
-    assert (timing.kind, timing.seconds, timing.memory_gib) == ("target", 16.4, 2.0)
+    assert (timing.kind, timing.seconds, timing.memory_gib) == ("target-decode", 16.4, 2.0)
 
 
 def test_decode_batch_without_capture_lines_still_shows_graphs() -> None:

@@ -15,7 +15,7 @@ from diagnostic.common.resources import checklists_dir
 from diagnostic.engines import ENGINES
 from diagnostic.logcheck.sources import SourceRow, source_rows
 from diagnostic.logcheck.stage import check_paths
-from diagnostic.schema.logfacts import CheckReport, Evidence, Finding, LogFacts
+from diagnostic.schema.logfacts import CheckReport, Evidence, Finding, LogFacts, draft_length
 
 _SEVERITY = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 _SHOWN_EVIDENCE = 4
@@ -163,8 +163,8 @@ def _spec(facts: LogFacts) -> str:
     seen = f" ({source.kind})" if source and source.kind != "startup" else ""
     if not spec.enabled:
         return "off" + seen
-    k = f" k={spec.num_draft_tokens}" if spec.num_draft_tokens is not None else ""
-    return f"{spec.method or 'on'}{k}{seen}"
+    k = draft_length(facts.engine, spec.num_draft_tokens)
+    return f"{spec.method or 'on'}{f' k={k}' if k is not None else ''}{seen}"
 
 
 def _engine(facts: LogFacts) -> str:

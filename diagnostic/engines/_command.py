@@ -21,6 +21,8 @@ __all__ = ["COMMAND_ANCHORS", "Command", "find_command", "from_argv"]
 # A multi-line container command often names the engine only on a later line: the scanner
 # takes these lines too and joins their `\` continuations.
 COMMAND_ANCHORS: tuple[bytes, ...] = (b"docker run", b"podman run")
+# Placeholders of a usage text, never of a command that ran (`<redacted>` is the bundle's mask).
+_USAGE = re.compile(r"<(?!redacted>)[\w.-]+>|\[options\]", re.IGNORECASE)
 _ENV = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 _ENV_BEFORE = ("$", "+", "sudo", "env", "-e", "--env")  # what may precede NAME=VALUE
 _IMAGE_VERSION = re.compile(r":v?(?P<v>\d+\.\d+(?:\.\d+)?(?:\.post\d+|rc\d+)?)")
@@ -152,6 +154,8 @@ def find_command(
             start, bare = 0, True
     if start is None or start >= len(tokens):
         return None
+    if any(_USAGE.fullmatch(t) for t in tokens[start:]):
+        return None  # a usage example (`Example: sglang serve --model-path <model> [options]`)
     cmd = Command(argv=tokens[start:], image=image, bare=bare)
     before = "$"
     for token in tokens[:start]:

@@ -10,6 +10,7 @@ graph`), and `disable_cuda_graph` in the `server_args=ServerArgs(…)` line or
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from diagnostic.engines import _kv
@@ -227,7 +228,7 @@ class Parser(LogParser):
         if end:
             kind = _kind(end["what"])
             rank.ended.setdefault(kind, ev(line))
-            if kind == "target":
+            if kind in _DECODING:
                 rank.finished.append(ev(line))
             elapsed, mem = _ELAPSED.search(text), _MEM.search(text)
             self.facts.capture_timings.append(
@@ -342,13 +343,36 @@ class Parser(LogParser):
             capture.reason = "the log ends before CUDA-graph capture"
 
 
+# Graph kinds as SGLang's capture lines name them (0.4: "Capture cuda graph" for the target's
+# decode or verify graph, "draft", "draft extend"; 0.5.x: "target decode|verify|prefill", "draft
+# decode|prefill|extend").
+_ROLES = {"target": "target decode/verify (0.4)", "draft": "draft decode"}
+_DECODING = ("target", "target-verify", "target-decode")
+
+
+def _roles(kinds: Iterable[str]) -> str:
+    return ", ".join(sorted(_ROLES.get(k, k.replace("-", " ")) for k in kinds))
+
+
 def _resolve_rank(rank: _Rank) -> tuple[str, str, list[Evidence]]:
     lines = list(rank.begun.values()) + list(rank.ended.values())
-    kinds = ", ".join(sorted(rank.ended))
-    if "target" in rank.ended:
-        return "CAPTURED", f"'Capture cuda graph end' ({kinds})", lines
-    if rank.ended:  # SGLang captures drafter graphs after the target's, and only with graphs on
-        return "CAPTURED", f"drafter graphs captured ({kinds}), so the target's were too", lines
+    ended = set(rank.ended)
+    if ended & set(_DECODING):
+        return "CAPTURED", f"graphs captured: {_roles(ended)}", lines
+    if any(k.startswith("draft") for k in ended):  # drafter graphs follow the target's
+        return (
+            "CAPTURED",
+            f"graphs captured: {_roles(ended)}; SGLang captures the drafter's after the "
+            "target's, so the target's were too",
+            lines,
+        )
+    if ended:  # the prefill graph alone: decoding runs eagerly
+        return (
+            "NONE",
+            f"graphs captured: {_roles(ended)} only; no decode or verify graph, so decoding "
+            "runs eagerly",
+            lines,
+        )
     begun = ", ".join(sorted(rank.begun))
     return (
         "UNKNOWN",
@@ -374,7 +398,7 @@ def _expand_prefixes(cmd: Command) -> None:
 
 def _kind(what: str) -> str:
     what = what.strip().lower()
-    if what in ("", "target decode", "target", "decode"):
+    if what in ("", "target", "decode"):
         return "target"
     return what.replace(" ", "-")
 

@@ -404,8 +404,12 @@ def _root_box(inputs: Inputs, problems: list[FindingView]) -> tuple[list[Cause],
     lost, better = _lost_and_better(a)
     best = {w: c for w in sel.workloads(a) if (c := sel.lead_comparison(a, w)) is not None}
     lead = _headline_arm(a, best) if best else None
+    # A problem that every better arm shares cannot explain the losses; with no better arm,
+    # every problem on a loser may.
     explains = [
-        p for p in problems if set(p.arm_ids) & lost.keys() and not better <= set(p.arm_ids)
+        p
+        for p in problems
+        if set(p.arm_ids) & lost.keys() and not (better and better <= set(p.arm_ids))
     ]
     bears = [p for p in problems if p not in explains and lead in p.arm_ids]
     others = len(problems) - len(explains) - len(bears)
@@ -458,5 +462,9 @@ def _cause(p: FindingView, lost: dict[str, Comparison]) -> Cause:
 
 
 def _telling_line(evidence: list[Evidence]) -> Evidence | None:
-    """The WARNING line of a finding when it has one (the engine saying what it changed)."""
-    return next((e for e in evidence if "WARNING" in e.text), evidence[0] if evidence else None)
+    """The WARNING line of a finding when it has one (the engine saying what it changed),
+    else its first line from the log itself, else the launch command the bundle recorded."""
+    return next(
+        (e for e in evidence if "WARNING" in e.text),
+        next((e for e in evidence if e.line), evidence[0] if evidence else None),
+    )
