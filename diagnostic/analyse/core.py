@@ -328,7 +328,8 @@ def _matched_baseline(ctx: Context, arm: str) -> tuple[str | None, bool, str | N
         other = ctx.specs.get(name)
         if name == arm or other is None or other.aa_of or _speculative(other) or not other.launch:
             continue
-        if without_speculation(other.launch) == mine:
+        # the environment counts too (llama.cpp turns CUDA graphs off with GGML_CUDA_DISABLE_GRAPHS)
+        if without_speculation(other.launch) == mine and other.env == spec.env:
             return name, True, None
     base = ctx.specs.get(ctx.baseline or "")
     if base is None or not base.launch:

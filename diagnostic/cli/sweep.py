@@ -33,7 +33,7 @@ from diagnostic.cli._common import (
 )
 from diagnostic.common.progress import duration
 from diagnostic.errors import DiagnosticError
-from diagnostic.measure.plan.presets import ENGINES, plan_from_preset
+from diagnostic.measure.plan.presets import ENGINES, GRAPHS, plan_from_preset
 from diagnostic.measure.plan.serialise import to_toml
 from diagnostic.measure.plan.spec import Plan, expand_plan, load_plan
 from diagnostic.measure.schedule import EstimateAssumptions
@@ -47,6 +47,8 @@ _PRESET_OPTIONS = (
     "drafter",
     "method",
     "ks",
+    "knobs",
+    "graphs",
     "restarts",
     "requests",
     "warmup",
@@ -103,6 +105,13 @@ def _ks(value: str | None) -> list[int]:
         raise click.BadParameter("give draft lengths as integers, e.g. 1,2,3,5,7") from None
 
 
+def _knob(value: str) -> tuple[str, list[int]]:
+    name, eq, values = value.partition("=")
+    if not eq or not name.strip():
+        raise click.BadParameter(f"give a knob as NAME=V,V,… (e.g. topk=1,4), not {value!r}")
+    return name.strip(), _ks(values)
+
+
 _OUT = click.Path(path_type=Path)
 
 
@@ -135,6 +144,20 @@ _OUT = click.Path(path_type=Path)
 @click.option("--drafter", help="Preset: draft model (EAGLE, EAGLE-3, draft model).")
 @click.option("--method", help="Preset: eagle, eagle3, ngram, mtp, draft_model, standalone, draft.")
 @click.option("--k", "ks", metavar="K,K,…", help="Preset: draft lengths, e.g. 1,2,3,5,7.")
+@click.option(
+    "--knob",
+    "knobs",
+    multiple=True,
+    metavar="NAME=V,V,…",
+    help="Preset: sweep an engine knob too (SGLang: topk, draft-tokens, bfs-breadth).",
+)
+@click.option(
+    "--graphs",
+    type=click.Choice(GRAPHS),
+    default="on",
+    show_default=True,
+    help="Preset: CUDA graphs on, off, or both (a graphs-off twin of every arm).",
+)
 @number_option(
     "--restarts",
     defaults.RESTARTS,
@@ -308,6 +331,8 @@ def _preset(engine: str, *, force: bool, **options: Any) -> Plan:
         drafter=options["drafter"],
         method=options["method"],
         ks=_ks(options["ks"]),
+        knobs=dict(_knob(k) for k in options["knobs"]),
+        graphs=options["graphs"],
         restarts=options["restarts"],
         requests=options["requests"],
         warmup=options["warmup"],
