@@ -17,6 +17,7 @@ from pydantic import (
 )
 
 from diagnostic import defaults
+from diagnostic.schema.telemetry import TelemetrySource
 
 # Bundle format history (bump SCHEMA_VERSION and add an upgrade in bundle.py on any change
 # that an older reader would misread; adding an optional field is not such a change):
@@ -372,6 +373,11 @@ class RunInfo(Stored):
         description="Server processes started for this restart (sweep): a run that did not "
         "end ok is measured afresh on a new one, warm-up first; the earlier ones' files are "
         "kept apart as *.attempt<N>.* and not analysed",
+    )
+    telemetry: dict[Annotated[str, AfterValidator(source_name)], TelemetrySource] = Field(
+        default_factory=dict,
+        description="Telemetry sources sampled during the run (telemetry/<source>.csv), or "
+        "why one was absent",
     )
     seal: RunSeal | None = Field(
         None,
