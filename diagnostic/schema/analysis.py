@@ -20,6 +20,7 @@ from diagnostic.schema.arms import (
     RunSummary,
     ValueCI,
 )
+from diagnostic.schema.telemetry import TelemetryAnalysis
 
 # analysis.json format history (bump on any change an older reader would misread; adding an
 # optional field is not such a change):
@@ -422,6 +423,9 @@ class Analysis(_Model):
     adaptive: Adaptive | None = Field(None, description="Adaptive stopping summary")
     methods: Methods = Field(description="Method text for the report")
     notes: list[str] = Field(default_factory=list, description="Caveats for the report")
+    telemetry: TelemetryAnalysis | None = Field(
+        None, description="GPU and host telemetry per run; None when no run recorded any"
+    )
 
     @property
     def aa_check(self) -> bool | None:

@@ -114,6 +114,9 @@ class TelemetryWindow(Strict):
         default_factory=dict,
         description="Share of samples (0-1) with each clocks-event reason active, by name",
     )
+    top_other: str | None = Field(
+        None, description="Host: the busiest other processes at the window's busiest sample"
+    )
 
 
 class TelemetryCause(Strict):
