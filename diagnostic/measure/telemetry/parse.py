@@ -93,7 +93,7 @@ class SmiParser:
         cells = [c.strip() for c in next(csv.reader([line]))]
         if cells[0].lower().startswith("timestamp") or self._looks_like_header(cells):
             self._columns = [_SMI_FIELDS.get(_UNIT.sub("", c).strip().lower()) for c in cells]
-            if not any(self._columns):
+            if not set(self._columns) - {None, "source_time", "gpu"}:
                 raise self._error(lineno, f"no known nvidia-smi field in the header {line!r}")
             return None
         if self._columns is None:
