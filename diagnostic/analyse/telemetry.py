@@ -273,7 +273,7 @@ def _outliers(
                 mean_tps=mean,
                 others_tps=others,
                 side=side,
-                evidence=[line for w in mine for line in _evidence(w, _siblings(windows, w))],
+                evidence=_evidence(mine, windows),
                 causes=sorted(
                     {c.rule for c in causes if (c.arm, c.restart, c.window) == (arm, restart, key)}
                 ),
@@ -282,26 +282,29 @@ def _outliers(
     return out
 
 
-def _evidence(w: TelemetryWindow, others: Sequence[TelemetryWindow]) -> list[str]:
-    """The figures of this window that differ most from the other restarts' median."""
-    ranked = []
-    for s in w.stats:
-        if s.variable not in _EVIDENCE:
-            continue
-        theirs = [t.median for o in others for t in o.stats if t.variable == s.variable]
-        if not theirs:
-            continue
-        ref = statistics.median(theirs)
-        gap = abs(s.median - ref) / abs(ref) if ref else 0.0
-        label = _LABELS.get(s.variable, s.variable)
-        ranked.append((gap, f"{label} {s.median:,.0f} median vs {ref:,.0f} in the other restarts"))
-    lines = [text for _, text in sorted(ranked, key=lambda x: -x[0])[:_EVIDENCE_LINES]]
-    lines += [
-        f"{name.replace('_', ' ')} reason active {share:.0%} of the time"
-        for name, share in w.reasons.items()
-        if share > 0 and name != "gpu_idle"
-    ]
-    return lines
+def _evidence(mine: Sequence[TelemetryWindow], windows: Sequence[TelemetryWindow]) -> list[str]:
+    """The figures of the restart's windows (every source) that differ most from the other
+    restarts' medians, then the clocks-event reasons active in them."""
+    ranked: list[tuple[float, str]] = []
+    reasons: list[str] = []
+    for w in mine:
+        others = _siblings(windows, w)
+        for s in w.stats:
+            theirs = [t.median for o in others for t in o.stats if t.variable == s.variable]
+            if s.variable not in _EVIDENCE or not theirs:
+                continue
+            ref = statistics.median(theirs)
+            gap = abs(s.median - ref) / abs(ref) if ref else 0.0
+            label = _LABELS.get(s.variable, s.variable)
+            text = f"{label} {s.median:,.0f} median vs {ref:,.0f} in the other restarts"
+            ranked.append((gap, text))
+        reasons += [
+            f"{name.replace('_', ' ')} reason active {share:.0%} of the time"
+            for name, share in w.reasons.items()
+            if share > 0 and name != "gpu_idle"
+        ]
+    ranked = sorted((r for r in ranked if r[0] > 0), key=lambda x: -x[0])
+    return [text for _, text in ranked[:_EVIDENCE_LINES]] + reasons
 
 
 def _variance(
