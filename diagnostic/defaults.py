@@ -71,5 +71,6 @@ TELEMETRY_INTERVAL_S = 0.25
 TELEMETRY_MIN_INTERVAL_S = 0.05
 TELEMETRY_MAX_INTERVAL_S = 10.0
 TELEMETRY_HOST_INTERVAL_S = 0.5
+TELEMETRY_SCAN_INTERVAL_S = 2.0  # the whole process table (who else is busy), at most this often
 TELEMETRY_START_S = 30.0  # longest wait for the recorder's first samples (it is spawned)
 TELEMETRY_STOP_S = 15.0  # longest wait for its last sample and its report

@@ -7,9 +7,7 @@ import io
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import IO
-
-import pandas as pd
+from typing import IO, TYPE_CHECKING
 
 from diagnostic.bundle.redact import redact_file_text
 from diagnostic.errors import BundleError
@@ -21,6 +19,9 @@ from diagnostic.schema.telemetry import (
     TelemetryKind,
     telemetry_file,
 )
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["TelemetryWriter", "columns_of", "read_telemetry"]
 
@@ -88,6 +89,8 @@ def read_telemetry(run_dir: Path, run: RunInfo) -> dict[str, pd.DataFrame]:
 
 
 def _read_csv(path: Path, columns: tuple[str, ...]) -> pd.DataFrame:
+    import pandas as pd  # here: the recorder process writes with this module, and starts light
+
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:

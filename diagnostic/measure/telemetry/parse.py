@@ -6,8 +6,6 @@ import csv
 import re
 from pathlib import Path
 
-from prometheus_client.parser import text_string_to_metric_families
-
 from diagnostic.errors import TelemetryError
 
 __all__ = ["SmiParser", "parse_dcgm", "parse_smi_file", "reason_bits"]
@@ -157,6 +155,8 @@ def parse_smi_file(path: Path) -> list[Row]:
 
 def parse_dcgm(text: str, name: str) -> list[Row]:
     """One scrape of a DCGM exporter (Prometheus text) → one row per GPU (label `gpu`)."""
+    from prometheus_client.parser import text_string_to_metric_families
+
     rows: dict[int, Row] = {}
     try:
         for family in text_string_to_metric_families(text):

@@ -1,34 +1,34 @@
 """Telemetry of one run, sampled in a separate process from before the warm-up to after the
-last request, into runs/<run>/telemetry/<source>.csv; run.json says what each source gave."""
+last request, into runs/<run>/telemetry/<source>.csv; run.json says what each source gave.
+
+The recorder is `python -m diagnostic.measure.telemetry.child`: it reads its settings as one
+JSON line on stdin, answers `ready` once every source took its first sample, samples until a
+`stop` line or the end of stdin (collect gone, kill -9 included), takes one last sample and
+prints what each source gave as one JSON line."""
 
 from __future__ import annotations
 
 import contextlib
-import multiprocessing as mp
+import json
 import os
+import subprocess
+import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import IO
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+import diagnostic
 from diagnostic import defaults
-from diagnostic.bundle.redact import redact_text
-from diagnostic.bundle.telemetry import TelemetryWriter
-from diagnostic.measure.telemetry.samplers import (
-    CommandSource,
-    DcgmSource,
-    HostSampler,
-    NvmlSampler,
-    Sampler,
-    wall_clock_origin,
-)
 from diagnostic.schema.bundle import source_name
-from diagnostic.schema.telemetry import TelemetryKind, TelemetrySource, telemetry_file
+from diagnostic.schema.telemetry import TelemetryKind, TelemetrySource
 
 __all__ = ["Recording", "TelemetrySettings", "recording"]
 
 NVML, HOST = "nvml", "host"  # the local sources' names
+_PACKAGE_ROOT = str(Path(diagnostic.__file__).resolve().parents[1])
 
 
 class TelemetrySettings(BaseModel):
@@ -68,32 +68,71 @@ class TelemetrySettings(BaseModel):
 class Recording:
     """A running recorder process; stop() ends it and returns what each source gave."""
 
-    def __init__(self, settings: TelemetrySettings, process: Any, done: Any, results: Any):
+    def __init__(self, settings: TelemetrySettings, process: subprocess.Popen[str]) -> None:
         self.settings = settings
-        self._process, self._done, self._results = process, done, results
+        self._process = process
+        self._lines: list[str] = []
+        self._ready = threading.Event()
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+        self._stopped: dict[str, TelemetrySource] | None = None
+
+    def _read(self) -> None:
+        assert self._process.stdout is not None
+        for line in self._process.stdout:
+            self._lines.append(line)
+            if line.strip() == "ready":
+                self._ready.set()
+        self._ready.set()
+
+    def wait_ready(self, timeout_s: float) -> None:
+        """Until every source took its first sample (or the recorder ended, or timeout_s)."""
+        self._ready.wait(timeout_s)
 
     def stop(self) -> dict[str, TelemetrySource]:
         """Stop sampling (after one last sample) and say what each source gave."""
-        self._done.set()
-        found: dict[str, Any] = {}
-        with contextlib.suppress(Exception):
-            found = self._results.get(timeout=defaults.TELEMETRY_STOP_S)
-        self._process.join(timeout=defaults.TELEMETRY_STOP_S)
-        if self._process.is_alive():
+        if self._stopped is not None:
+            return self._stopped
+        with contextlib.suppress(OSError):
+            assert self._process.stdin is not None
+            self._process.stdin.write("stop\n")
+            self._process.stdin.close()
+        try:
+            self._process.wait(timeout=defaults.TELEMETRY_STOP_S)
+        except subprocess.TimeoutExpired:
             self._process.kill()
-            self._process.join()
-        if not found:
-            why = f"the telemetry recorder ended without a result (exit {self._process.exitcode})"
-            return {n: self._source(n, why) for n in self._names()}
-        return {n: TelemetrySource.model_validate(v) for n, v in found.items()}
+            self._process.wait()
+        self._reader.join(timeout=defaults.TELEMETRY_STOP_S)
+        self._stopped = self._result()
+        for stream in (self._process.stdout, self._process.stderr):
+            if stream is not None:
+                stream.close()
+        return self._stopped
 
-    def _names(self) -> list[str]:
-        return ([NVML, HOST] if self.settings.local else []) + list(self.settings.remote)
+    def _result(self) -> dict[str, TelemetrySource]:
+        for line in reversed(self._lines):
+            if line.startswith("{"):
+                with contextlib.suppress(ValueError):
+                    found = json.loads(line)
+                    return {n: TelemetrySource.model_validate(v) for n, v in found.items()}
+        err = _tail(self._process.stderr)
+        why = f"the telemetry recorder ended without a result (exit {self._process.returncode})"
+        why += f": {err}" if err else ""
+        names = ([NVML, HOST] if self.settings.local else []) + list(self.settings.remote)
+        return {
+            n: TelemetrySource(
+                kind=self.settings.kind(n), interval_s=self.settings.interval_s, absent=why
+            )
+            for n in names
+        }
 
-    def _source(self, name: str, absent: str) -> TelemetrySource:
-        return TelemetrySource(
-            kind=self.settings.kind(name), interval_s=self.settings.interval_s, absent=absent
-        )
+
+def _tail(stream: IO[str] | None) -> str:
+    if stream is None:
+        return ""
+    with contextlib.suppress(OSError, ValueError):
+        return stream.read()[-300:].strip()
+    return ""
 
 
 @contextlib.contextmanager
@@ -101,121 +140,34 @@ def recording(
     run_dir: Path, settings: TelemetrySettings | None, *, origin: float, server_pid: int | None
 ) -> Iterator[Recording | None]:
     """Sample from entering (once every source took its first sample) to leaving; None when
-    telemetry is off. Sampling runs in a spawned process: it takes no time from collect's
-    event loop (the GIL) and a slow source never delays a request."""
+    telemetry is off. Sampling runs in its own light process: it takes no time from collect's
+    event loop (the GIL), and a slow source never delays a request."""
     if settings is None or not (settings.local or settings.remote):
         yield None
         return
-    ctx = mp.get_context("spawn")
-    ready, done, results = ctx.Event(), ctx.Event(), ctx.Queue()
-    args = (str(run_dir), settings.model_dump(), origin, server_pid, os.getpid())
-    process = ctx.Process(
-        target=_main, args=(*args, ready, done, results), name="diagnose-telemetry", daemon=True
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (_PACKAGE_ROOT, env.get("PYTHONPATH", "")) if p)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "diagnostic.measure.telemetry.child"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
     )
-    process.start()
-    ready.wait(timeout=defaults.TELEMETRY_START_S)
-    rec = Recording(settings, process, done, results)
+    config = {
+        "run_dir": str(run_dir),
+        "settings": settings.model_dump(),
+        "origin": origin,
+        "server_pid": server_pid,
+        "client_pid": os.getpid(),
+    }
+    assert process.stdin is not None
+    process.stdin.write(json.dumps(config) + "\n")
+    process.stdin.flush()
+    rec = Recording(settings, process)
+    rec.wait_ready(defaults.TELEMETRY_START_S)
     try:
         yield rec
     finally:
-        if not done.is_set():
-            rec.stop()
-
-
-def _main(
-    run_dir: str,
-    raw: dict[str, Any],
-    origin: float,
-    server_pid: int | None,
-    parent: int,
-    ready: Any,
-    done: Any,
-    results: Any,
-) -> None:
-    """The recorder process: open the sources, sample every interval until told to stop (or
-    collect is gone), then report what each gave."""
-    settings = TelemetrySettings.model_validate(raw)
-    clock = wall_clock_origin(origin)
-    sources = _open(settings, clock, parent, server_pid)
-    writers = {
-        n: TelemetryWriter(Path(run_dir), n, settings.kind(n))
-        for n, s in sources.items()
-        if s.absent is None
-    }
-    every = {n: _interval(settings, n) for n in sources}
-    due = dict.fromkeys(sources, 0.0)
-    try:
-        first = True
-        while True:
-            now = clock()
-            for name in writers:
-                if now >= due[name]:
-                    due[name] = now + every[name]
-                    _take(sources[name], writers[name], clock)
-            if first:
-                ready.set()
-                first = False
-            if done.wait(timeout=max(0.0, min(due.values()) - clock())) or os.getppid() != parent:
-                break
-        for name in writers:  # the last sample, after the last request
-            _take(sources[name], writers[name], clock)
-    finally:
-        ready.set()
-        for writer in writers.values():
-            writer.close()
-        for source in sources.values():
-            source.close()
-        results.put(_report(settings, sources, writers))
-
-
-def _open(
-    settings: TelemetrySettings, clock: Any, parent: int, server_pid: int | None
-) -> dict[str, Sampler]:
-    sources: dict[str, Sampler] = {}
-    if settings.local:
-        sources[NVML] = NvmlSampler()
-        sources[HOST] = HostSampler(parent, server_pid)
-    for name, command in settings.remote.items():
-        if settings.kind(name) == "dcgm":
-            sources[name] = DcgmSource(name, command, timeout_s=settings.interval_s)
-        else:
-            sources[name] = CommandSource(name, command, clock)
-    return sources
-
-
-def _interval(settings: TelemetrySettings, name: str) -> float:
-    """A remote command sets its own pace (it is drained at the GPU interval); the host's
-    process table is read at most every TELEMETRY_HOST_INTERVAL_S (reading it costs CPU)."""
-    if name == HOST:
-        return max(settings.interval_s, defaults.TELEMETRY_HOST_INTERVAL_S)
-    return settings.interval_s
-
-
-def _take(source: Sampler, writer: TelemetryWriter, clock: Any) -> None:
-    t = clock()
-    rows = source.sample()
-    for row in rows:
-        row.setdefault("t_s", t)
-    if rows:
-        writer.write(rows)
-
-
-def _report(
-    settings: TelemetrySettings, sources: dict[str, Sampler], writers: dict[str, TelemetryWriter]
-) -> dict[str, Any]:
-    out = {}
-    for name, source in sources.items():
-        writer = writers.get(name)
-        absent = source.absent
-        if writer is not None and writer.rows == 0 and absent is None:
-            absent = "no sample arrived: " + ("; ".join(source.errors) or "the source was silent")
-        out[name] = TelemetrySource(
-            kind=settings.kind(name),
-            file=telemetry_file(name) if writer is not None else None,
-            interval_s=_interval(settings, name),
-            command=redact_text(settings.remote[name]) if name in settings.remote else None,
-            samples=writer.rows if writer is not None else 0,
-            absent=absent,
-            errors=source.errors,
-        ).model_dump()
-    return out
+        rec.stop()

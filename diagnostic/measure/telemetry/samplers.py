@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import signal
 import subprocess
@@ -11,9 +12,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-import httpx
 import psutil
 
+from diagnostic import defaults
 from diagnostic.errors import TelemetryError
 from diagnostic.measure.telemetry.parse import Row, SmiParser, parse_dcgm
 
@@ -112,69 +113,94 @@ class NvmlSampler(Sampler):
 
 class HostSampler(Sampler):
     """This machine (the client's): CPU load and frequency, the client's own CPU (collect and
-    its workers), the server's when it runs here, and the busiest other processes."""
+    its workers), the server's when it runs here, everything else's, and the busiest other
+    processes. Reading every process costs milliseconds on a busy host, so the process table
+    is read at most every TELEMETRY_SCAN_INTERVAL_S; in between, `other` is the machine's
+    busy time less the client's, the server's and this recorder's."""
 
     def __init__(self, client_pid: int, server_pid: int | None) -> None:
         super().__init__()
-        self._me = os.getpid()
-        self._client = self._process(client_pid)
-        self._server_pid = server_pid
+        self._me = psutil.Process()
+        self._client_pid, self._server_pid = client_pid, server_pid
         self._cache: dict[int, psutil.Process] = {}
+        self._client: list[psutil.Process] = []
+        self._server: list[psutil.Process] = []
+        self._scanned = -math.inf
         psutil.cpu_percent(None)  # the first call starts the interval
         self.sample()  # every process' cpu_percent needs a first reading too
-
-    @staticmethod
-    def _process(pid: int | None) -> psutil.Process | None:
-        try:
-            return psutil.Process(pid) if pid else None
-        except psutil.Error:
-            return None
 
     def sample(self) -> list[Row]:
         """One row: the machine, then the processes by group."""
         freq = psutil.cpu_freq()
+        cores = psutil.cpu_count() or 1
         row: Row = {
             "cpu_pct": psutil.cpu_percent(None),
-            "cores": psutil.cpu_count() or 0,
+            "cores": cores,
             "load1": psutil.getloadavg()[0],
             "freq_mhz": freq.current if freq else None,
         }
-        server = self._tree(self._process(self._server_pid)) if self._server_pid else set()
-        client = self._tree(self._client) - server - {self._me}
-        usage = self._usage()
-        row["client_cpu_pct"] = sum(usage.get(p, (0.0, ""))[0] for p in client)
-        row["server_cpu_pct"] = sum(usage.get(p, (0.0, ""))[0] for p in server) if server else None
-        others = {p: u for p, u in usage.items() if p not in client | server | {self._me}}
-        row["other_cpu_pct"] = sum(u[0] for u in others.values())
-        top = sorted(others.items(), key=lambda kv: -kv[1][0])[:_TOP]
-        row["top_other"] = "; ".join(f"{name} {pid} {pct:.0f}" for pid, (pct, name) in top)
+        top = ""
+        if time.monotonic() - self._scanned >= defaults.TELEMETRY_SCAN_INTERVAL_S:
+            top = self._scan()
+        client = _busy(self._client)
+        server = _busy(self._server) if self._server_pid else None
+        mine = _busy([self._me])
+        busy = float(row["cpu_pct"]) * cores  # type: ignore[arg-type]
+        row["client_cpu_pct"] = client
+        row["server_cpu_pct"] = server
+        row["other_cpu_pct"] = max(0.0, busy - client - (server or 0.0) - mine)
+        row["top_other"] = top
         return [row]
 
-    @staticmethod
-    def _tree(process: psutil.Process | None) -> set[int]:
-        if process is None:
-            return set()
-        try:
-            return {process.pid} | {c.pid for c in process.children(recursive=True)}
-        except psutil.Error:
-            return set()
-
-    def _usage(self) -> dict[int, tuple[float, str]]:
-        """CPU % of one core per process since the last sample (cached Process objects keep
-        the previous reading), with its name."""
-        out: dict[int, tuple[float, str]] = {}
-        alive = set(psutil.pids())
-        for pid in list(self._cache):
-            if pid not in alive:
-                del self._cache[pid]
-        for pid in alive:
+    def _scan(self) -> str:
+        """Read every process: refresh the client's and server's trees, name the busiest
+        others (their CPU since the previous scan)."""
+        self._scanned = time.monotonic()
+        server = _tree(self._process(self._server_pid)) if self._server_pid else set()
+        client = _tree(self._process(self._client_pid)) - server - {self._me.pid}
+        self._client = [p for pid in client if (p := self._process(pid))]
+        self._server = [p for pid in server if (p := self._process(pid))]
+        others = {}
+        for pid in set(psutil.pids()) - client - server - {self._me.pid}:
+            proc = self._process(pid)
+            if proc is None:
+                continue
             try:
-                proc = self._cache.get(pid) or self._cache.setdefault(pid, psutil.Process(pid))
                 with proc.oneshot():
-                    out[pid] = (proc.cpu_percent(None), proc.name())
+                    others[pid] = (proc.cpu_percent(None), proc.name())
             except psutil.Error:
                 self._cache.pop(pid, None)
-        return out
+        for pid in set(self._cache) - set(others) - client - server:
+            del self._cache[pid]
+        top = sorted(others.items(), key=lambda kv: -kv[1][0])[:_TOP]
+        return "; ".join(f"{name} {pid} {pct:.0f}" for pid, (pct, name) in top)
+
+    def _process(self, pid: int | None) -> psutil.Process | None:
+        """A cached Process (its cpu_percent counts from the previous reading)."""
+        if not pid:
+            return None
+        try:
+            return self._cache.get(pid) or self._cache.setdefault(pid, psutil.Process(pid))
+        except psutil.Error:
+            return None
+
+
+def _tree(process: psutil.Process | None) -> set[int]:
+    if process is None:
+        return set()
+    try:
+        return {process.pid} | {c.pid for c in process.children(recursive=True)}
+    except psutil.Error:
+        return set()
+
+
+def _busy(processes: list[psutil.Process]) -> float:
+    """CPU % of one core of the processes since their previous reading."""
+    total = 0.0
+    for proc in processes:
+        with contextlib.suppress(psutil.Error):
+            total += proc.cpu_percent(None)
+    return total
 
 
 class CommandSource(Sampler):
@@ -242,6 +268,9 @@ class DcgmSource(Sampler):
 
     def __init__(self, name: str, url: str, timeout_s: float) -> None:
         super().__init__()
+        import httpx  # only here: the recorder of a run without a DCGM source starts lighter
+
+        self._httpx = httpx
         self._name = f"telemetry URL {name!r} ({url})"
         self._client = httpx.Client(timeout=timeout_s)
         self._url = url
@@ -252,7 +281,7 @@ class DcgmSource(Sampler):
             answer = self._client.get(self._url)
             answer.raise_for_status()
             return parse_dcgm(answer.text, self._name)
-        except (httpx.HTTPError, TelemetryError) as exc:
+        except (self._httpx.HTTPError, TelemetryError) as exc:
             self.error(f"{self._name}: {exc}")
             return []
 
