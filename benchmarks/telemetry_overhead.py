@@ -14,7 +14,9 @@ every request the client's decode tok/s (diagnostic.schema.bundle.decode_tps on 
 record) is compared with the server's own (the same formula on its emit times): the error is
 client / server − 1. The table gives, per point and mode, the median over repetitions of the
 median |error|, of the 90th percentile |error|, the collect process' CPU (% of one core over
-the run) and, with telemetry on, the recorder process' CPU (% of one core) and its samples.
+the run) and, with telemetry on, the recorder process' CPU (% of one core over the run, its
+start-up included) and its samples. Last, the recorder alone: the CPU of a start and stop,
+and what sampling costs per second beyond it (20 s of sampling).
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ from paced_server import decode_rate  # noqa: E402
 from diagnostic.bundle.store import Bundle  # noqa: E402
 from diagnostic.common.progress import NullReporter  # noqa: E402
 from diagnostic.measure.collect import RunSettings, collect_run  # noqa: E402
-from diagnostic.measure.telemetry import TelemetrySettings  # noqa: E402
+from diagnostic.measure.telemetry import TelemetrySettings, recording  # noqa: E402
 from diagnostic.schema.bundle import Manifest, RunInfo, decode_tps  # noqa: E402
 
 SERVER = Path(__file__).with_name("paced_server.py")
@@ -133,6 +135,24 @@ def _children() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
+def recorder_alone(interval_s: float, seconds: float) -> tuple[float, float, int]:
+    """The recorder by itself: CPU seconds of a start and stop (no sampling time), and CPU %
+    of one core while it samples for `seconds` beyond that; samples taken then."""
+    settings = TelemetrySettings(interval_s=interval_s)
+    costs = []
+    samples = 0
+    for hold in (0.0, seconds):
+        with tempfile.TemporaryDirectory() as tmp:
+            before = _children()
+            with recording(Path(tmp), settings, origin=time.perf_counter(), server_pid=None) as rec:
+                time.sleep(hold)
+                assert rec is not None
+                found = rec.stop()
+            costs.append(_children() - before)
+            samples = sum(s.samples for s in found.values())
+    return costs[0], 100 * max(0.0, costs[1] - costs[0]) / seconds, samples
+
+
 def table(results: list[Result]) -> str:
     """Median over repetitions per point and mode."""
     lines = [
@@ -140,7 +160,7 @@ def table(results: list[Result]) -> str:
         "| samples/run |",
         "| --- | --- | ---: | ---: | ---: | ---: | ---: |",
     ]
-    for rate, streams in POINTS:
+    for rate, streams in dict.fromkeys([*POINTS, *((r.rate, r.streams) for r in results)]):
         for on in (False, True):
             rs = [r for r in results if (r.rate, r.streams, r.telemetry) == (rate, streams, on)]
             if not rs:
@@ -166,11 +186,15 @@ def main() -> None:
     parser.add_argument("--tokens", type=int, default=256)
     parser.add_argument("--interval", type=float, default=0.1, help="seconds between samples")
     parser.add_argument("--json", type=Path)
+    parser.add_argument(
+        "--point", action="append", metavar="RATE:STREAMS", help="only these points (repeatable)"
+    )
     args = parser.parse_args()
     proc, url = start_server()
     results = []
     try:
-        for rate, streams in POINTS:
+        points = [tuple(map(float, p.split(":"))) for p in args.point] if args.point else POINTS
+        for rate, streams in ((r, int(c)) for r, c in points):
             for rep in range(args.reps):
                 for on in (rep % 2 == 1, rep % 2 == 0):  # alternate which goes first
                     results.append(run_once(url, rate, streams, on, rep, args))
@@ -179,6 +203,11 @@ def main() -> None:
         proc.kill()
         proc.wait()
     print(table(results))
+    start, steady, samples = recorder_alone(args.interval, 20.0)
+    print(
+        f"\nrecorder alone (interval {args.interval:g} s): start and stop {start:.2f} CPU s; "
+        f"sampling {steady:.2f}% of one core ({samples} rows in 20 s)"
+    )
     if args.json:
         args.json.write_text(json.dumps([asdict(r) for r in results], indent=1))
 

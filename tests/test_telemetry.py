@@ -18,7 +18,9 @@ from diagnostic.bundle.seal import measured_seal
 from diagnostic.bundle.store import Bundle
 from diagnostic.bundle.telemetry import read_telemetry
 from diagnostic.cli import main
-from diagnostic.errors import TelemetryError
+from diagnostic.errors import PlanError, TelemetryError
+from diagnostic.measure.plan.spec import parse_plan
+from diagnostic.measure.sweep.stage import run_settings
 from diagnostic.measure.telemetry import TelemetrySettings, recording
 from diagnostic.measure.telemetry.parse import SmiParser, parse_dcgm, parse_smi_file, reason_bits
 from diagnostic.schema.telemetry import GPU_COLUMNS
@@ -111,10 +113,15 @@ def test_remote_template_runs_a_command_into_the_same_columns(tmp_path: Path) ->
 
 
 def test_a_failing_remote_command_is_recorded_never_fatal(tmp_path: Path) -> None:
-    settings = TelemetrySettings(
-        local=False, interval_s=0.1, remote={"node": "echo 'ssh: no route' >&2; exit 255"}
-    )
-    found = _record(tmp_path / "run", settings)
+    marker = tmp_path / "ran"
+    command = f"echo 'ssh: no route' >&2; touch {shlex.quote(str(marker))}; exit 255"
+    settings = TelemetrySettings(local=False, interval_s=0.1, remote={"node": command})
+    with recording(tmp_path / "run", settings, origin=time.perf_counter(), server_pid=None) as rec:
+        assert rec is not None
+        while not marker.exists():  # the command has run (it exits right after)
+            time.sleep(0.05)
+        time.sleep(0.5)
+        found = rec.stop()
     node = found["node"]
     assert node.samples == 0 and node.absent and "no sample arrived" in node.absent
     assert "status 255" in node.absent and "no route" in node.absent
@@ -202,3 +209,31 @@ def test_collect_samples_the_host_on_a_real_llama_server(collected: Path) -> Non
     assert measured_seal(bundle, run, bundle_id=bundle.manifest.bundle_id).digest == (
         run.seal.digest
     )
+
+
+PLAN = """
+[plan]
+restarts = 2
+workloads = ["code"]
+telemetry = {node = "ssh gpu{restart} nvidia-smi --format=csv -lms 500 # {arm} {port}"}
+telemetry_interval_s = 0.5
+
+[[arms]]
+name = "baseline"
+launch = "llama-server --port {port}"
+"""
+
+
+def test_plan_telemetry_templates_are_rendered_per_start() -> None:
+    plan = parse_plan(PLAN, source="plan.toml")
+    rendered = plan.arm("baseline").commands.at(1).telemetry
+    assert rendered == {"node": "ssh gpu1 nvidia-smi --format=csv -lms 500 # baseline 8000"}
+    settings = run_settings(plan, api_key=None, timeout_s=None).telemetry
+    assert settings is not None and not settings.local and settings.interval_s == 0.5
+    local = run_settings(plan, api_key=None, timeout_s=None, telemetry=True).telemetry
+    assert local is not None and local.local  # sweep --telemetry
+
+
+def test_plan_with_a_bad_telemetry_template_is_refused_at_load() -> None:
+    with pytest.raises(PlanError, match=r"plan\.toml: .*unknown placeholder \{nope\}"):
+        parse_plan(PLAN.replace("{restart}", "{nope}"), source="plan.toml")

@@ -32,6 +32,8 @@ from diagnostic.schema.telemetry import TelemetrySource
 #       `ended_early`. A v2 bundle opens unchanged as one recorded before sealing
 #       (bundle/upgrade.py: upgrade_to_3); an older diagnose refuses a v3 bundle with
 #       "newer than this diagnose reads" instead of a field it does not know.
+#   (3, an optional field) 2026-12: run.json `telemetry` and runs/<run>/telemetry/<source>.csv
+#       (schema/telemetry.py: the CSV's own format line, diagnose-telemetry/1).
 SCHEMA_VERSION = 3
 MAIN_SOURCE = "server"  # the log source of the server process itself (its stdout, --log PATH)
 _SOURCE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+=-]*$")

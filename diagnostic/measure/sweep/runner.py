@@ -260,6 +260,12 @@ class StartRunner:
         if previous is not None and previous.status != "ok":
             folder = self._path(start, REQUESTS).parent
             names += [REQUESTS, *metrics_files(sorted(p.name for p in folder.glob("*.prom")))]
+            # telemetry of the earlier process: on its own clock, never appended to
+            names += sorted(
+                f"telemetry/{p.name}"
+                for p in (folder / "telemetry").glob("*.csv")
+                if ".attempt" not in p.name
+            )
         for name in names:
             path = self._path(start, name)
             if path.is_file():
