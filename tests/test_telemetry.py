@@ -16,14 +16,15 @@ from click.testing import CliRunner
 
 from diagnostic.bundle.seal import measured_seal
 from diagnostic.bundle.store import Bundle
-from diagnostic.bundle.telemetry import read_telemetry
+from diagnostic.bundle.telemetry import TelemetryWriter, read_telemetry
 from diagnostic.cli import main
 from diagnostic.errors import PlanError, TelemetryError
 from diagnostic.measure.plan.spec import parse_plan
 from diagnostic.measure.sweep.stage import run_settings
 from diagnostic.measure.telemetry import TelemetrySettings, recording
 from diagnostic.measure.telemetry.parse import SmiParser, parse_dcgm, parse_smi_file, reason_bits
-from diagnostic.schema.telemetry import GPU_COLUMNS
+from diagnostic.schema.bundle import RunInfo
+from diagnostic.schema.telemetry import GPU_COLUMNS, TelemetrySource
 
 DATA = Path(__file__).parent / "data" / "telemetry"
 H200 = DATA / "h200-nvidia-smi.csv"  # recorded by the lead on the H200 (absent until then)
@@ -237,3 +238,17 @@ def test_plan_telemetry_templates_are_rendered_per_start() -> None:
 def test_plan_with_a_bad_telemetry_template_is_refused_at_load() -> None:
     with pytest.raises(PlanError, match=r"plan\.toml: .*unknown placeholder \{nope\}"):
         parse_plan(PLAN.replace("{restart}", "{nope}"), source="plan.toml")
+
+
+def test_a_remote_commands_bursts_are_placed_by_its_own_timestamps(tmp_path: Path) -> None:
+    """Lines that arrived together (a pipe's buffer) are spread by nvidia-smi's timestamps,
+    on the run's clock by the smallest arrival delay."""
+    rows = parse_smi_file(DATA / "nvidia-smi-documented.csv")
+    writer = TelemetryWriter(tmp_path, "node", "nvidia-smi")
+    writer.write([{**r, "t_s": 5.0} for r in rows])  # all six arrived at once
+    writer.close()
+    source = TelemetrySource(kind="nvidia-smi", file="telemetry/node.csv", interval_s=0.2)
+    run = RunInfo(arm="a", restart=0, telemetry={"node": source})
+    frame = read_telemetry(tmp_path, run)["node"]
+    assert list(frame.t_arrival_s) == [5.0] * 6
+    assert [round(t, 3) for t in frame.t_s] == [4.596, 4.596, 4.798, 4.798, 5.0, 5.0]

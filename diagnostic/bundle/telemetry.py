@@ -84,7 +84,25 @@ def read_telemetry(run_dir: Path, run: RunInfo) -> dict[str, pd.DataFrame]:
             continue  # stopped before the first sample, or removed (verify says so)
         frame = _read_csv(path, columns_of(info.kind))
         if len(frame):
-            out[source] = frame
+            out[source] = _aligned(frame) if info.kind == "nvidia-smi" else frame
+    return out
+
+
+def _aligned(frame: pd.DataFrame) -> pd.DataFrame:
+    """A remote command's rows placed by nvidia-smi's own timestamps: its output may arrive in
+    bursts (a pipe's buffer, ssh), so arrival times (kept as t_arrival_s) can bunch samples.
+    The other host's clock is put on the run's by the smallest arrival delay seen (the
+    offset, as NTP's minimum filter takes it); rows without a readable timestamp keep their
+    arrival time."""
+    import pandas as pd
+
+    stamps = pd.to_datetime(frame["source_time"], format="%Y/%m/%d %H:%M:%S.%f", errors="coerce")
+    if stamps.notna().sum() < 2:
+        return frame
+    remote = (stamps - stamps.min()).dt.total_seconds()
+    offset = (frame["t_s"] - remote).min()
+    out = frame.assign(t_arrival_s=frame["t_s"])
+    out["t_s"] = (remote + offset).where(stamps.notna(), frame["t_s"])
     return out
 
 
