@@ -14,6 +14,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from diagnostic.analyse.telemetry import _window
+from diagnostic.analyse.telemetry_rules import apply_rules, load_rules
 from diagnostic.bundle.seal import measured_seal
 from diagnostic.bundle.store import Bundle
 from diagnostic.bundle.telemetry import TelemetryWriter, read_telemetry
@@ -77,6 +79,27 @@ def test_recorded_h200_nvidia_smi_csv_parses() -> None:
     assert clocks and all(isinstance(c, float) and c > 0 for c in clocks)
     assert any(r.get("power_limit_w") for r in rows)
     assert all(isinstance(r.get("clocks_event_reasons"), int | None) for r in rows)
+    # busy samples (utilisation above 0) carry no idle reason; idle ones do
+    busy = [r for r in rows if (r.get("utilization_pct") or 0) > 0]
+    assert busy and not any(int(str(r["clocks_event_reasons"])) & 0x1 for r in busy)
+
+
+def test_recorded_h200_samples_summarise_as_a_run_window(tmp_path: Path) -> None:
+    """The real recording through the bundle's reader and the analysis' window summary: the
+    busy GPU's figures, no cause from the rules."""
+    if not H200.is_file():
+        pytest.skip(f"{H200.name} not recorded yet (see README)")
+    writer = TelemetryWriter(tmp_path, "node", "nvidia-smi")
+    writer.write([{**r, "t_s": 0.0} for r in parse_smi_file(H200)])
+    writer.close()
+    source = TelemetrySource(kind="nvidia-smi", file="telemetry/node.csv", interval_s=0.5)
+    run = RunInfo(arm="a", restart=0, telemetry={"node": source})
+    frame = read_telemetry(tmp_path, run)["node"]
+    assert frame.t_s.is_monotonic_increasing  # placed by the H200's own timestamps
+    window = _window(run, "node", "all", frame)
+    clock = next(s for s in window.stats if s.variable == "sm_clock_mhz")
+    assert clock.worst <= clock.median  # the lowest clock is the worst
+    assert apply_rules(load_rules(), window, []) == []  # no throttling, cap or heat in it
 
 
 def test_dcgm_exporter_text_gives_one_row_per_gpu() -> None:

@@ -108,7 +108,11 @@ def _interval(settings: TelemetrySettings, name: str) -> float:
 
 def _take(source: Sampler, writer: TelemetryWriter, clock: Any) -> None:
     t = clock()
-    rows = source.sample()
+    try:
+        rows = source.sample()
+    except Exception as exc:  # one source's failure never ends the others' (or the run)
+        source.error(f"{type(exc).__name__}: {exc}")
+        return
     for row in rows:
         row.setdefault("t_s", t)
     if rows:

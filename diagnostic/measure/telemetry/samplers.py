@@ -131,13 +131,13 @@ class HostSampler(Sampler):
 
     def sample(self) -> list[Row]:
         """One row: the machine, then the processes by group."""
-        freq = psutil.cpu_freq()
         cores = psutil.cpu_count() or 1
         row: Row = {
             "cpu_pct": psutil.cpu_percent(None),
             "cores": cores,
-            "load1": psutil.getloadavg()[0],
-            "freq_mhz": freq.current if freq else None,
+            "load1": _optional(lambda: psutil.getloadavg()[0]),
+            # a sandbox (gVisor) or a VM may not say
+            "freq_mhz": _optional(lambda: psutil.cpu_freq().current),
         }
         top = ""
         if time.monotonic() - self._scanned >= defaults.TELEMETRY_SCAN_INTERVAL_S:
@@ -183,6 +183,14 @@ class HostSampler(Sampler):
             return self._cache.get(pid) or self._cache.setdefault(pid, psutil.Process(pid))
         except psutil.Error:
             return None
+
+
+def _optional(read: Callable[[], float]) -> float | None:
+    """A reading the OS may not give (None then)."""
+    try:
+        return float(read())
+    except (AttributeError, OSError, NotImplementedError, psutil.Error):
+        return None
 
 
 def _tree(process: psutil.Process | None) -> set[int]:
