@@ -20,12 +20,15 @@ from diagnostic.bundle.seal import measured_seal
 from diagnostic.bundle.store import Bundle
 from diagnostic.bundle.telemetry import TelemetryWriter, read_telemetry
 from diagnostic.cli import main
+from diagnostic.common.progress import NullReporter
 from diagnostic.errors import PlanError, TelemetryError
 from diagnostic.measure.plan.spec import parse_plan
+from diagnostic.measure.schedule import Start
+from diagnostic.measure.sweep.runner import StartRunner
 from diagnostic.measure.sweep.stage import run_settings
 from diagnostic.measure.telemetry import TelemetrySettings, recording
 from diagnostic.measure.telemetry.parse import SmiParser, parse_dcgm, parse_smi_file, reason_bits
-from diagnostic.schema.bundle import RunInfo
+from diagnostic.schema.bundle import Manifest, RunInfo
 from diagnostic.schema.telemetry import GPU_COLUMNS, TelemetrySource
 
 DATA = Path(__file__).parent / "data" / "telemetry"
@@ -275,3 +278,21 @@ def test_a_remote_commands_bursts_are_placed_by_its_own_timestamps(tmp_path: Pat
     frame = read_telemetry(tmp_path, run)["node"]
     assert list(frame.t_arrival_s) == [5.0] * 6
     assert [round(t, 3) for t in frame.t_s] == [4.596, 4.596, 4.798, 4.798, 5.0, 5.0]
+
+
+def test_a_new_attempt_sets_the_earlier_processes_telemetry_aside(tmp_path: Path) -> None:
+    """A restart measured afresh on a new server process: the failed attempt's samples (on
+    its own clock) are kept as *.attempt1.csv, never appended to."""
+    plan = parse_plan(PLAN, source="plan.toml")
+    settings = run_settings(plan, api_key=None, timeout_s=None, telemetry=True)
+    bundle = Bundle.create(tmp_path / "b", Manifest(tool_version="t"))
+    runner = StartRunner(bundle, plan, settings, NullReporter(), grace_s=1.0)
+    failed = RunInfo(arm="baseline", restart=0, status="failed", logs=["logs/server.log"])
+    bundle.write_run(failed)
+    writer = TelemetryWriter(bundle.run_dir("baseline", 0), "host", "host")
+    writer.write([{"t_s": 1.0, "cpu_pct": 5.0, "cores": 2}])
+    writer.close()
+    start = Start(index=0, block=0, arm="baseline", restart=0)
+    runner._keep_attempt(start, failed)
+    folder = bundle.run_dir("baseline", 0) / "telemetry"
+    assert sorted(p.name for p in folder.iterdir()) == ["host.attempt1.csv"]
