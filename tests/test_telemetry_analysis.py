@@ -111,7 +111,7 @@ def test_windows_give_median_and_worst_per_run_and_workload(throttled: Bundle) -
 def test_outlier_restart_is_set_beside_its_telemetry(throttled: Bundle) -> None:
     tele = analyse(throttled).telemetry
     assert tele is not None
-    [out] = tele.outliers
+    [out] = tele.restart_outliers
     assert (out.arm, out.restart, out.workload, out.side) == ("base", 4, "code", "low")
     text = " | ".join(out.evidence)
     assert "SM clock (MHz) 1,410 median vs 1,980 in the other restarts" in text

@@ -109,7 +109,7 @@ def analyse_telemetry(
             out.windows += _windows(run, source, frame, records, workloads)
     rules = load_rules() if rules is None else rules
     out.causes = _causes(out.windows, rules, arms)
-    out.outliers = _outliers(out.windows, out.causes, arms)
+    out.restart_outliers = _outliers(out.windows, out.causes, arms)
     out.variance = _variance(out.windows, arms)
     return out
 

@@ -59,6 +59,7 @@ LIST_KEYS: dict[str, tuple[str, ...]] = {
     "stats": ("variable",),
     "causes": ("rule", "arm", "restart", "window"),
     "variance": ("workload", "variable"),
+    "restart_outliers": ("arm", "restart", "workload"),
 }
 
 

@@ -47,7 +47,7 @@ def telemetry_view(a: Analysis, bundle: Bundle, runs: Sequence[RunInfo]) -> Tele
         return None
     return TelemetryView(
         chart=_chart(a, bundle, runs),
-        outliers=[_outlier_row(o, a) for o in t.outliers],
+        outliers=[_outlier_row(o, a) for o in t.restart_outliers],
         causes=[
             CauseRow(
                 run=run_id(c.arm, c.restart),
@@ -112,7 +112,7 @@ def page_one_line(a: Analysis) -> str:
     t = a.telemetry
     if t is None:
         return ""
-    explained = [o for o in t.outliers if o.causes]
+    explained = [o for o in t.restart_outliers if o.causes]
     if not explained:
         return ""
     titles = {c.rule: c.title for c in t.causes}
@@ -147,7 +147,7 @@ def _cv(values: list[float]) -> float:
 
 
 def _chart(a: Analysis, bundle: Bundle, runs: Sequence[RunInfo]) -> TelemetryChart | None:
-    flagged = {(o.arm, o.restart) for o in (a.telemetry.outliers if a.telemetry else [])}
+    flagged = {(o.arm, o.restart) for o in (a.telemetry.restart_outliers if a.telemetry else [])}
     panels = []
     for run in runs:
         frame = _gpu_frame(bundle, run)

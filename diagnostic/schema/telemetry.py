@@ -161,7 +161,9 @@ class TelemetryAnalysis(Strict):
     """Telemetry of every run, summarised; present only when some run recorded telemetry."""
 
     windows: list[TelemetryWindow] = Field(default_factory=list, description="Per run, window")
-    outliers: list[RestartOutlier] = Field(default_factory=list, description="Outlier restarts")
+    restart_outliers: list[RestartOutlier] = Field(
+        default_factory=list, description="Restarts whose mean is a Tukey outlier of their arm"
+    )
     causes: list[TelemetryCause] = Field(default_factory=list, description="Rules that matched")
     variance: list[TelemetryVariance] = Field(
         default_factory=list, description="Association of restart means with telemetry"
