@@ -296,3 +296,13 @@ def test_a_new_attempt_sets_the_earlier_processes_telemetry_aside(tmp_path: Path
     runner._keep_attempt(start, failed)
     folder = bundle.run_dir("baseline", 0) / "telemetry"
     assert sorted(p.name for p in folder.iterdir()) == ["host.attempt1.csv"]
+
+
+def test_a_recorder_that_dies_is_said_for_every_source_never_fatal(tmp_path: Path) -> None:
+    blocked = tmp_path / "run"
+    blocked.write_text("a file where the run folder should be\n")  # the CSV cannot be made
+    settings = TelemetrySettings(interval_s=0.1)
+    found = _record(blocked, settings)
+    assert set(found) == {"nvml", "host"}
+    host = found["host"].absent
+    assert host and "recorder ended without a result" in host and "Error" in host

@@ -13,6 +13,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -68,9 +69,12 @@ class TelemetrySettings(BaseModel):
 class Recording:
     """A running recorder process; stop() ends it and returns what each source gave."""
 
-    def __init__(self, settings: TelemetrySettings, process: subprocess.Popen[str]) -> None:
+    def __init__(
+        self, settings: TelemetrySettings, process: subprocess.Popen[str], stderr: IO[bytes]
+    ) -> None:
         self.settings = settings
         self._process = process
+        self._stderr = stderr
         self._lines: list[str] = []
         self._ready = threading.Event()
         self._reader = threading.Thread(target=self._read, daemon=True)
@@ -104,9 +108,9 @@ class Recording:
             self._process.wait()
         self._reader.join(timeout=defaults.TELEMETRY_STOP_S)
         self._stopped = self._result()
-        for stream in (self._process.stdout, self._process.stderr):
-            if stream is not None:
-                stream.close()
+        if self._process.stdout is not None:
+            self._process.stdout.close()
+        self._stderr.close()
         return self._stopped
 
     def _result(self) -> dict[str, TelemetrySource]:
@@ -115,7 +119,7 @@ class Recording:
                 with contextlib.suppress(ValueError):
                     found = json.loads(line)
                     return {n: TelemetrySource.model_validate(v) for n, v in found.items()}
-        err = _tail(self._process.stderr)
+        err = _tail(self._stderr)
         why = f"the telemetry recorder ended without a result (exit {self._process.returncode})"
         why += f": {err}" if err else ""
         names = ([NVML, HOST] if self.settings.local else []) + list(self.settings.remote)
@@ -127,11 +131,10 @@ class Recording:
         }
 
 
-def _tail(stream: IO[str] | None) -> str:
-    if stream is None:
-        return ""
+def _tail(stream: IO[bytes]) -> str:
     with contextlib.suppress(OSError, ValueError):
-        return stream.read()[-300:].strip()
+        stream.seek(0)
+        return stream.read().decode("utf-8", "replace")[-300:].strip()
     return ""
 
 
@@ -147,11 +150,12 @@ def recording(
         return
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (_PACKAGE_ROOT, env.get("PYTHONPATH", "")) if p)
+    stderr = tempfile.TemporaryFile()  # noqa: SIM115 - closed by Recording.stop
     process = subprocess.Popen(
         [sys.executable, "-m", "diagnostic.measure.telemetry.child"],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
+        stderr=stderr,  # a file: a traceback never fills a pipe
         text=True,
         env=env,
     )
@@ -165,7 +169,7 @@ def recording(
     assert process.stdin is not None
     process.stdin.write(json.dumps(config) + "\n")
     process.stdin.flush()
-    rec = Recording(settings, process)
+    rec = Recording(settings, process, stderr)
     rec.wait_ready(defaults.TELEMETRY_START_S)
     try:
         yield rec

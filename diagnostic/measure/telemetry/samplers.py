@@ -7,6 +7,7 @@ import math
 import os
 import signal
 import subprocess
+import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -221,11 +222,12 @@ class CommandSource(Sampler):
         self._clock = clock
         self._rows: list[Row] = []
         self._lock = threading.Lock()
+        self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 - closed in close()
         self._proc = subprocess.Popen(
             ["bash", "-c", command],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
+            stderr=self._stderr,  # a file: a chatty command never fills a pipe and blocks
             text=True,
             start_new_session=True,
         )
@@ -264,11 +266,12 @@ class CommandSource(Sampler):
                 self._proc.wait()
         self._reader.join(timeout=5)
         if code is not None:
-            tail = (self._proc.stderr.read() if self._proc.stderr else "")[-300:].strip()
+            self._stderr.seek(0)
+            tail = self._stderr.read().decode("utf-8", "replace")[-300:].strip()
             self.error(f"the command exited with status {code} during the run: {tail}")
-        for stream in (self._proc.stdout, self._proc.stderr):
-            if stream is not None:
-                stream.close()
+        if self._proc.stdout is not None:
+            self._proc.stdout.close()
+        self._stderr.close()
 
 
 class DcgmSource(Sampler):
