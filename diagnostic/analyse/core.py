@@ -16,6 +16,7 @@ from diagnostic.analyse.engine_timing import engine_timing
 from diagnostic.analyse.equivalence import arm_equivalence
 from diagnostic.analyse.ksweep import pooled_alpha, sweep_workload
 from diagnostic.analyse.requests import Loaded, Sample, load_samples
+from diagnostic.analyse.telemetry import analyse_telemetry
 from diagnostic.analyse.text import methods, notes
 from diagnostic.bundle.store import (
     METRICS_AFTER,
@@ -142,6 +143,7 @@ def analyse(
         methods=methods(ctx.loaded.first_chunk_assumed > 0, plan.design),
     )
     analysis.notes = notes(analysis, ctx.loaded.first_chunk_assumed, _baseline_note(ctx))
+    analysis.telemetry = analyse_telemetry(bundle, ctx.loaded.runs, ctx.loaded.records, arms)
     return analysis
 
 

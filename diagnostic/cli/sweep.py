@@ -123,6 +123,13 @@ _OUT = click.Path(path_type=Path)
 @click.option("--dry-run", is_flag=True, help="Print the schedule and a time estimate only.")
 @click.option("--stop-on-failure", is_flag=True, help="Stop at the first failed start.")
 @click.option(
+    "--telemetry",
+    is_flag=True,
+    help="Sample this machine's GPUs (NVML) and CPU during every run into "
+    "runs/<run>/telemetry/ (as the plan's telemetry_local = true; remote nodes: the plan's "
+    'telemetry = {node = "ssh node nvidia-smi …"}).',
+)
+@click.option(
     "--adaptive",
     is_flag=True,
     help=(
@@ -221,6 +228,7 @@ def command(
     force: bool,
     dry_run: bool,
     stop_on_failure: bool,
+    telemetry: bool,
     adaptive: bool,
     engine: str | None,
     api_key_env: str | None,
@@ -266,6 +274,7 @@ def command(
         resume=resume,
         force=force,
         stop_on_failure=stop_on_failure,
+        telemetry=telemetry,
         adaptive=adaptive,
         api_key=api_key_from_env(api_key_env),
         request_timeout_s=timeout_s,
@@ -296,6 +305,7 @@ class SweepOptions(BaseModel):
     resume: bool = Field(description="Continue a sweep")
     force: bool = Field(description="Replace an existing bundle")
     stop_on_failure: bool = Field(description="Stop at the first failed start")
+    telemetry: bool = Field(False, description="Sample this machine's GPUs and CPU every run")
     adaptive: bool = Field(description="Stop at a planned look once every comparison is decided")
     api_key: str | None = Field(None, repr=False, description="Bearer token, never stored")
     request_timeout_s: float | None = Field(None, description="Seconds one request may take")

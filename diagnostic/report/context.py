@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from diagnostic import __version__
-from diagnostic.report import advice, capture, quality, sections, summary
+from diagnostic.report import advice, capture, quality, sections, summary, telemetry
 from diagnostic.report.inputs import Inputs
 from diagnostic.report.view import ReportContext
 
@@ -19,7 +19,9 @@ def build_context(inputs: Inputs) -> ReportContext:
         cover=summary.cover(inputs),
         tool_version=__version__,
         margin=f"{a.noise_band.delta:.1%}",
-        summary=summary.summary(inputs, [r.text for r in recommendations]),
+        summary=summary.summary(inputs, [r.text for r in recommendations]).model_copy(
+            update={"telemetry_line": telemetry.page_one_line(a)}
+        ),
         capture_runs=capture.capture_runs(inputs),
         capture_note=capture.capture_note(inputs),
         spec_pairs=capture.spec_pairs(inputs),
@@ -31,6 +33,7 @@ def build_context(inputs: Inputs) -> ReportContext:
         before_after_chart=sections.before_after_chart(a),
         sweep=sections.sweep(a),
         variance=quality.variance(a, day),
+        telemetry=telemetry.telemetry_view(a, inputs.bundle, inputs.runs),
         equivalence=quality.equivalence(a),
         failures=quality.failures(inputs.bundle, inputs.runs),
         recommendations=recommendations,

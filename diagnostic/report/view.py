@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from diagnostic.report.telemetry_view import TelemetryView
+
 __all__ = [
     "ArmRow",
     "CaptureRun",
@@ -120,6 +122,9 @@ class Summary(_View):
     caveats: list[str] = Field(description="Short caveats (one restart, uncalibrated δ)")
     actions: list[str] = Field(description="The first recommendations, for the first page")
     more_actions: int = Field(description="Recommendations beyond those listed")
+    telemetry_line: str = Field(
+        "", description="Restart noise with a visible cause (a labelled sensitivity); '' if none"
+    )
 
 
 class CaptureRun(_View):
@@ -374,6 +379,9 @@ class ReportContext(_View):
     before_after_chart: Chart | None = Field(None, description="All arms per workload")
     sweep: SweepView | None = Field(None, description="None when the bundle has no sweep")
     variance: VarianceView = Field(description="Variance section")
+    telemetry: TelemetryView | None = Field(
+        None, description="GPU and host telemetry; None when no run recorded any"
+    )
     equivalence: EquivalenceView = Field(description="Output equivalence and flags")
     failures: FailuresView = Field(description="Failures summary")
     recommendations: list[Recommendation] = Field(description="Numbered recommendations")

@@ -27,6 +27,7 @@ from diagnostic.measure.collect.recap import CollectRecap, recap
 from diagnostic.measure.collect.run import collect_run
 from diagnostic.measure.collect.settings import RunSettings
 from diagnostic.measure.schedule import EstimateAssumptions
+from diagnostic.measure.telemetry import TelemetrySettings
 from diagnostic.measure.workloads import Workload, select_workloads
 from diagnostic.schema.bundle import ArmSpec, Engagement, Manifest, PlanSpec, RunInfo, Target
 
@@ -94,6 +95,9 @@ class CollectConfig(BaseModel):
     engagement: Engagement = Field(
         default_factory=Engagement, description="Client, site, consultant given (None: keep)"
     )
+    telemetry: TelemetrySettings | None = Field(
+        None, description="GPU and host telemetry sampled during the run (--telemetry); None: off"
+    )
 
 
 def preflight(config: CollectConfig) -> None:
@@ -136,6 +140,7 @@ def collect(config: CollectConfig, *, reporter: Reporter, checked: bool = False)
         model=config.model,
         api_key=config.api_key,
         timeout_s=config.timeout_s,
+        telemetry=config.telemetry,
     )
     resumed = sum(not r.error for r in bundle.read_requests(run.arm, run.restart).records)
     total = len(workloads) * (config.warmup + config.requests)

@@ -292,6 +292,7 @@ def _one_arm(source: str, where: str, table: ArmTable, o: PlanTable, params: dic
         stop=table.stop if table.stop is not None else o.stop,
         health=table.health if table.health is not None else o.health,
         logs=table.logs or o.logs,
+        telemetry=o.telemetry,
         values={"port": port, **params, "arm": name},
     )
     try:
