@@ -14,8 +14,10 @@ import shutil
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
 from diagnostic.analyse.acceptance import acceptance_from_texts
+from diagnostic.cli import main
 from diagnostic.engines import parse_log
 from diagnostic.engines.endpoints import identify
 from diagnostic.engines.metrics import parse_spec_counters, spec_delta
@@ -129,3 +131,11 @@ def test_the_sample_acceptance_per_workload_excludes_warm_ups() -> None:
         acceptance = acceptance_from_texts(after, before)
         assert acceptance is not None and acceptance.mean_acceptance_length is not None
         assert 1.0 < acceptance.mean_acceptance_length <= 4.0
+
+
+def test_the_sample_was_sealed_as_each_run_ended() -> None:
+    """The first sample recorded with seals: verify proves every run unchanged."""
+    result = CliRunner().invoke(main, ["verify", str(SAMPLE)])
+    assert result.exit_code == 0, result.output
+    assert "OK   seals     12 runs sealed as they ended" in result.output
+    assert "OK   findings" in result.output
