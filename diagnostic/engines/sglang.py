@@ -83,6 +83,8 @@ _SPEC_FLAGS = (
     "speculative-eagle-topk",
     "speculative-num-draft-tokens",
     "disable-cuda-graph",
+    "disable-decode-cuda-graph",
+    "cuda-graph-backend-decode",
 )
 
 _PREFIX = re.compile(r"^\[(?P<ts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)(?P<rank>(?: [A-Z]+\d+)*)\]\s?")
@@ -191,9 +193,10 @@ class Parser(LogParser):
             set_fact(facts, "spec.method", _ALIASES.get(algorithm, algorithm))
             set_fact(facts, "spec.drafter", cmd.text("speculative-draft-model-path"))
             set_fact(facts, "spec.num_draft_tokens", cmd.number("speculative-num-draft-tokens"))
-        if cmd.flag("disable-cuda-graph") is True:
+        off = _graphs_off_flag(cmd)
+        if off is not None:
             self.disable_cuda_graph = True
-            self.args_line = ev(line, "--disable-cuda-graph")
+            self.args_line = ev(line, off)
         facts.spec_evidence.append(ev(line, "--speculative"))
         facts.requested.update(cmd.flags)
         return True
@@ -207,8 +210,14 @@ class Parser(LogParser):
         self.facts.model = self.facts.model or _str(args.get("model_path"))
         tp = args.get("tp_size")
         self.facts.tensor_parallel_size = tp if isinstance(tp, int) else None
-        if "disable_cuda_graph" in args:
-            self.disable_cuda_graph = args["disable_cuda_graph"] is True
+        if _GRAPH_FIELDS & args.keys():  # 0.5.x: the decode phase's backend says it all
+            decode = _DECODE_BACKEND.search(text)
+            self.disable_cuda_graph = (
+                args.get("disable_cuda_graph") is True
+                or args.get("disable_decode_cuda_graph") is True
+                or args.get("cuda_graph_backend_decode") == "disabled"
+                or (decode is not None and decode["backend"] == "disabled")
+            )
         spec = self.facts.spec
         algorithm = args.get("speculative_algorithm")
         spec.enabled = isinstance(algorithm, str) and algorithm.upper() != "NONE"
@@ -380,6 +389,21 @@ def _resolve_rank(rank: _Rank) -> tuple[str, str, list[Evidence]]:
         "'Capture cuda graph end' (a failed or unfinished capture)",
         lines,
     )
+
+
+# CUDA graphs off: 0.4's --disable-cuda-graph, 0.5.x's per-phase successors (decode matters).
+_GRAPH_FIELDS = {"disable_cuda_graph", "disable_decode_cuda_graph", "cuda_graph_backend_decode"}
+_DECODE_BACKEND = re.compile(r"decode=PhaseConfig\(backend='(?P<backend>\w+)'")
+
+
+def _graphs_off_flag(cmd: Command) -> str | None:
+    """The flag of a launch command that turns decode graphs off, or None."""
+    for flag in ("disable-cuda-graph", "disable-decode-cuda-graph"):
+        if cmd.flag(flag) is True:
+            return f"--{flag}"
+    if cmd.text("cuda-graph-backend-decode") == "disabled":
+        return "--cuda-graph-backend-decode"
+    return None
 
 
 def _spec_flags(cmd: Command) -> bool:
