@@ -106,6 +106,11 @@ class PlanTable(_Table):
     logs: dict[str, str] = Field(
         default_factory=dict, description="Log commands for every arm: source = command"
     )
+    as_found: str | None = Field(
+        None,
+        description="The arm that is the client's configuration as found: the report's "
+        "before-and-after leads with it against the best decided arm",
+    )
 
 
 class ArmTable(_Table):
