@@ -288,7 +288,7 @@ def _sized(
     dropped: list[str] = []
     while groups and left < len(arms) * per_start * defaults.MIN_RESTARTS:
         gone = groups.pop()
-        dropped += [f"{arms[i].name} ({notes[i]})" for i in gone]
+        dropped += [f"{arms[i].name} ({notes[i].split(':')[0]})" for i in gone]
         arms = [a for i, a in enumerate(arms) if i not in gone]
         notes = [n for i, n in enumerate(notes) if i not in gone]
     fit = math.floor(left / (len(arms) * per_start))
