@@ -35,6 +35,7 @@ __all__ = [
     "headline",
     "missing",
     "summary",
+    "telling_line",
     "verdict_phrase",
 ]
 
@@ -453,10 +454,10 @@ def _cause(p: FindingView, lost: dict[str, Comparison]) -> Cause:
     ]
     return Cause(
         text=f"{p.title or p.message} ({p.arms}): why {f.join(losers)}.",
-        quote=_telling_line(p.evidence) if p.severity == "error" or losers else None,
+        quote=telling_line(p.evidence) if p.severity == "error" or losers else None,
     )
 
 
-def _telling_line(evidence: list[Evidence]) -> Evidence | None:
+def telling_line(evidence: list[Evidence]) -> Evidence | None:
     """The WARNING line of a finding when it has one (the engine saying what it changed)."""
     return next((e for e in evidence if "WARNING" in e.text), evidence[0] if evidence else None)

@@ -101,6 +101,16 @@ class Cause(_View):
     quote: Evidence | None = Field(None, description="The most telling log line, when quoted")
 
 
+class AsFound(_View):
+    """The before-and-after: the configuration as found against the best decided arm."""
+
+    arm: str = Field(description="The as-found arm")
+    lines: list[str] = Field(description="One sentence per workload: as found; after")
+    levels: str = Field("", description="The level of the intervals shown, in one sentence")
+    why: str = Field("", description="The finding on the as-found arm that says why; '' if none")
+    quote: Evidence | None = Field(None, description="Its telling log line")
+
+
 class Summary(_View):
     """Executive summary."""
 
@@ -120,6 +130,9 @@ class Summary(_View):
     caveats: list[str] = Field(description="Short caveats (one restart, uncalibrated δ)")
     actions: list[str] = Field(description="The first recommendations, for the first page")
     more_actions: int = Field(description="Recommendations beyond those listed")
+    as_found: AsFound | None = Field(
+        None, description="As found against after, when the plan names the as-found arm"
+    )
 
 
 class CaptureRun(_View):
