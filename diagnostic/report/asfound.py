@@ -65,8 +65,12 @@ def _line(inputs: Inputs, a: Analysis, name: str, workload: str) -> str:
     after = max(wins, key=lambda c: c.ci_low or 0.0, default=None)
     if after is None:
         lead = max((c for c in comps if c.arm != name), key=lambda c: c.ratio or 0.0, default=None)
-        undecided = f" (the fastest measured, {_named(inputs, lead.arm)}, {_decided(a, lead)})"
-        return f"{text}; after: not decided, no remedy is a WIN yet{undecided if lead else ''}."
+        undecided = (
+            f" (the fastest measured, {_named(inputs, lead.arm)}, {_decided(a, lead)})"
+            if lead
+            else ""
+        )
+        return f"{text}; after: not decided, no remedy is a WIN yet{undecided}."
     if after.arm == name:
         return f"{text}; after: the configuration as found is the best decided one."
     return f"{text}; after: {_named(inputs, after.arm)}, {_decided(a, after)}."
