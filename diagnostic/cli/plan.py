@@ -43,6 +43,18 @@ def _seconds(ctx: click.Context, param: click.Parameter, value: str | None) -> f
     help="Time left of the day, e.g. 3h or 45min (default: a 6 h day less the bundle's "
     "own measuring time).",
 )
+@click.option(
+    "--requests",
+    type=click.IntRange(1, 100_000),
+    help="Measured requests per restart and workload (default: m* from the bundle's costs "
+    "and noise).",
+)
+@click.option(
+    "--restarts",
+    type=click.IntRange(1, 1000),
+    help="Restarts per arm (default: what 90% power at the plan's target asks, within the "
+    "time left, at least 3).",
+)
 def command(
     bundle: Path,
     output: Path | None,
@@ -50,6 +62,8 @@ def command(
     force: bool,
     as_found: str | None,
     time_left: float | None,
+    requests: int | None,
+    restarts: int | None,
 ) -> None:
     """The next block of the day: a sweep plan that tests the fixes of the bundle's findings.
 
@@ -72,7 +86,14 @@ def command(
     if output is not None and output.exists() and not force and not dry_run:
         raise DiagnosticError(f"{output} already exists; choose another -o or add --force")
     source = str(output) if output is not None else "next.toml"
-    planned = next_plan(bundle, as_found=as_found, time_left_s=time_left, source=source)
+    planned = next_plan(
+        bundle,
+        as_found=as_found,
+        time_left_s=time_left,
+        source=source,
+        requests=requests,
+        restarts=restarts,
+    )
     if dry_run:
         console.print(planned.text, markup=False, highlight=False, soft_wrap=True)
     else:

@@ -55,11 +55,15 @@ def next_plan(
     time_left_s: float | None = None,
     source: str = "next.toml",
     rules_dir: Path | None = None,
+    requests: int | None = None,
+    restarts: int | None = None,
 ) -> NextPlan:
     """The next plan from the bundle at `path` (offline: reads only the bundle). `as_found`:
     the arm that is the client's configuration (default: the manifest's, else the first
     speculative arm with an error finding that has remedies); `time_left_s`: what is left of
-    the day (default: defaults.DAY_ON_SITE_S less the bundle's own measuring time)."""
+    the day (default: defaults.DAY_ON_SITE_S less the bundle's own measuring time);
+    `requests`: measured requests per restart instead of m*; `restarts`: restarts per arm
+    instead of those the power at the plan's target asks for within the time left."""
     bundle = Bundle.open(path)
     m = bundle.manifest
     launches = {a.name: a for a in m.plan.arms if a.launch}
@@ -77,7 +81,7 @@ def next_plan(
     base = _base_arm(spec, m)
     picked = _remedy_arms(bundle, check, arm_of, rules, found, spec, on_arm.get(found, []))
     left = time_left_s if time_left_s is not None else _day_left(path, bundle)
-    return _sized(path, m, spec, base, picked, left, source)
+    return _sized(path, m, spec, base, picked, left, source, (requests, restarts))
 
 
 def _findings_by_arm(
@@ -249,6 +253,7 @@ def _sized(
     picked: tuple[list[Candidate], list[str]],
     left: float,
     source: str,
+    given: tuple[int | None, int | None],
 ) -> NextPlan:
     from diagnostic.measure.sweep.stage import day_estimate
 
@@ -283,10 +288,11 @@ def _sized(
         day = day_estimate(expand_plan(build(arms), source=source), None, path)
     except PlanError as exc:
         raise PlanError(f"{path}: the next plan would be invalid: {exc}") from None
-    requests = day.adaptive.requests
+    requests_given, restarts_given = given
+    requests = requests_given or day.adaptive.requests
     per_start = day.costs.per_start(requests, p.warmup, len(p.concurrency))
     dropped: list[str] = []
-    while groups and left < len(arms) * per_start * defaults.MIN_RESTARTS:
+    while len(groups) > 1 and left < len(arms) * per_start * defaults.MIN_RESTARTS:
         gone = groups.pop()
         dropped += [f"{arms[i].name} ({notes[i].split(':')[0]})" for i in gone]
         arms = [a for i, a in enumerate(arms) if i not in gone]
@@ -297,7 +303,7 @@ def _sized(
     ).power
     assert power is not None
     needed = power.fixed_restarts
-    restarts = max(defaults.MIN_RESTARTS, min(needed or fit, fit))
+    restarts = restarts_given or max(defaults.MIN_RESTARTS, min(needed or fit, fit))
     file = build(arms, requests=requests, restarts=restarts, health_timeout_s=_health(day.costs))
     estimated = planner.wall_clock(
         day.costs,
@@ -306,16 +312,12 @@ def _sized(
         warmup=p.warmup,
         levels=len(p.concurrency),
     )
-    why = [
-        f"Restarts {restarts}: {power.wanted:.0%} power to find {power.target:+.0%} over "
-        f"{power.family} comparison(s) needs {needed if needed else 'over 100'} (fixed plan, at "
-        f"{power.noise}); {fit} fit in the time left ({duration(left)})"
-        + (f"; {defaults.MIN_RESTARTS} is the floor" if restarts > min(needed or fit, fit) else ""),
-        f"Requests {requests} per restart and workload: {day.adaptive.why}",
+    why = _why(power, day, given, restarts=restarts, fit=fit, left=left, requests=requests)
+    why.append(
         f"Estimated {duration(estimated)} for {len(arms)} arms × {restarts} restarts "
         f"(costs {day.costs.source}: {day.costs.startup_s:.3g} s start-up, "
-        f"{day.costs.mean_request_s:.3g} s per request)",
-    ]
+        f"{day.costs.mean_request_s:.3g} s per request)"
+    )
     if estimated > left:
         why.append(f"WARNING: that is more than the {duration(left)} left: drop an arm")
     text = _text(path, file, spec.name, notes, why, fixes, dropped, source)
@@ -332,6 +334,30 @@ def _sized(
         dropped=dropped,
         why=why,
     )
+
+
+def _why(
+    power: planner.Power,
+    day: planner.DayEstimate,
+    given: tuple[int | None, int | None],
+    *,
+    restarts: int,
+    fit: int,
+    left: float,
+    requests: int,
+) -> list[str]:
+    """Where the restarts and requests come from, in words (the plan's header)."""
+    needed = power.fixed_restarts
+    floor = not given[1] and restarts > min(needed or fit, fit)
+    return [
+        f"Restarts {restarts}{' (given)' if given[1] else ''}: {power.wanted:.0%} power to find "
+        f"{power.target:+.0%} over {power.family} comparison(s) needs "
+        f"{needed if needed else 'over 100'} (fixed plan, at {power.noise}); {fit} fit in the "
+        f"time left ({duration(left)})"
+        + (f"; {defaults.MIN_RESTARTS} is the floor" if floor else ""),
+        f"Requests {requests} per restart and workload"
+        + (f" (given; m* would be {day.adaptive.why})" if given[0] else f": {day.adaptive.why}"),
+    ]
 
 
 def _health(costs: planner.Costs) -> float:
