@@ -8,6 +8,7 @@ import tomllib
 from pathlib import Path
 
 import pytest
+from real_runs import REAL_RUNS
 
 from diagnostic.engines.edit import edit_command, flag_value
 from diagnostic.engines.flags import without_speculation
@@ -113,3 +114,63 @@ def test_plan_of_a_bundle_without_launch_commands(tmp_path: Path) -> None:
     (bundle / "manifest.json").write_text(json.dumps(manifest))
     with pytest.raises(PlanError, match="records no launch command"):
         next_plan(bundle)
+
+
+LOGS = ROOT / "tests" / "data" / "logs"
+
+
+def _remedies(log: str, rule_id: str, launch: str) -> tuple[list[str], list[str]]:
+    """The remedy arms' launches and the notes for `rule_id`'s finding on a real log."""
+    from diagnostic.logcheck.stage import check_paths
+    from diagnostic.measure.sweep.remedy_arms import candidates
+
+    report = check_paths([LOGS / log], write=False)
+    assert any(f.rule == rule_id for f in report.findings), [f.rule for f in report.findings]
+    rule = next(r for r in load_rules() if r.id == rule_id)
+    found = candidates(rule, report.runs[0], arm="x", launch=launch, env={}, analysis=None)
+    return [a.launch for a in found.arms if a.speculative], found.notes
+
+
+def test_sglang_eagle_gets_eagle3() -> None:
+    launch = (
+        "python -m sglang.launch_server --model-path M --port 30000 --speculative-algorithm EAGLE"
+        " --speculative-draft-model-path D-EAGLE3"
+    )
+    arms, _ = _remedies(
+        "sglang-0.5-eagle-flag-with-eagle3-drafter.log", "sglang-eagle-with-eagle3-drafter", launch
+    )
+    assert arms and all("--speculative-algorithm EAGLE3" in a for a in arms)
+
+
+def test_flashinfer_downgrade_gets_flash_attn_and_a_pinned_mode() -> None:
+    launch = (
+        "vllm serve M --port 8000 -tp 2 --speculative-config "
+        '\'{"method":"eagle3","model":"D","num_speculative_tokens":3}\''
+    )
+    arms, _ = _remedies(
+        "vllm-v1-0.11-tp2-flashinfer-eagle3-downgrade.log", "capture-downgraded-under-spec", launch
+    )
+    assert any("--attention-backend FLASH_ATTN " in a + " " for a in arms)
+    assert any("cudagraph_mode" in a for a in arms)
+    assert not any("FLASH_ATTN_MLA" in a for a in arms)  # not an MLA model
+
+
+def test_eager_speculation_gets_graphs_back() -> None:
+    from diagnostic.logcheck.stage import check_paths
+    from diagnostic.measure.sweep.remedy_arms import candidates
+
+    report = check_paths([REAL_RUNS / "h200-vllm-0.26" / "ngram3-eager"], write=False)
+    rule = next(r for r in load_rules() if r.id == "capture-none-under-spec")
+    facts = next(r for r in report.runs if r.spec.enabled)
+    launch = 'vllm serve M --port 8000 --enforce-eager --speculative-config \'{"method":"ngram"}\''
+    found = candidates(rule, facts, arm="x", launch=launch, env={}, analysis=None)
+    modes = {str(flag_value(a.launch, "--compilation-config")) for a in found.arms}
+    # plan templates: literal braces doubled
+    assert modes == {
+        '{{"cudagraph_mode":"PIECEWISE"}}',
+        '{{"cudagraph_mode":"FULL_AND_PIECEWISE"}}',
+    }
+    assert not any("--enforce-eager" in a.launch for a in found.arms)
+    old = facts.model_copy(update={"version": "0.9.2"})  # before cudagraph_mode existed
+    notes = candidates(rule, old, arm="x", launch=launch, env={}, analysis=None)
+    assert not notes.arms and any("before 0.10" in n for n in notes.notes)

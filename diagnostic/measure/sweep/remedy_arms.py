@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from diagnostic.engines.edit import EditError, edit_command, flag_value
+from diagnostic.engines.flags import SPEC_FLAG
 from diagnostic.logcheck.remedies import Remedy
 from diagnostic.logcheck.rules import Rule, conditions_hold, finding_values
 from diagnostic.schema.analysis import Analysis
@@ -98,8 +99,9 @@ def _pair(
     title = remedy.fill(remedy.title, facts, filled)
     both = []
     for speculative in (True, False):
+        edits = settings if speculative else _no_spec(settings)
         text = edit_command(
-            launch, settings, speculation=speculative, env=remedy.env, port_placeholder=True
+            launch, edits, speculation=speculative, env=remedy.env, port_placeholder=True
         )
         role = "with speculation" if speculative else "its matched baseline, no speculation"
         both.append(
@@ -114,6 +116,11 @@ def _pair(
             )
         )
     return both
+
+
+def _no_spec(settings: dict[str, str | bool | None]) -> dict[str, str | bool | None]:
+    """The edits that apply without speculation: none of a speculation flag (k, algorithm)."""
+    return {f: v for f, v in settings.items() if not SPEC_FLAG.match(f.partition(".")[0])}
 
 
 def _has(launch: str, flag: str) -> bool:
