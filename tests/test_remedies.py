@@ -174,3 +174,41 @@ def test_eager_speculation_gets_graphs_back() -> None:
     old = facts.model_copy(update={"version": "0.9.2"})  # before cudagraph_mode existed
     notes = candidates(rule, old, arm="x", launch=launch, env={}, analysis=None)
     assert not notes.arms and any("before 0.10" in n for n in notes.notes)
+
+
+def test_mla_report_leads_with_before_and_after(tmp_path: Path) -> None:
+    """The MLA sample with its as-found arm named (as a plan from `diagnose plan` records it):
+    page 1 and chapter 2 lead with as found against after, and page 1 still holds it all."""
+    import json
+    import subprocess
+    import sys
+
+    from pypdf import PdfReader
+
+    bundle = tmp_path / "mla"
+    shutil.copytree(MLA, bundle)
+    manifest = json.loads((bundle / "manifest.json").read_text())
+    manifest["plan"]["as_found"] = "triton-ngram-k3"
+    (bundle / "manifest.json").write_text(json.dumps(manifest))
+    out = tmp_path / "r.pdf"
+    done = subprocess.run(
+        [sys.executable, "-m", "diagnostic", "report", str(bundle), "-o", str(out)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    pages = [p.extract_text() for p in PdfReader(out).pages]
+    page1 = " ".join(pages[0].split())
+    assert "As found: n-gram at k=3 (triton-ngram-k3)" in page1
+    assert "(fa-ngram-k3) with" in page1 and "FLASH_ATTN_MLA" in page1
+    assert "code: as found 0.56× of no speculation" in page1  # the recorded sample's figures
+    assert "more recommendation(s)" in page1  # page 1's last line: the page holds it all
+    chapter = next(
+        p for p in pages if "Before and after" in p and "As found:" in p and p != pages[0]
+    )
+    assert "Why as found was slow: CUDA-graph capture downgraded under speculation" in " ".join(
+        chapter.split()
+    )

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from diagnostic.engines._command import flag_spans, words
 from diagnostic.engines.flags import without_speculation
 
-__all__ = ["EditError", "edit_command", "flag_value", "shell_line"]
+__all__ = ["EditError", "changed_flags", "edit_command", "flag_value", "shell_line"]
 
 # Words the shell reads as they stand; `$NAME` stays unquoted so the shell expands it.
 _PLAIN = re.compile(r"[\w@%+=:,./$-]+")
@@ -112,3 +112,20 @@ def _json_set(flag: str, old: str | bool | None, key: str, value: str | bool | N
 def shell_line(argv: list[str]) -> str:
     """Words as one line bash reads back to them; `$NAME` words stay unquoted (expanded)."""
     return " ".join(w if _PLAIN.fullmatch(w) else shlex.quote(w) for w in argv)
+
+
+def changed_flags(before: str, after: str, *, ignore: tuple[str, ...] = ("port",)) -> list[str]:
+    """What `after` sets that `before` does not, speculation flags aside: `--name value` for a
+    flag added or changed, `without --name` for one removed, `NAME=VALUE` for an assignment
+    before the program; [] when either cannot be read."""
+    old, new = list(without_speculation(before)), list(without_speculation(after))
+    if not old or not new:
+        return []
+    was = {n: v for _, _, n, v in flag_spans(old)}
+    now = {n: v for _, _, n, v in flag_spans(new)}
+    out = [w for w in new if _ENV.match(w) and w not in old]
+    for name, value in now.items():
+        if name not in ignore and was.get(name) != value:
+            out.append(f"--{name}" if value is True else f"--{name} {value}")
+    out += [f"without --{n}" for n in was if n not in now and n not in ignore]
+    return out

@@ -105,6 +105,7 @@ class AsFound(_View):
     """The before-and-after: the configuration as found against the best decided arm."""
 
     arm: str = Field(description="The as-found arm")
+    head: str = Field(description="What as found and after are, in one or two sentences")
     lines: list[str] = Field(description="One sentence per workload: as found; after")
     levels: str = Field("", description="The level of the intervals shown, in one sentence")
     why: str = Field("", description="The finding on the as-found arm that says why; '' if none")
