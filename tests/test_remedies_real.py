@@ -77,7 +77,27 @@ def test_check_plan_sweep_report(tmp_path: Path) -> None:
     assert _diagnose("check", str(day2)).returncode in (0, 1)
     done = _diagnose("report", str(day2), "-o", str(tmp_path / "r.pdf"))
     assert done.returncode == 0, done.stderr
-    page1 = PdfReader(tmp_path / "r.pdf").pages[0].extract_text()
+    page1 = " ".join(PdfReader(tmp_path / "r.pdf").pages[0].extract_text().split())
     assert "As found, and after the remedies" in page1
-    assert "as found, " in page1 and "ngram-k1" in page1 and "after:" in page1
-    assert "Each interval is the one that decided its verdict" in page1 or "no verdict" in page1
+    assert "As found: " in page1 and "(ngram-k1)" in page1 and "code: as found " in page1
+    assert "Each interval decided its verdict" in page1 or "no verdict" in page1
+
+
+def test_collect_names_the_arm_as_found(
+    tmp_path: Path, llama_server: str, llama_server_ngram: str
+) -> None:
+    """A bundle collected by hand names its as-found arm with `collect --as-found`; the
+    report then leads with it (whatever the verdicts: one restart decides none)."""
+    from diagnostic.common.progress import NullReporter
+    from diagnostic.measure.collect import CollectConfig, collect
+
+    out = tmp_path / "b"
+    tiny = {"requests": 2, "warmup": 1, "max_tokens": 8, "workloads": ["code"]}
+    for url, arm, found in ((llama_server, "baseline", False), (llama_server_ngram, "ngram", True)):
+        config = CollectConfig(base_url=url, out=out, arm=arm, as_found=found, **tiny)
+        assert collect(config, reporter=NullReporter()).status == "ok"
+    assert json.loads((out / "manifest.json").read_text())["plan"]["as_found"] == "ngram"
+    done = _diagnose("report", str(out), "-o", str(tmp_path / "r.html"))
+    assert done.returncode == 0, done.stderr
+    html = (tmp_path / "r.html").read_text()
+    assert 'class="asfound"' in html and "code: as found" in html

@@ -94,6 +94,11 @@ class CollectConfig(BaseModel):
     engagement: Engagement = Field(
         default_factory=Engagement, description="Client, site, consultant given (None: keep)"
     )
+    as_found: bool = Field(
+        False,
+        description="This arm is the client's configuration as found (the manifest's "
+        "plan.as_found: the report's before-and-after leads with it)",
+    )
 
 
 def preflight(config: CollectConfig) -> None:
@@ -263,6 +268,7 @@ def _manifest(config: CollectConfig, workloads: list[str]) -> Manifest:
         concurrency=[config.concurrency],
         api=config.api,
         order="manual",
+        as_found=config.arm if config.as_found else None,
     )
     target = Target(base_url=config.base_url, model=config.model)
     return Manifest(
@@ -301,6 +307,8 @@ def _add_arm(manifest: Manifest, config: CollectConfig) -> Manifest:
         "restarts": max(plan.restarts, config.restart + 1),
         "concurrency": levels,
     }
+    if config.as_found:
+        update["as_found"] = config.arm
     engagement = manifest.engagement.merged(config.engagement)  # a later collect may add them
     rid = run_id(config.arm, config.restart)
     collected = manifest.collected + ([] if rid in manifest.collected else [rid])
