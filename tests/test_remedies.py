@@ -212,3 +212,28 @@ def test_mla_report_leads_with_before_and_after(tmp_path: Path) -> None:
     assert "Why as found was slow: CUDA-graph capture downgraded under speculation" in " ".join(
         chapter.split()
     )
+
+
+def test_draft_too_long_gets_shorter_drafts() -> None:
+    """Without a sweep's theory, the k values run from the finding's suggestion up to below
+    the k the run drafted; the base arm of each is the as-found baseline (no k in it)."""
+    from diagnostic.logcheck.rules import finding_values
+    from diagnostic.logcheck.stage import check_paths
+    from diagnostic.measure.sweep.remedy_arms import candidates
+
+    report = check_paths([LOGS / "vllm-v2-0.17-eagle3-low-acceptance.log"], write=False)
+    rule = next(r for r in load_rules() if r.id == "draft-too-long")
+    values = finding_values(rule, report.runs[0]) or {}
+    ran, suggested = values["k"], values["suggested_k"]
+    assert suggested < ran
+    launch = (
+        "vllm serve M --port 8000 --speculative-config "
+        f'\'{{"method":"eagle3","model":"D","num_speculative_tokens":{ran}}}\''
+    )
+    found = candidates(rule, report.runs[0], arm="x", launch=launch, env={}, analysis=None)
+    spec = [a for a in found.arms if a.speculative]
+    assert [a.name for a in spec] == [f"k{k}-spec" for k in range(suggested, ran)]
+    for a, k in zip(spec, range(suggested, ran), strict=True):
+        assert f'"num_speculative_tokens":{k}' in a.launch
+    bases = {a.launch for a in found.arms if not a.speculative}
+    assert len(bases) == 1 and "--speculative-config" not in bases.pop()
