@@ -98,8 +98,10 @@ def test_sample_remedy_plan_is_what_the_command_makes() -> None:
 
 
 def test_plan_names_a_bad_as_found(tmp_path: Path) -> None:
-    with pytest.raises(PlanError, match="not an arm with a launch command"):
+    with pytest.raises(PlanError, match=r"not a speculative arm.*name one of: triton-ngram-k3"):
         next_plan(MLA, as_found="nope")
+    with pytest.raises(PlanError, match="not a speculative arm"):
+        next_plan(MLA, as_found="triton-base")
 
 
 def test_plan_of_a_bundle_without_launch_commands(tmp_path: Path) -> None:

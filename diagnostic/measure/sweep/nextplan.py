@@ -105,10 +105,12 @@ def _as_found(
     rules: dict[str, Rule],
 ) -> str:
     if given is not None:
-        if given not in launches:
+        if given not in launches or not _speculates(launches[given]):
+            spec = [a for a, s in launches.items() if _speculates(s)]
             raise PlanError(
-                f"{path}: --as-found {given!r} is not an arm with a launch command; use one of: "
-                f"{', '.join(launches)}"
+                f"{path}: as found = {given!r} is not a speculative arm with a launch command "
+                f"(the plan tests speculation against its baseline); name one of: "
+                f"{', '.join(spec) or '(none: the bundle has no speculative arm)'}"
             )
         return given
     ranked = [
