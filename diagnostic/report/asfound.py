@@ -44,12 +44,14 @@ def as_found(inputs: Inputs, problems: list[FindingView]) -> AsFound | None:
     used = [c for p in pairs for c in (p.before, p.after) if c is not None and not c.withheld]
     levels = list(dict.fromkeys(c.ci_label for c in used if c.ci_label))
     why = next((p for p in problems if name in p.arm_ids and p.evidence), None)
+    slow = any((p.before.ratio or 1.0) < 1 for p in pairs)
+    said = "Why as found was slow" if slow else "What the logs found on it"
     return AsFound(
         arm=name,
         head=head,
         lines=[_line(inputs, a, p, shared) for p in pairs],
         levels=f"Each interval decided its verdict: {'; '.join(levels)}." if levels else "",
-        why=f"Why as found was slow: {why.title or why.message}" if why else "",
+        why=f"{said}: {why.title or why.message}" if why else "",
         quote=telling_line(why.evidence) if why else None,
     )
 

@@ -110,6 +110,9 @@ class AsFound(_View):
     levels: str = Field("", description="The level of the intervals shown, in one sentence")
     why: str = Field("", description="The finding on the as-found arm that says why; '' if none")
     quote: Evidence | None = Field(None, description="Its telling log line")
+    why_on_page1: bool = Field(
+        False, description="Page 1 shows why and the line too (the root-cause box does not)"
+    )
 
 
 class Summary(_View):

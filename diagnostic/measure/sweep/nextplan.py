@@ -363,8 +363,10 @@ def _why(
 
 
 def _health(costs: planner.Costs) -> float:
-    """Seconds a start may take: three times the measured mean, at least the default."""
-    return float(max(defaults.HEALTH_TIMEOUT_S, math.ceil(3 * costs.startup_s)))
+    """Seconds a start may take: a multiple of the measured mean, at least the default."""
+    return float(
+        max(defaults.HEALTH_TIMEOUT_S, math.ceil(defaults.PLAN_HEALTH_STARTUPS * costs.startup_s))
+    )
 
 
 def _text(
