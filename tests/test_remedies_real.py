@@ -81,6 +81,8 @@ def test_check_plan_sweep_report(tmp_path: Path) -> None:
     assert "As found, and after the remedies" in page1
     assert "As found: " in page1 and "(ngram-k1)" in page1 and "code: as found " in page1
     assert "Each interval decided its verdict" in page1 or "no verdict" in page1
+    verified = _diagnose("verify", str(day2), str(tmp_path / "r.pdf"))
+    assert verified.returncode == 0, verified.stdout + verified.stderr
 
 
 def test_collect_names_the_arm_as_found(
