@@ -46,6 +46,9 @@ def test_edit_json_keys_and_speculation() -> None:
 def test_template_makes_port_a_placeholder_and_braces_literal() -> None:
     text = edit_command(VLLM, {}, port_placeholder=True)
     assert "--port {port}" in text and '\'{{"method"' in text
+    one_word = edit_command("vllm serve M --port=9000", {}, port_placeholder=True)
+    assert one_word.endswith("--port {port}")
+    assert edit_command("vllm serve M", {}, port_placeholder=True).endswith("--port {port}")
     # the plan loader reads it back, and speculation flags are where the matching finds them
     assert without_speculation(text) == without_speculation(text.replace(SPEC, ""))
 

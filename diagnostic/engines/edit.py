@@ -51,8 +51,8 @@ def edit_command(
     """`command` with each flag of `settings` set (`--flag`: value, True for a bare flag, None
     to remove it; `--flag.key`: a key of the flag's JSON object), speculation flags removed
     unless `speculation`, `env` assigned before the program (NAME=VALUE), the value of
-    `--port` made the `{port}` placeholder when `port_placeholder` (every other brace doubled,
-    for a plan template)."""
+    `--port` made (or added as) the `{port}` placeholder when `port_placeholder` (every other
+    brace doubled, for a plan template)."""
     argv = list(without_speculation(command)) if not speculation else words(command)
     if argv is None:
         raise EditError(f"cannot read the words of {command!r} (an unbalanced quote?)")
@@ -62,19 +62,11 @@ def edit_command(
         lead = [f"{k}={v}" for k, v in env.items()]
         argv = lead + [w for w in argv if not (_ENV.match(w) and w.split("=")[0] in env)]
     if port_placeholder:
-        argv = [
-            PORT if any(s <= i < e and n == "port" for s, e, n, _ in _valued(argv)) else w
-            for i, w in enumerate(argv)
-        ]
+        argv = _set(argv, "--port", PORT)  # the server listens where the plan measures it
     text = shell_line(argv)
     if port_placeholder:
         text = text.replace("{", "{{").replace("}", "}}").replace(PORT, "{port}")
     return text
-
-
-def _valued(argv: list[str]) -> list[tuple[int, int, str, str | bool]]:
-    """Spans whose last word is the value (`--port 8000`), not `--port=8000`'s one word."""
-    return [(e - 1, e, n, v) for s, e, n, v in flag_spans(argv) if e - s == 2]
 
 
 def _set(argv: list[str], flag: str, value: str | bool | None) -> list[str]:
