@@ -242,3 +242,21 @@ def test_draft_too_long_gets_shorter_drafts() -> None:
         assert f'"num_speculative_tokens":{k}' in a.launch
     bases = {a.launch for a in found.arms if not a.speculative}
     assert len(bases) == 1 and "--speculative-config" not in bases.pop()
+
+
+def test_plan_command_prints_writes_and_refuses(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from diagnostic.cli import main
+
+    out = tmp_path / "next.toml"
+    dry = CliRunner().invoke(main, ["plan", str(MLA), "--dry-run", "--time-left", "30min"])
+    assert dry.exit_code == 0, dry.output
+    assert 'as_found = "triton-ngram-k3"' in dry.output and not out.exists()
+    wrote = CliRunner().invoke(main, ["plan", str(MLA), "-o", str(out), "--time-left", "30min"])
+    assert wrote.exit_code == 0, wrote.output
+    assert load_plan(out).options.as_found == "triton-ngram-k3"
+    again = CliRunner().invoke(main, ["plan", str(MLA), "-o", str(out)])
+    assert again.exit_code != 0 and "already exists" in again.output
+    bad = CliRunner().invoke(main, ["plan", str(MLA), "--dry-run", "--time-left", "soon"])
+    assert bad.exit_code != 0 and "3h, 45min" in bad.output
