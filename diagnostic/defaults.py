@@ -16,6 +16,7 @@ RESTARTS = 5  # server starts per arm in a sweep
 # above the cap (a restart that shows no noise of its own would otherwise ask for hundreds).
 PLAN_MIN_REQUESTS = 5
 PLAN_MAX_REQUESTS = 60
+PLAN_HEALTH_STARTUPS = 3  # `diagnose plan`: a start may take this many measured mean start-ups
 MIN_RESTARTS = 3  # below this an arm's interval cannot show the restart noise (checklist)
 WORKLOADS = ("code", "prose")
 CONCURRENCY = 1

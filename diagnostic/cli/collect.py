@@ -146,6 +146,12 @@ def _workload_names(value: str | None) -> list[str] | None:
     dest="timeout_s",
     maximum=defaults.LIMIT_TIMEOUT_S,
 )
+@click.option(
+    "--as-found",
+    is_flag=True,
+    help="This arm is the client's configuration as found: the report's before-and-after "
+    "leads with it.",
+)
 @click.option("--resume", is_flag=True, help="Continue an interrupted collect of this run.")
 @click.option("--force", is_flag=True, help="Replace an existing bundle.")
 @engagement_options("stored in the bundle's manifest")
@@ -169,6 +175,7 @@ def command(
     telemetry_interval_s: float,
     api_key_env: str | None,
     timeout_s: float,
+    as_found: bool,
     resume: bool,
     force: bool,
     **engagement: str | None,
@@ -213,6 +220,7 @@ def command(
         timeout_s=timeout_s,
         engagement=engagement_from(engagement),
         telemetry=_telemetry(telemetry, telemetry_remote, telemetry_interval_s),
+        as_found=as_found,
     )
     preflight(config)  # a bad URL, bundle or server: one error, before any warning or bar
     with _with_found_logs(config) as config, RichReporter() as reporter:

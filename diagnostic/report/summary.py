@@ -35,6 +35,7 @@ __all__ = [
     "headline",
     "missing",
     "summary",
+    "telling_line",
     "verdict_phrase",
 ]
 
@@ -108,6 +109,8 @@ def _drafters(inputs: Inputs) -> str:
 
 # -- summary ----------------------------------------------------------------------------
 _EACH = re.compile(r" \(each [\d.]+%\)")  # a family interval's own level, beside the family's
+
+
 def _band(a: Analysis) -> str:
     return f"±{f.pct(a.noise_band.delta)}"
 
@@ -472,11 +475,11 @@ def _cause(p: FindingView, lost: dict[str, Comparison]) -> Cause:
     ]
     return Cause(
         text=f"{p.title or p.message} ({p.arms}): why {f.join(losers)}.",
-        quote=_telling_line(p.evidence) if p.severity == "error" or losers else None,
+        quote=telling_line(p.evidence) if p.severity == "error" or losers else None,
     )
 
 
-def _telling_line(evidence: list[Evidence]) -> Evidence | None:
+def telling_line(evidence: list[Evidence]) -> Evidence | None:
     """The WARNING line of a finding when it has one (the engine saying what it changed),
     else its first line from the log itself, else the launch command the bundle recorded."""
     return next(

@@ -103,6 +103,20 @@ class Cause(_View):
     quote: Evidence | None = Field(None, description="The most telling log line, when quoted")
 
 
+class AsFound(_View):
+    """The before-and-after: the configuration as found against the best decided arm."""
+
+    arm: str = Field(description="The as-found arm")
+    head: str = Field(description="What as found and after are, in one or two sentences")
+    lines: list[str] = Field(description="One sentence per workload: as found; after")
+    levels: str = Field("", description="The level of the intervals shown, in one sentence")
+    why: str = Field("", description="The finding on the as-found arm that says why; '' if none")
+    quote: Evidence | None = Field(None, description="Its telling log line")
+    why_on_page1: bool = Field(
+        False, description="Page 1 shows why and the line too (the root-cause box does not)"
+    )
+
+
 class Summary(_View):
     """Executive summary."""
 
@@ -124,6 +138,9 @@ class Summary(_View):
     more_actions: int = Field(description="Recommendations beyond those listed")
     telemetry_line: str = Field(
         "", description="Restart noise with a visible cause (a labelled sensitivity); '' if none"
+    )
+    as_found: AsFound | None = Field(
+        None, description="As found against after, when the plan names the as-found arm"
     )
 
 

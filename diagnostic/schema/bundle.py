@@ -231,6 +231,11 @@ class PlanSpec(Stored):
         defaults.MARGIN, ge=0, lt=1, description="δ: ratios inside [1/(1+δ), 1+δ] are no difference"
     )
     design: Design = Field(default_factory=Design, description="Fixed or adaptive stopping")
+    as_found: str | None = Field(
+        None,
+        description="The arm that is the client's configuration as found (the report's "
+        "before-and-after leads with it); None when the plan names none",
+    )
 
 
 class TimePlan(Stored):

@@ -98,6 +98,11 @@ class CollectConfig(BaseModel):
     telemetry: TelemetrySettings | None = Field(
         None, description="GPU and host telemetry sampled during the run (--telemetry); None: off"
     )
+    as_found: bool = Field(
+        False,
+        description="This arm is the client's configuration as found (the manifest's "
+        "plan.as_found: the report's before-and-after leads with it)",
+    )
 
 
 def preflight(config: CollectConfig) -> None:
@@ -268,6 +273,7 @@ def _manifest(config: CollectConfig, workloads: list[str]) -> Manifest:
         concurrency=[config.concurrency],
         api=config.api,
         order="manual",
+        as_found=config.arm if config.as_found else None,
     )
     target = Target(base_url=config.base_url, model=config.model)
     return Manifest(
@@ -306,6 +312,8 @@ def _add_arm(manifest: Manifest, config: CollectConfig) -> Manifest:
         "restarts": max(plan.restarts, config.restart + 1),
         "concurrency": levels,
     }
+    if config.as_found:
+        update["as_found"] = config.arm
     engagement = manifest.engagement.merged(config.engagement)  # a later collect may add them
     rid = run_id(config.arm, config.restart)
     collected = manifest.collected + ([] if rid in manifest.collected else [rid])

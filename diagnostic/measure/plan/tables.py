@@ -122,6 +122,11 @@ class PlanTable(_Table):
         description="Seconds between telemetry samples (GPU; the host's at least "
         "TELEMETRY_HOST_INTERVAL_S)",
     )
+    as_found: str | None = Field(
+        None,
+        description="The arm that is the client's configuration as found: the report's "
+        "before-and-after leads with it against the best decided arm",
+    )
 
 
 class ArmTable(_Table):
