@@ -77,6 +77,13 @@ def command(paths: tuple[Path, ...], as_json: bool, engine: str | None) -> None:
         click.echo(report.model_dump_json(indent=2))
     else:
         _print(report)
+        bundles = [p for p in paths if (p / "manifest.json").is_file()]
+        if bundles and any(f.severity != "info" for f in report.findings):
+            console.print(
+                f"Next: diagnose plan {escape(str(bundles[0]))} -o next.toml writes the arms "
+                "that test the fixes (as found, each remedy, their baselines).",
+                highlight=False,
+            )
     sys.exit(report.exit_code())
 
 
