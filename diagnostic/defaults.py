@@ -16,6 +16,7 @@ RESTARTS = 5  # server starts per arm in a sweep
 # above the cap (a restart that shows no noise of its own would otherwise ask for hundreds).
 PLAN_MIN_REQUESTS = 5
 PLAN_MAX_REQUESTS = 60
+PLAN_HEALTH_STARTUPS = 3  # `diagnose plan`: a start may take this many measured mean start-ups
 MIN_RESTARTS = 3  # below this an arm's interval cannot show the restart noise (checklist)
 WORKLOADS = ("code", "prose")
 CONCURRENCY = 1
@@ -62,3 +63,15 @@ LIMIT_SEED = 2**53
 LIMIT_ARMS = 1_000  # arms after sweep expansion
 LIMIT_PLANNED_REQUESTS = 10_000_000  # requests a whole plan schedules, warm-ups included
 LIMIT_PLAN_BYTES = 1_048_576  # a plan file
+
+# Telemetry (collect --telemetry, a plan's telemetry keys): GPU samples every
+# TELEMETRY_INTERVAL_S (NVML reads take microseconds); the host's process table at most every
+# TELEMETRY_HOST_INTERVAL_S (one pass over /proc costs milliseconds of CPU on a busy host).
+# benchmarks/README.md "Telemetry" measures what sampling costs the measurement.
+TELEMETRY_INTERVAL_S = 0.25
+TELEMETRY_MIN_INTERVAL_S = 0.05
+TELEMETRY_MAX_INTERVAL_S = 10.0
+TELEMETRY_HOST_INTERVAL_S = 0.5
+TELEMETRY_SCAN_INTERVAL_S = 2.0  # the whole process table (who else is busy), at most this often
+TELEMETRY_START_S = 30.0  # longest wait for the recorder's first samples (it is spawned)
+TELEMETRY_STOP_S = 15.0  # longest wait for its last sample and its report

@@ -11,7 +11,8 @@ Hierarchy::
     ├── ChecklistError     a checklist file that is missing or malformed, or an unknown id
     ├── NothingMeasured    report written, but no measured request can be used (exit 3)
     ├── ServerGone         the server stopped answering mid-run (collect stops the run there)
-    └── WorkerFailed       a load worker process of collect died or raised (continue with --resume)
+    ├── WorkerFailed       a load worker process of collect died or raised (continue with --resume)
+    └── TelemetryError     a telemetry file or rule file that cannot be read (named)
 
     ValueError
     ├── TemplateError      a plan template with an unknown placeholder or a lone brace
@@ -64,6 +65,10 @@ class ServerGone(DiagnosticError):
 
 class WorkerFailed(DiagnosticError):
     """A worker process generating part of collect's load died or raised mid-run."""
+
+
+class TelemetryError(DiagnosticError):
+    """A telemetry CSV (nvidia-smi, DCGM) or the telemetry rule file that cannot be read."""
 
 
 class TemplateError(ValueError):

@@ -95,6 +95,17 @@ def test_decode_rate_counts_tokens_after_the_first_chunk(paced: ModuleType) -> N
     assert paced.decode_rate([1.0], [4]) is None
 
 
+def test_telemetry_overhead_runs_one_tiny_point_both_ways() -> None:
+    bench = load_benchmark("telemetry_overhead")
+    paced = load_benchmark("paced_server")
+    args = type("Args", (), {"requests": 2, "tokens": 16, "interval": 0.1})()
+    with paced.PacedServer() as server:
+        off = bench.run_once(server.url, 2000.0, 1, False, 0, args)
+        on = bench.run_once(server.url, 2000.0, 1, True, 0, args)
+    assert off.requests == on.requests == 2 and off.samples == 0 and on.samples > 0
+    assert "| 1 × 2000 tok/s | on |" in bench.table([off, on])
+
+
 def test_client_fidelity_measures_one_tiny_point() -> None:
     fidelity = load_benchmark("client_fidelity")
     paced = load_benchmark("paced_server")

@@ -53,7 +53,7 @@ def test_nightly_spelling_of_capture_end() -> None:
     )
     assert facts.capture.resolved == "CAPTURED"
     timing = facts.capture_timings[0]
-    assert (timing.kind, timing.seconds, timing.memory_gib) == ("target", 16.4, 2.0)
+    assert (timing.kind, timing.seconds, timing.memory_gib) == ("target-decode", 16.4, 2.0)
 
 
 def test_decode_batch_without_capture_lines_still_shows_graphs() -> None:
@@ -72,3 +72,44 @@ def test_wrapped_server_args_helpers() -> None:
     assert sglang.wants_more("[2025-01-01 00:00:00] server_args=ServerArgs(model_path='m', tp")
     assert sglang.continues("_size=1, dtype='auto')")
     assert not sglang.continues("[2025-01-01 00:00:01 TP0] next")
+
+
+# SGLang 0.5.17's server_args line (shape of the H200 sample's logs, samples/sglang-h200-gemma3):
+# the per-phase graph settings beside the deprecated disable_cuda_graph.
+ARGS_0517 = (
+    "[2026-12-03 06:17:45] server_args=ServerArgs(model_path='/m', tp_size=1, device='cuda', "
+    "speculative_algorithm=None, cuda_graph_config=CudaGraphConfig(decode=PhaseConfig("
+    "backend='{decode}', max_bs=8, bs=[1, 2, 4, 8]), prefill=PhaseConfig(backend='breakable', "
+    "max_bs=8192)), cuda_graph_backend_decode={flag}, disable_decode_cuda_graph=False, "
+    "disable_cuda_graph=False)"
+)
+READY = "[2026-12-03 06:18:30] The server is fired up and ready to roll!"
+
+
+@pytest.mark.parametrize(
+    ("decode", "flag", "configured"),
+    [
+        ("full", "None", "CAPTURED"),
+        ("disabled", "None", "NONE"),  # --cuda-graph-config '{"decode": {"backend": "disabled"}}'
+        ("full", "'disabled'", "NONE"),  # --cuda-graph-backend-decode disabled, before folding
+    ],
+)
+def test_0517_decode_backend_is_the_configured_capture(
+    decode: str, flag: str, configured: str
+) -> None:
+    facts = parse_log([ARGS_0517.format(decode=decode, flag=flag), READY])
+    assert facts.capture.configured == configured
+    if configured == "NONE":
+        assert facts.capture.resolved == "NONE"
+
+
+@pytest.mark.parametrize(
+    "flags",
+    ["--disable-cuda-graph", "--disable-decode-cuda-graph", "--cuda-graph-backend-decode=disabled"],
+)
+def test_graphs_off_flags_of_a_launch_command(flags: str) -> None:
+    facts = parse_log(
+        [f"python -m sglang.launch_server --model-path /m --speculative-algorithm NGRAM {flags}"]
+    )
+    assert facts.capture.configured == "NONE"
+    assert facts.spec.method == "NGRAM"

@@ -24,6 +24,7 @@ LAYERS = {
     "logcheck": 2,
     "measure": 3,
     "measure.client": 3,
+    "measure.telemetry": 3,
     "measure.workloads": 3,
     "measure.environment": 3,
     "measure.launch": 3,

@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, reject, settings
 from hypothesis import strategies as st
 
+from diagnostic.engines.flags import without_speculation
 from diagnostic.errors import PlanError, TemplateError
 from diagnostic.measure.plan.presets import plan_from_preset
 from diagnostic.measure.plan.serialise import to_toml
@@ -243,7 +244,8 @@ def test_speculative_can_be_given() -> None:
             "--speculative-algorithm EAGLE3 --speculative-draft-model-path D "
             "--speculative-num-steps 3 --speculative-eagle-topk 1 --speculative-num-draft-tokens 4",
         ),
-        ("sglang", "ngram", None, "--speculative-algorithm NGRAM --speculative-num-draft-tokens 3"),
+        # num-draft-tokens counts the verified root: 3 drafts verify 4 tokens
+        ("sglang", "ngram", None, "--speculative-algorithm NGRAM --speculative-num-draft-tokens 4"),
         (
             "llamacpp",
             "ngram",
@@ -301,6 +303,70 @@ def test_preset_mistakes(kwargs: dict[str, object], needle: str) -> None:
     engine = args.pop("engine")
     with pytest.raises(PlanError, match=needle):
         plan_from_preset(engine, **args)  # type: ignore[arg-type]
+
+
+def test_sglang_knobs_sweep_trees_and_ngram_breadth() -> None:
+    tree = plan_from_preset(
+        "sglang",
+        model="M",
+        drafter="D",
+        method="eagle3",
+        ks=[3],
+        knobs={"topk": [4, 8], "draft-tokens": [8, 16]},
+    )
+    plan = parse_plan(to_toml(tree), source="p")
+    arm = plan.arm("eagle3-k3-topk8-draft16")
+    assert arm.params == {"k": 3, "topk": 8, "draft": 16}
+    assert "--speculative-num-steps 3 --speculative-eagle-topk 8" in arm.launch
+    assert arm.launch.endswith("--speculative-num-draft-tokens 16")
+    assert len(plan.arms) == 2 + 4
+    ngram = plan_from_preset(
+        "sglang", model="M", method="ngram", ks=[3], knobs={"bfs-breadth": [1, 10]}
+    )
+    arm = parse_plan(to_toml(ngram), source="p").arm("ngram-k3-breadth10")
+    assert "--speculative-num-draft-tokens 4 --speculative-ngram-max-bfs-breadth 10" in arm.launch
+
+
+@pytest.mark.parametrize(
+    ("knobs", "needle"),
+    [
+        ({"topk": [4]}, "sweep trees with --knob topk"),  # a tree needs its draft tokens
+        ({"draft-tokens": [8]}, "a chain .topk 1. verifies k . 1 tokens"),
+        ({"topk": [1, 4], "draft-tokens": [8]}, "all > 1"),
+        ({"bfs-breadth": [2]}, "applies to ngram, not to method eagle3"),
+        ({"depth": [2]}, "no knob 'depth'"),
+        ({"topk": [0]}, "distinct values >= 1"),
+    ],
+)
+def test_sglang_knob_mistakes(knobs: dict[str, list[int]], needle: str) -> None:
+    with pytest.raises(PlanError, match=needle):
+        plan_from_preset("sglang", model="M", drafter="D", method="eagle3", ks=[3], knobs=knobs)
+
+
+@pytest.mark.parametrize(
+    ("engine", "method", "off"),
+    [("sglang", "ngram", "--disable-cuda-graph"), ("vllm", "ngram", "--enforce-eager")],
+)
+def test_graphs_both_gives_each_arm_a_graphs_off_twin_matched_by_flags(
+    engine: str, method: str, off: str
+) -> None:
+    plan = parse_plan(
+        to_toml(plan_from_preset(engine, model="M", method=method, ks=[2], graphs="both")),
+        source="p",
+    )
+    names = [a.name for a in plan.arms]
+    assert names == [
+        "baseline",
+        "baseline-aa",
+        f"{method}-k2",
+        "baseline-nograph",
+        f"{method}-k2-nograph",
+    ]
+    # each speculative arm differs from its own baseline in speculation flags alone
+    for spec, base in ((f"{method}-k2", "baseline"), (f"{method}-k2-nograph", "baseline-nograph")):
+        words = without_speculation(plan.arm(spec).launch)
+        assert words == without_speculation(plan.arm(base).launch)
+        assert (off in words) == base.endswith("nograph")
 
 
 def test_toml_output_escapes_strings() -> None:

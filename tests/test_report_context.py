@@ -23,7 +23,8 @@ from diagnostic.schema.bundle import Engagement
 
 # Fields that may legitimately be empty: intervals not computed, optional notes.
 MAY_BE_EMPTY = {"decode_ci", "ratio_ci", "note", "footnote", "reason", "title", "where", "line"}
-MAY_BE_EMPTY |= {"missing", "degenerate", "unmeasured"}  # page 1: said only when they apply
+# page 1: said only when they apply
+MAY_BE_EMPTY |= {"missing", "degenerate", "unmeasured", "telemetry_line"}
 
 
 @pytest.fixture(scope="module")
@@ -99,10 +100,12 @@ def test_headline_and_verdicts_follow_the_sweep(sweep: tuple[Bundle, Analysis],
     _, analysis = sweep
     best = sel.best_comparison(analysis, "code")
     assert best is not None and best.verdict == "WIN"
-    phrase = (f"{fmt.ratio(best.ratio)} faster on code "
-              f"{fmt.decided_ci(best)}")  # fmt: skip
-    assert "simultaneous 95% CI over" in phrase  # the interval that decided, labelled
-    assert ctx_headline(sweep_ctx).startswith(f"Speculation with n-gram at k={best.k} is {phrase}")
+    interval = fmt.span(best.ci_low, best.ci_high, "ratio")
+    phrase = f"{fmt.ratio(best.ratio)} faster on code [{interval}]"
+    headline = ctx_headline(sweep_ctx)
+    assert headline.startswith(f"Speculation with n-gram at k={best.k} is {phrase}")
+    # the interval that decided, its level said once for the sentence
+    assert headline.endswith("(simultaneous 95% CI over 6 comparisons).")
     code_line = next(v for v in sweep_ctx.summary.verdicts if v.workload == "code")
     assert code_line.verdict == "WIN" and f"n-gram at k={best.k}" in code_line.sentence
     assert fmt.decided_ci(best) in code_line.sentence

@@ -31,6 +31,7 @@ NAMES = (
     "vllm-h200-mla",
     "vllm-h200-validation",
     "vllm-h200-gemma3",
+    "sglang-h200-gemma3",
     "vllm-cpu-0.32",
 )
 # A bundle collected by hand (tests/data/collect/README.md): its capture table printed

@@ -6,11 +6,10 @@ import json
 import os
 import re
 import signal
-import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -215,35 +214,6 @@ def test_a_port_held_by_another_process_fails_the_start(tmp_path: Path) -> None:
 
 
 # -- the real engine ---------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def real_env() -> Iterator[None]:
-    """$LLAMA_SERVER and $MODEL for the launch templates (waits for a build in progress)."""
-    done = subprocess.run(
-        [str(ROOT / "scripts" / "real-server"), "path"],
-        capture_output=True,
-        text=True,
-        timeout=3600,
-        check=False,
-    )
-    if done.returncode != 0:
-        pytest.fail(
-            "`scripts/real-server path` failed: llama-server is not installed and could not be "
-            f"built; run `scripts/real-server install` (CI does)\n{done.stderr[-2000:]}",
-            pytrace=False,
-        )
-    saved = {k: os.environ.get(k) for k in ("LLAMA_SERVER", "MODEL")}
-    for line in done.stdout.splitlines():
-        key, _, value = line.partition("=")
-        if key in saved:
-            os.environ[key] = value
-    yield
-    for key, value in saved.items():
-        if value is None:
-            os.environ.pop(key, None)
-        else:
-            os.environ[key] = value
 
 
 def _watch(bundle: Path, run: str, action: Callable[[RunInfo], None]) -> threading.Thread:

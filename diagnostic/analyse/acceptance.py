@@ -36,7 +36,8 @@ def acceptance_from_delta(delta: SpecDelta | None, log_len: float | None) -> Run
     figure `log_len`. None when there is neither."""
     if delta is not None and delta.counted:
         return _from_counters(delta, log_len)
-    if delta is not None and delta.accept_length is not None:
+    # SGLang keeps its gauge at 0 on a server that does not speculate: a length is ≥ 1.
+    if delta is not None and delta.accept_length is not None and delta.accept_length >= 1:
         return RunAcceptance(
             source="metrics",
             engine_prefix=delta.engine,

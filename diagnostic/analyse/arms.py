@@ -187,8 +187,8 @@ def planning(
         t2_sq=noise.t2_sq,
         p2_sq=noise.p2_sq,
         m=noise.m,
-        cv_within=math.sqrt(noise.s1_sq),
-        cv_between=math.sqrt(noise.s2_sq),
+        cv_within=math.sqrt(max(noise.s1_sq, 0.0)),
+        cv_between=math.sqrt(max(noise.s2_sq, 0.0)),  # a tiny negative from rounding
         restart_share=t2 / (t2 + within) if t2 + within > 0 else None,
         cost_restart_s=cost_restart,
         cost_request_s=cost_request,

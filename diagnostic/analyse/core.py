@@ -16,6 +16,7 @@ from diagnostic.analyse.engine_timing import engine_timing
 from diagnostic.analyse.equivalence import arm_equivalence
 from diagnostic.analyse.ksweep import pooled_alpha, sweep_workload
 from diagnostic.analyse.requests import Loaded, Sample, load_samples
+from diagnostic.analyse.telemetry import analyse_telemetry
 from diagnostic.analyse.text import methods, notes
 from diagnostic.bundle.store import (
     METRICS_AFTER,
@@ -142,6 +143,7 @@ def analyse(
         methods=methods(ctx.loaded.first_chunk_assumed > 0, plan.design),
     )
     analysis.notes = notes(analysis, ctx.loaded.first_chunk_assumed, _baseline_note(ctx))
+    analysis.telemetry = analyse_telemetry(bundle, ctx.loaded.runs, ctx.loaded.records, arms)
     return analysis
 
 
@@ -328,7 +330,8 @@ def _matched_baseline(ctx: Context, arm: str) -> tuple[str | None, bool, str | N
         other = ctx.specs.get(name)
         if name == arm or other is None or other.aa_of or _speculative(other) or not other.launch:
             continue
-        if without_speculation(other.launch) == mine:
+        # the environment counts too (llama.cpp turns CUDA graphs off with GGML_CUDA_DISABLE_GRAPHS)
+        if without_speculation(other.launch) == mine and other.env == spec.env:
             return name, True, None
     base = ctx.specs.get(ctx.baseline or "")
     if base is None or not base.launch:

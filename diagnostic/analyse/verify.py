@@ -55,6 +55,11 @@ LIST_KEYS: dict[str, tuple[str, ...]] = {
     "prompts": ("workload", "prompt_id"),
     "items": ("arm", "restart", "reason"),
     "left_out_runs": ("run",),
+    "windows": ("arm", "restart", "window", "source"),  # telemetry
+    "stats": ("variable",),
+    "causes": ("rule", "arm", "restart", "window"),
+    "variance": ("workload", "variable"),
+    "restart_outliers": ("arm", "restart", "workload"),
 }
 
 

@@ -243,6 +243,13 @@ _HARMLESS_AFTER = {
     "PATH",
     "NAME",
     "ERROR",
+    # quantities (SGLang's tbo_token_distribution_threshold=0.48, *_token_usage, …)
+    "DISTRIBUTION",
+    "THRESHOLD",
+    "RATIO",
+    "RATE",
+    "USAGE",
+    "BUCKETS",
 }
 _NOT_A_NAME = {"PWD", "OLDPWD"}  # the shell's working folders
 _PARTS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")

@@ -20,6 +20,7 @@ COMMANDS = {
     "collect": "measure a running server (spec off and on) into a bundle",
     "sweep": "restart the server per configuration (k sweep, A/A) into a bundle",
     "check": "read the startup logs: what did the engine really resolve?",
+    "plan": "the next sweep plan: the fixes of the findings, as found against after",
     "report": "the client's PDF (or HTML, JSON, CSV) from a bundle",
     "verify": "a bundle against its seals, and does the report follow from it?",
     "checklist": "the consultant's checklist, evaluated against a bundle",

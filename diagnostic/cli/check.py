@@ -15,7 +15,7 @@ from diagnostic.common.resources import checklists_dir
 from diagnostic.engines import ENGINES
 from diagnostic.logcheck.sources import SourceRow, source_rows
 from diagnostic.logcheck.stage import check_paths
-from diagnostic.schema.logfacts import CheckReport, Evidence, Finding, LogFacts
+from diagnostic.schema.logfacts import CheckReport, Evidence, Finding, LogFacts, draft_length
 
 _SEVERITY = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 _SHOWN_EVIDENCE = 4
@@ -77,6 +77,13 @@ def command(paths: tuple[Path, ...], as_json: bool, engine: str | None) -> None:
         click.echo(report.model_dump_json(indent=2))
     else:
         _print(report)
+        bundles = [p for p in paths if (p / "manifest.json").is_file()]
+        if bundles and any(f.severity != "info" for f in report.findings):
+            console.print(
+                f"Next: diagnose plan {escape(str(bundles[0]))} -o next.toml writes the arms "
+                "that test the fixes (as found, each remedy, their baselines).",
+                highlight=False,
+            )
     sys.exit(report.exit_code())
 
 
@@ -163,8 +170,8 @@ def _spec(facts: LogFacts) -> str:
     seen = f" ({source.kind})" if source and source.kind != "startup" else ""
     if not spec.enabled:
         return "off" + seen
-    k = f" k={spec.num_draft_tokens}" if spec.num_draft_tokens is not None else ""
-    return f"{spec.method or 'on'}{k}{seen}"
+    k = draft_length(facts.engine, spec.num_draft_tokens)
+    return f"{spec.method or 'on'}{f' k={k}' if k is not None else ''}{seen}"
 
 
 def _engine(facts: LogFacts) -> str:

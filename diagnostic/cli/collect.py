@@ -27,6 +27,7 @@ from diagnostic.cli._common import (
 )
 from diagnostic.measure.collect import CollectConfig, CollectRecap, collect, preflight
 from diagnostic.measure.serverlog import server_logs
+from diagnostic.measure.telemetry import TelemetrySettings
 
 _NO_LOG = (
     "Warning: no server log is kept: none was given and none found for {url} (scripts/"
@@ -114,6 +115,28 @@ def _workload_names(value: str | None) -> list[str] | None:
     "glob: one source per file, NAME-<stem>; without NAME: server, server-2, …; without "
     "--log: the one the host says a local server writes, else none, with a warning).",
 )
+@click.option(
+    "--telemetry",
+    is_flag=True,
+    help="Sample this machine's GPUs (NVML) and CPU from before the warm-up to after the "
+    "last request into runs/<run>/telemetry/ (no NVML: recorded as absent).",
+)
+@click.option(
+    "--telemetry-node",
+    "telemetry_remote",
+    multiple=True,
+    metavar="NAME=COMMAND|URL",
+    help="A node's telemetry too: a command printing nvidia-smi --query-gpu CSV for the whole "
+    "run (ssh node nvidia-smi … --format=csv -lms 500), or a DCGM exporter URL. Repeatable.",
+)
+@number_option(
+    "--telemetry-interval",
+    defaults.TELEMETRY_INTERVAL_S,
+    defaults.TELEMETRY_MIN_INTERVAL_S,
+    "Seconds between telemetry samples.",
+    dest="telemetry_interval_s",
+    maximum=defaults.TELEMETRY_MAX_INTERVAL_S,
+)
 @api_key_option
 @number_option(
     "--timeout",
@@ -122,6 +145,12 @@ def _workload_names(value: str | None) -> list[str] | None:
     "Seconds one request may take.",
     dest="timeout_s",
     maximum=defaults.LIMIT_TIMEOUT_S,
+)
+@click.option(
+    "--as-found",
+    is_flag=True,
+    help="This arm is the client's configuration as found: the report's before-and-after "
+    "leads with it.",
 )
 @click.option("--resume", is_flag=True, help="Continue an interrupted collect of this run.")
 @click.option("--force", is_flag=True, help="Replace an existing bundle.")
@@ -141,8 +170,12 @@ def command(
     api: str,
     model: str | None,
     logs: tuple[str, ...],
+    telemetry: bool,
+    telemetry_remote: tuple[str, ...],
+    telemetry_interval_s: float,
     api_key_env: str | None,
     timeout_s: float,
+    as_found: bool,
     resume: bool,
     force: bool,
     **engagement: str | None,
@@ -186,6 +219,8 @@ def command(
         force=force,
         timeout_s=timeout_s,
         engagement=engagement_from(engagement),
+        telemetry=_telemetry(telemetry, telemetry_remote, telemetry_interval_s),
+        as_found=as_found,
     )
     preflight(config)  # a bad URL, bundle or server: one error, before any warning or bar
     with _with_found_logs(config) as config, RichReporter() as reporter:
@@ -193,6 +228,24 @@ def command(
     _print_summary(summary)
     if summary.status != "ok":
         sys.exit(1)
+
+
+def _telemetry(local: bool, nodes: tuple[str, ...], interval_s: float) -> TelemetrySettings | None:
+    """--telemetry (this machine) and --telemetry-node NAME=COMMAND|URL (a node)."""
+    if not (local or nodes):
+        return None
+    remote = {}
+    for item in nodes:
+        name, sep, command = item.partition("=")
+        if not sep or not name or not command:
+            raise click.BadParameter(
+                f"{item!r}: give NAME=COMMAND or NAME=URL", param_hint="--telemetry-node"
+            )
+        remote[name] = command
+    try:
+        return TelemetrySettings(local=local, interval_s=interval_s, remote=remote)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--telemetry-node") from None
 
 
 @contextlib.contextmanager

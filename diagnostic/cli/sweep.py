@@ -11,14 +11,12 @@ from types import FrameType
 from typing import Any
 
 import click
-from click.core import ParameterSource
 from pydantic import BaseModel, ConfigDict, Field
 from rich import box
 from rich.table import Table
 from rich.text import Text
 
 from diagnostic import defaults
-from diagnostic.bundle.redact import redact_text
 from diagnostic.cli._common import (
     RichReporter,
     api_key_from_env,
@@ -31,33 +29,17 @@ from diagnostic.cli._common import (
     output_option,
     print_labelled,
 )
+from diagnostic.cli._preset import no_preset_options
+from diagnostic.cli._preset import preset as preset_plan
 from diagnostic.common.progress import duration
-from diagnostic.errors import DiagnosticError
-from diagnostic.measure.plan.presets import ENGINES, plan_from_preset
-from diagnostic.measure.plan.serialise import to_toml
-from diagnostic.measure.plan.spec import Plan, expand_plan, load_plan
+from diagnostic.measure.plan.presets import ENGINES, GRAPHS
+from diagnostic.measure.plan.spec import load_plan
 from diagnostic.measure.schedule import EstimateAssumptions
 from diagnostic.measure.sweep import OVERALL, SweepResult, sweep
 from diagnostic.measure.sweep.planner import Power
 from diagnostic.schema.bundle import Engagement
 
 CURRENT = "  this run"
-_PRESET_OPTIONS = (
-    "model",
-    "drafter",
-    "method",
-    "ks",
-    "restarts",
-    "requests",
-    "warmup",
-    "max_tokens",
-    "workloads",
-    "port",
-    "server",
-    "extra_args",
-    "no_aa",
-    "save_plan",
-)
 
 
 class _TwoBars:
@@ -94,15 +76,6 @@ def _terminate_as_interrupt() -> Iterator[None]:
             signal.signal(sig, handler)
 
 
-def _ks(value: str | None) -> list[int]:
-    if value is None:
-        return []
-    try:
-        return [int(k) for k in value.split(",") if k.strip()]
-    except ValueError:
-        raise click.BadParameter("give draft lengths as integers, e.g. 1,2,3,5,7") from None
-
-
 _OUT = click.Path(path_type=Path)
 
 
@@ -113,6 +86,13 @@ _OUT = click.Path(path_type=Path)
 @click.option("--force", is_flag=True, help="Replace an existing bundle (or --save-plan file).")
 @click.option("--dry-run", is_flag=True, help="Print the schedule and a time estimate only.")
 @click.option("--stop-on-failure", is_flag=True, help="Stop at the first failed start.")
+@click.option(
+    "--telemetry",
+    is_flag=True,
+    help="Sample this machine's GPUs (NVML) and CPU during every run into "
+    "runs/<run>/telemetry/ (as the plan's telemetry_local = true; remote nodes: the plan's "
+    'telemetry = {node = "ssh node nvidia-smi …"}).',
+)
 @click.option(
     "--adaptive",
     is_flag=True,
@@ -135,6 +115,20 @@ _OUT = click.Path(path_type=Path)
 @click.option("--drafter", help="Preset: draft model (EAGLE, EAGLE-3, draft model).")
 @click.option("--method", help="Preset: eagle, eagle3, ngram, mtp, draft_model, standalone, draft.")
 @click.option("--k", "ks", metavar="K,K,…", help="Preset: draft lengths, e.g. 1,2,3,5,7.")
+@click.option(
+    "--knob",
+    "knobs",
+    multiple=True,
+    metavar="NAME=V,V,…",
+    help="Preset: sweep an engine knob too (SGLang: topk, draft-tokens, bfs-breadth).",
+)
+@click.option(
+    "--graphs",
+    type=click.Choice(GRAPHS),
+    default="on",
+    show_default=True,
+    help="Preset: CUDA graphs on, off, or both (a graphs-off twin of every arm).",
+)
 @number_option(
     "--restarts",
     defaults.RESTARTS,
@@ -198,6 +192,7 @@ def command(
     force: bool,
     dry_run: bool,
     stop_on_failure: bool,
+    telemetry: bool,
     adaptive: bool,
     engine: str | None,
     api_key_env: str | None,
@@ -226,12 +221,12 @@ def command(
     """
     engagement = engagement_from(preset)
     if plan_file is not None:
-        _no_preset_options(ctx, engine)
+        no_preset_options(ctx, engine)
         plan = load_plan(plan_file)
     elif engine is None:
         raise click.UsageError("give a PLAN.toml, or --engine with --model, --method and --k")
     else:
-        plan = _preset(engine, force=force, **preset)
+        plan = preset_plan(engine, force=force, **preset)
     for warning in plan.warnings:
         print_labelled(console_err, "Warning:", "yellow", warning)
     if output is None and not dry_run:
@@ -243,6 +238,7 @@ def command(
         resume=resume,
         force=force,
         stop_on_failure=stop_on_failure,
+        telemetry=telemetry,
         adaptive=adaptive,
         api_key=api_key_from_env(api_key_env),
         request_timeout_s=timeout_s,
@@ -273,6 +269,7 @@ class SweepOptions(BaseModel):
     resume: bool = Field(description="Continue a sweep")
     force: bool = Field(description="Replace an existing bundle")
     stop_on_failure: bool = Field(description="Stop at the first failed start")
+    telemetry: bool = Field(False, description="Sample this machine's GPUs and CPU every run")
     adaptive: bool = Field(description="Stop at a planned look once every comparison is decided")
     api_key: str | None = Field(None, repr=False, description="Bearer token, never stored")
     request_timeout_s: float | None = Field(None, description="Seconds one request may take")
@@ -283,52 +280,6 @@ class SweepOptions(BaseModel):
     def kwargs(self) -> dict[str, Any]:
         """Keyword arguments of `sweep`."""
         return {name: getattr(self, name) for name in type(self).model_fields}
-
-
-def _no_preset_options(ctx: click.Context, engine: str | None) -> None:
-    given = [
-        "--" + name.replace("_", "-")
-        for name in _PRESET_OPTIONS
-        if ctx.get_parameter_source(name) is ParameterSource.COMMANDLINE
-    ]
-    if engine is not None or given:
-        raise click.UsageError(
-            "give a PLAN file or preset options (--engine …), not both; edit the plan instead "
-            f"of passing {', '.join(given or ['--engine'])}"
-        )
-
-
-def _preset(engine: str, *, force: bool, **options: Any) -> Plan:
-    if not options["model"] or not options["method"] or not options["ks"]:
-        raise click.UsageError("a preset needs --model, --method and --k")
-    save: Path | None = options.pop("save_plan")
-    file = plan_from_preset(
-        engine,
-        model=options["model"],
-        drafter=options["drafter"],
-        method=options["method"],
-        ks=_ks(options["ks"]),
-        restarts=options["restarts"],
-        requests=options["requests"],
-        warmup=options["warmup"],
-        max_tokens=options["max_tokens"],
-        workloads=[w.strip() for w in options["workloads"].split(",") if w.strip()],
-        port=options["port"],
-        server=options["server"],
-        extra_args=options["extra_args"],
-        aa=not options["no_aa"],
-    )
-    words = " ".join(sys.argv[1:]) if sys.argv[1:2] == ["sweep"] else "sweep (preset)"
-    text = to_toml(file, header=redact_text(f"Generated by: diagnose {words}"))
-    console.print(text, markup=False, highlight=False, soft_wrap=True)
-    if save is not None:
-        if save.exists() and not force:
-            raise DiagnosticError(
-                f"{save} already exists; choose another --save-plan or add --force"
-            )
-        save.write_text(text, encoding="utf-8")
-        console_err.print(f"Plan saved to {save}", markup=False, highlight=False)
-    return expand_plan(file, source=str(save) if save is not None else "preset")
 
 
 def _print_schedule(summary: SweepResult) -> None:

@@ -16,11 +16,13 @@ import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-__all__ = ["COMMAND_ANCHORS", "Command", "find_command", "from_argv"]
+__all__ = ["COMMAND_ANCHORS", "Command", "find_command", "flag_spans", "from_argv", "words"]
 
 # A multi-line container command often names the engine only on a later line: the scanner
 # takes these lines too and joins their `\` continuations.
 COMMAND_ANCHORS: tuple[bytes, ...] = (b"docker run", b"podman run")
+# Placeholders of a usage text, never of a command that ran (`<redacted>` is the bundle's mask).
+_USAGE = re.compile(r"<(?!redacted>)[\w.-]+>|\[options\]", re.IGNORECASE)
 _ENV = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 _ENV_BEFORE = ("$", "+", "sudo", "env", "-e", "--env")  # what may precede NAME=VALUE
 _IMAGE_VERSION = re.compile(r":v?(?P<v>\d+\.\d+(?:\.\d+)?(?:\.post\d+|rc\d+)?)")
@@ -152,6 +154,8 @@ def find_command(
             start, bare = 0, True
     if start is None or start >= len(tokens):
         return None
+    if any(_USAGE.fullmatch(t) for t in tokens[start:]):
+        return None  # a usage example (`Example: sglang serve --model-path <model> [options]`)
     cmd = Command(argv=tokens[start:], image=image, bare=bare)
     before = "$"
     for token in tokens[:start]:
@@ -161,6 +165,11 @@ def find_command(
         before = token
     _read_flags(cmd)
     return cmd if cmd.flags else None  # a command passes flags; a log line naming it does not
+
+
+def words(text: str) -> list[str] | None:
+    """The words of a shell line (None when they cannot be read)."""
+    return _tokens(text)
 
 
 def _tokens(text: str) -> list[str] | None:
@@ -209,8 +218,11 @@ def from_argv(argv: list[str]) -> Command:
     return cmd
 
 
-def _read_flags(cmd: Command) -> None:
-    argv = cmd.argv
+def flag_spans(argv: Sequence[str]) -> list[tuple[int, int, str, str | bool]]:
+    """(start, end, name, value) of every flag: `--name=value`, `--name value` (the next word
+    when it is no option, or a number) or a bare `--name` (True); names without dashes, `_`
+    as `-`. Words outside these spans are positional."""
+    spans: list[tuple[int, int, str, str | bool]] = []
     i = 0
     while i < len(argv):
         arg = argv[i]
@@ -218,15 +230,22 @@ def _read_flags(cmd: Command) -> None:
             name, eq, value = arg.lstrip("-").partition("=")
             name = name.replace("_", "-")
             if eq:
-                cmd.flags[name] = value
+                spans.append((i, i + 1, name, value))
             elif i + 1 < len(argv) and (not argv[i + 1].startswith("-") or _number(argv[i + 1])):
-                cmd.flags[name] = argv[i + 1]
+                spans.append((i, i + 2, name, argv[i + 1]))
                 i += 1
             else:
-                cmd.flags[name] = True
-        else:
-            cmd.positional.append(arg)
+                spans.append((i, i + 1, name, True))
         i += 1
+    return spans
+
+
+def _read_flags(cmd: Command) -> None:
+    covered: set[int] = set()
+    for start, end, name, value in flag_spans(cmd.argv):
+        cmd.flags[name] = value
+        covered.update(range(start, end))
+    cmd.positional.extend(a for i, a in enumerate(cmd.argv) if i not in covered)
 
 
 def _number(token: str) -> bool:

@@ -33,6 +33,11 @@ _DECODE_TIME = {  # vLLM V1's per-request decode time histogram
     "decode_requests": "request_decode_time_seconds_count",
 }
 _GENERATED = ("generation_tokens", "tokens_predicted")  # vLLM/SGLang, llama.cpp
+# SGLang counts verify passes, not drafts: with the output tokens they give the acceptance
+# length its own way (completion tokens / verify passes, bonus token included), and with the
+# draft tokens per pass gauge (the verified root included) the draft tokens proposed.
+_VERIFY = "spec_verify_calls"
+_PER_PASS = "spec_num_draft_tokens"
 # Gauges: SGLang's, and vLLM V0's acceptance rate.
 _GAUGES = {
     "accept_length": ("spec_accept_length",),
@@ -53,6 +58,12 @@ class SpecCounters(BaseModel):
         default_factory=list, description="Accepted tokens per draft position 0..k-1"
     )
     generation_tokens: float | None = Field(None, description="Output tokens generated")
+    verify_calls: float | None = Field(
+        None, description="Verification passes (SGLang spec_verify_calls_total)"
+    )
+    draft_tokens_per_pass: float | None = Field(
+        None, description="Tokens verified per pass, the root included (SGLang gauge)"
+    )
     accept_length: float | None = Field(None, description="Acceptance length gauge (SGLang)")
     accept_rate: float | None = Field(None, description="Acceptance rate gauge (SGLang, vLLM V0)")
     decode_time_s: float | None = Field(
@@ -178,6 +189,8 @@ def _counters(
 ) -> SpecCounters:
     fields: dict[str, float | None] = {key: sums.get(name) for key, name in _COUNTERS.items()}
     fields["generation_tokens"] = next((sums[n] for n in _GENERATED if n in sums), None)
+    fields["verify_calls"] = sums.get(_VERIFY)
+    fields["draft_tokens_per_pass"] = sums.get(_PER_PASS)
     for key, names in _GAUGES.items():
         fields[key] = next((sums[n] for n in names if n in sums), None)
     for key, name in _DECODE_TIME.items():
@@ -190,10 +203,13 @@ def spec_delta(before: SpecCounters | None, after: SpecCounters) -> SpecDelta:
     """Counter differences between two snapshots of one server process; `after` alone when
     there is no `before` or a counter went down (the process restarted in between)."""
     reset = before is not None and any(
-        (getattr(after, key) or 0.0) < (getattr(before, key) or 0.0) for key in _COUNTERS
+        (getattr(after, key) or 0.0) < (getattr(before, key) or 0.0)
+        for key in (*_COUNTERS, "verify_calls")
     )
     base = SpecCounters() if before is None or reset else before
     drafts, drafted, accepted = (_minus(getattr(after, k), getattr(base, k)) for k in _COUNTERS)
+    if drafts is None and after.verify_calls is not None:
+        drafts, drafted, accepted = _from_verify_passes(after, base)
     below = base.accepted_per_pos
     return SpecDelta(
         engine=after.engine,
@@ -208,6 +224,21 @@ def spec_delta(before: SpecCounters | None, after: SpecCounters) -> SpecDelta:
         acceptance_rate=accepted / drafted if drafted and accepted is not None else None,
         reset=reset,
     )
+
+
+def _from_verify_passes(
+    after: SpecCounters, base: SpecCounters
+) -> tuple[float | None, float | None, float | None]:
+    """SGLang's (verify passes, draft tokens proposed, draft tokens accepted) over an interval:
+    each pass yields one token of its own, the rest of the output was accepted drafts; each
+    pass verifies the root and `draft_tokens_per_pass` − 1 drafts."""
+    passes = _minus(after.verify_calls, base.verify_calls)
+    tokens = _minus(after.generation_tokens, base.generation_tokens)
+    if passes is None or tokens is None:
+        return passes, None, None
+    per_pass = after.draft_tokens_per_pass
+    drafted = passes * (per_pass - 1) if per_pass is not None and per_pass > 1 else None
+    return passes, drafted, max(tokens - passes, 0.0)
 
 
 def _minus(after: float | None, before: float | None) -> float | None:

@@ -10,6 +10,7 @@ graph`), and `disable_cuda_graph` in the `server_args=ServerArgs(…)` line or
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from diagnostic.engines import _kv
@@ -82,6 +83,8 @@ _SPEC_FLAGS = (
     "speculative-eagle-topk",
     "speculative-num-draft-tokens",
     "disable-cuda-graph",
+    "disable-decode-cuda-graph",
+    "cuda-graph-backend-decode",
 )
 
 _PREFIX = re.compile(r"^\[(?P<ts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)(?P<rank>(?: [A-Z]+\d+)*)\]\s?")
@@ -190,9 +193,10 @@ class Parser(LogParser):
             set_fact(facts, "spec.method", _ALIASES.get(algorithm, algorithm))
             set_fact(facts, "spec.drafter", cmd.text("speculative-draft-model-path"))
             set_fact(facts, "spec.num_draft_tokens", cmd.number("speculative-num-draft-tokens"))
-        if cmd.flag("disable-cuda-graph") is True:
+        off = _graphs_off_flag(cmd)
+        if off is not None:
             self.disable_cuda_graph = True
-            self.args_line = ev(line, "--disable-cuda-graph")
+            self.args_line = ev(line, off)
         facts.spec_evidence.append(ev(line, "--speculative"))
         facts.requested.update(cmd.flags)
         return True
@@ -206,8 +210,14 @@ class Parser(LogParser):
         self.facts.model = self.facts.model or _str(args.get("model_path"))
         tp = args.get("tp_size")
         self.facts.tensor_parallel_size = tp if isinstance(tp, int) else None
-        if "disable_cuda_graph" in args:
-            self.disable_cuda_graph = args["disable_cuda_graph"] is True
+        if _GRAPH_FIELDS & args.keys():  # 0.5.x: the decode phase's backend says it all
+            decode = _DECODE_BACKEND.search(text)
+            self.disable_cuda_graph = (
+                args.get("disable_cuda_graph") is True
+                or args.get("disable_decode_cuda_graph") is True
+                or args.get("cuda_graph_backend_decode") == "disabled"
+                or (decode is not None and decode["backend"] == "disabled")
+            )
         spec = self.facts.spec
         algorithm = args.get("speculative_algorithm")
         spec.enabled = isinstance(algorithm, str) and algorithm.upper() != "NONE"
@@ -227,7 +237,7 @@ class Parser(LogParser):
         if end:
             kind = _kind(end["what"])
             rank.ended.setdefault(kind, ev(line))
-            if kind == "target":
+            if kind in _DECODING:
                 rank.finished.append(ev(line))
             elapsed, mem = _ELAPSED.search(text), _MEM.search(text)
             self.facts.capture_timings.append(
@@ -342,13 +352,36 @@ class Parser(LogParser):
             capture.reason = "the log ends before CUDA-graph capture"
 
 
+# Graph kinds as SGLang's capture lines name them (0.4: "Capture cuda graph" for the target's
+# decode or verify graph, "draft", "draft extend"; 0.5.x: "target decode|verify|prefill", "draft
+# decode|prefill|extend").
+_ROLES = {"target": "target decode/verify (0.4)", "draft": "draft decode"}
+_DECODING = ("target", "target-verify", "target-decode")
+
+
+def _roles(kinds: Iterable[str]) -> str:
+    return ", ".join(sorted(_ROLES.get(k, k.replace("-", " ")) for k in kinds))
+
+
 def _resolve_rank(rank: _Rank) -> tuple[str, str, list[Evidence]]:
     lines = list(rank.begun.values()) + list(rank.ended.values())
-    kinds = ", ".join(sorted(rank.ended))
-    if "target" in rank.ended:
-        return "CAPTURED", f"'Capture cuda graph end' ({kinds})", lines
-    if rank.ended:  # SGLang captures drafter graphs after the target's, and only with graphs on
-        return "CAPTURED", f"drafter graphs captured ({kinds}), so the target's were too", lines
+    ended = set(rank.ended)
+    if ended & set(_DECODING):
+        return "CAPTURED", f"graphs captured: {_roles(ended)}", lines
+    if any(k.startswith("draft") for k in ended):  # drafter graphs follow the target's
+        return (
+            "CAPTURED",
+            f"graphs captured: {_roles(ended)}; SGLang captures the drafter's after the "
+            "target's, so the target's were too",
+            lines,
+        )
+    if ended:  # the prefill graph alone: decoding runs eagerly
+        return (
+            "NONE",
+            f"graphs captured: {_roles(ended)} only; no decode or verify graph, so decoding "
+            "runs eagerly",
+            lines,
+        )
     begun = ", ".join(sorted(rank.begun))
     return (
         "UNKNOWN",
@@ -356,6 +389,21 @@ def _resolve_rank(rank: _Rank) -> tuple[str, str, list[Evidence]]:
         "'Capture cuda graph end' (a failed or unfinished capture)",
         lines,
     )
+
+
+# CUDA graphs off: 0.4's --disable-cuda-graph, 0.5.x's per-phase successors (decode matters).
+_GRAPH_FIELDS = {"disable_cuda_graph", "disable_decode_cuda_graph", "cuda_graph_backend_decode"}
+_DECODE_BACKEND = re.compile(r"decode=PhaseConfig\(backend='(?P<backend>\w+)'")
+
+
+def _graphs_off_flag(cmd: Command) -> str | None:
+    """The flag of a launch command that turns decode graphs off, or None."""
+    for flag in ("disable-cuda-graph", "disable-decode-cuda-graph"):
+        if cmd.flag(flag) is True:
+            return f"--{flag}"
+    if cmd.text("cuda-graph-backend-decode") == "disabled":
+        return "--cuda-graph-backend-decode"
+    return None
 
 
 def _spec_flags(cmd: Command) -> bool:
@@ -374,7 +422,7 @@ def _expand_prefixes(cmd: Command) -> None:
 
 def _kind(what: str) -> str:
     what = what.strip().lower()
-    if what in ("", "target decode", "target", "decode"):
+    if what in ("", "target", "decode"):
         return "target"
     return what.replace(" ", "-")
 

@@ -20,6 +20,7 @@ from diagnostic.engines import LinePattern
 from diagnostic.errors import RuleError
 from diagnostic.logcheck.checks import RULE_CHECKS
 from diagnostic.logcheck.pairs import pair_runs
+from diagnostic.logcheck.remedies import Remedy
 from diagnostic.logcheck.render import lookup, render
 from diagnostic.schema.logfacts import (
     MAX_EVIDENCE,
@@ -31,7 +32,17 @@ from diagnostic.schema.logfacts import (
     Severity,
 )
 
-__all__ = ["RULE_CHECKS", "Rule", "apply_rules", "line_patterns", "load_rules", "lookup", "render"]
+__all__ = [
+    "RULE_CHECKS",
+    "Rule",
+    "apply_rules",
+    "conditions_hold",
+    "finding_values",
+    "line_patterns",
+    "load_rules",
+    "lookup",
+    "render",
+]
 
 _OPS = {"eq", "ne", "in", "not_in", "lt", "le", "gt", "ge", "regex", "exists"}
 
@@ -94,6 +105,9 @@ class Rule(BaseModel):
     evidence: list[Literal["capture", "spec", "fallbacks", "acceptance", "warnings"]] = Field(
         default_factory=list, description="Fact evidence to attach besides matched lines"
     )
+    remedies: list[Remedy] = Field(
+        default_factory=list, description="The arms that test its fix (`diagnose plan`)"
+    )
 
     @model_validator(mode="after")
     def _has_a_test(self) -> Rule:
@@ -103,10 +117,13 @@ class Rule(BaseModel):
             raise ValueError(
                 f"unknown check {self.check!r}; known: {', '.join(sorted(RULE_CHECKS))}"
             )
-        for conditions in [self.when, *self.when_any]:
+        for conditions in [self.when, *self.when_any, *(r.when for r in self.remedies)]:
             for key, cond in conditions.items():
                 if isinstance(cond, dict) and not set(cond) <= _OPS:
                     raise ValueError(f"{key}: unknown operator(s) {sorted(set(cond) - _OPS)}")
+        names = [r.name for r in self.remedies]
+        if len(set(names)) != len(names):
+            raise ValueError(f"remedies: a name used twice in {names}")
         return self
 
 
@@ -184,12 +201,20 @@ def _op(value: Any, op: str, arg: Any) -> bool:
         return False
 
 
-def _conditions_hold(rule: Rule, facts: LogFacts) -> bool:
-    if not all(_holds(lookup(facts, k), c) for k, c in rule.when.items()):
+def conditions_hold(
+    when: dict[str, Any], facts: Any, when_any: Iterable[dict[str, Any]] = ()
+) -> bool:
+    """Whether every condition of `when` holds on the facts, and one set of `when_any`."""
+    if not all(_holds(lookup(facts, k), c) for k, c in when.items()):
         return False
-    return not rule.when_any or any(
-        all(_holds(lookup(facts, k), c) for k, c in conds.items()) for conds in rule.when_any
+    sets = list(when_any)
+    return not sets or any(
+        all(_holds(lookup(facts, k), c) for k, c in conds.items()) for conds in sets
     )
+
+
+def _conditions_hold(rule: Rule, facts: LogFacts) -> bool:
+    return conditions_hold(rule.when, facts, rule.when_any)
 
 
 # -- applying -----------------------------------------------------------------------------
@@ -229,21 +254,10 @@ def apply_rules(
 def _apply(rule: Rule, facts: LogFacts) -> Finding | None:
     if not _conditions_hold(rule, facts):
         return None
-    extra: dict[str, Any] = {}
-    evidence: list[Evidence] = []
-    if rule.match is not None:
-        hits = facts.matches.get(rule.id, [])
-        if not hits:
-            return None
-        evidence += hits
-        if rule.match.regex:
-            m = re.search(rule.match.regex, hits[0].text)
-            extra.update({k: v for k, v in (m.groupdict() if m else {}).items() if v is not None})
-    if rule.check is not None:
-        result = RULE_CHECKS[rule.check](facts, rule.params)
-        if result is None:
-            return None
-        extra.update(result)
+    extra = finding_values(rule, facts)
+    if extra is None:
+        return None
+    evidence = list(facts.matches.get(rule.id, [])) if rule.match is not None else []
     for source in rule.evidence:
         evidence += _evidence(facts, source)
     return Finding(
@@ -281,6 +295,25 @@ def _apply_sources(rule: Rule, group: RunSources, runs: list[LogFacts]) -> Findi
         run=paths[0],
         runs=paths,
     )
+
+
+def finding_values(rule: Rule, facts: LogFacts) -> dict[str, Any] | None:
+    """The values a run-scope rule's message fills in beside the facts (its regex groups, its
+    check's result); None when its pattern found no line or its check nothing."""
+    extra: dict[str, Any] = {}
+    if rule.match is not None:
+        hits = facts.matches.get(rule.id, [])
+        if not hits:
+            return None
+        if rule.match.regex:
+            m = re.search(rule.match.regex, hits[0].text)
+            extra.update({k: v for k, v in (m.groupdict() if m else {}).items() if v is not None})
+    if rule.check is not None and rule.scope == "run":
+        result = RULE_CHECKS[rule.check](facts, rule.params)
+        if result is None:
+            return None
+        extra.update(result)
+    return extra
 
 
 def _evidence(facts: LogFacts, source: str) -> list[Evidence]:

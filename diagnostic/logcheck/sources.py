@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from diagnostic.schema.logfacts import LogFacts, RunSources, SourceCapture, SpecFacts
+from diagnostic.schema.logfacts import LogFacts, RunSources, SourceCapture, draft_length
 
 __all__ = ["SourceRow", "run_sources", "source_rows"]
 
@@ -29,7 +29,7 @@ def source_rows(groups: list[RunSources]) -> list[SourceRow]:
     if not several:
         return []
     return [
-        SourceRow(g.run_id, s.source, worker, mode, _spec(s.spec) or "unknown")
+        SourceRow(g.run_id, s.source, worker, mode, _spec(s) or "unknown")
         for g in groups
         for s in g.sources
         for worker, mode in (s.per_worker.items() if s.per_worker else [("", s.resolved)])
@@ -75,13 +75,14 @@ def _capture(group: list[LogFacts]) -> str | None:
     return "; ".join(f"{mode} on {', '.join(names)}" for mode, names in by_mode.items())
 
 
-def _spec(spec: SpecFacts) -> str | None:
+def _spec(facts: LogFacts | SourceCapture) -> str | None:
+    spec = facts.spec
     if spec.enabled is None:
         return None
     if not spec.enabled:
         return "off"
-    k = f" k={spec.num_draft_tokens}" if spec.num_draft_tokens is not None else ""
-    return f"{spec.method or 'on'}{k}"
+    k = draft_length(facts.engine, spec.num_draft_tokens)
+    return f"{spec.method or 'on'}{f' k={k}' if k is not None else ''}"
 
 
 def _differences(group: list[LogFacts]) -> list[str]:
@@ -92,7 +93,7 @@ def _differences(group: list[LogFacts]) -> list[str]:
     capture = _capture(group)
     if capture is not None:
         out.append(f"capture mode: {capture}")
-    specs = {f.source or f.path: s for f in group if (s := _spec(f.spec)) is not None}
+    specs = {f.source or f.path: s for f in group if (s := _spec(f)) is not None}
     if len(set(specs.values())) > 1:
         out.append("speculation: " + ", ".join(f"{n} {s}" for n, s in specs.items()))
     return out

@@ -10,7 +10,7 @@ from diagnostic.report import launch
 from diagnostic.report.inputs import Inputs, served_method
 from diagnostic.report.view import CaptureRun, ComparisonTable, Evidence, FindingView
 from diagnostic.schema.logfacts import Evidence as LogLine
-from diagnostic.schema.logfacts import Finding, LogFacts
+from diagnostic.schema.logfacts import Finding, LogFacts, draft_length
 
 __all__ = [
     "SAMENESS",
@@ -55,7 +55,7 @@ def spec_text(facts: LogFacts, served: str | None = None) -> str:
         return f.MISSING
     if not spec.enabled:
         return "off"
-    text = f.spec_setting(spec.method or served, spec.num_draft_tokens)
+    text = f.spec_setting(spec.method or served, draft_length(facts.engine, spec.num_draft_tokens))
     return text + (f", drafter {spec.drafter}" if spec.drafter else "")
 
 

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from diagnostic import __version__
-from diagnostic.report import advice, capture, quality, sections, summary
+from diagnostic.report import advice, asfound, capture, quality, sections, summary, telemetry
 from diagnostic.report.inputs import Inputs
-from diagnostic.report.view import ReportContext
+from diagnostic.report.view import FindingView, ReportContext, Summary
 
 __all__ = ["Inputs", "build_context"]
 
@@ -14,12 +14,15 @@ def build_context(inputs: Inputs) -> ReportContext:
     """Every section of the report as formatted text and SVG charts."""
     a, setting = inputs.analysis, inputs.setting
     day = inputs.day
-    recommendations = advice.recommendations(a, capture.problems(inputs), inputs.describe, day)
+    problems = capture.problems(inputs)
+    recommendations = advice.recommendations(a, problems, inputs.describe, day)
     return ReportContext(
         cover=summary.cover(inputs),
         tool_version=__version__,
         margin=f"{a.noise_band.delta:.1%}",
-        summary=summary.summary(inputs, [r.text for r in recommendations]),
+        summary=_summary(inputs, [r.text for r in recommendations], problems).model_copy(
+            update={"telemetry_line": telemetry.page_one_line(a)}
+        ),
         capture_runs=capture.capture_runs(inputs),
         capture_note=capture.capture_note(inputs),
         spec_pairs=capture.spec_pairs(inputs),
@@ -31,6 +34,7 @@ def build_context(inputs: Inputs) -> ReportContext:
         before_after_chart=sections.before_after_chart(a),
         sweep=sections.sweep(a),
         variance=quality.variance(a, day),
+        telemetry=telemetry.telemetry_view(a, inputs.bundle, inputs.runs),
         equivalence=quality.equivalence(a),
         failures=quality.failures(inputs.bundle, inputs.runs),
         recommendations=recommendations,
@@ -39,3 +43,15 @@ def build_context(inputs: Inputs) -> ReportContext:
         engine_args=advice.engine_args(inputs.bundle.manifest, inputs.runs),
         checklist=advice.checklist(inputs.bundle),
     )
+
+
+def _summary(inputs: Inputs, actions: list[str], problems: list[FindingView]) -> Summary:
+    """Page 1; with a before-and-after box (the plan's as-found arm) one action fewer, so
+    that the page still holds it all, and the box's log line only when the root-cause box
+    does not quote it already."""
+    found = asfound.as_found(inputs, problems)
+    shown = summary.summary(inputs, actions, shown=1 if found else 2)
+    if found is not None and found.quote is not None:
+        quoted = {c.quote.text for c in shown.root_causes if c.quote is not None}
+        found = found.model_copy(update={"why_on_page1": found.quote.text not in quoted})
+    return shown.model_copy(update={"as_found": found})

@@ -35,6 +35,7 @@ __all__ = [
     "headline",
     "missing",
     "summary",
+    "telling_line",
     "verdict_phrase",
 ]
 
@@ -107,14 +108,21 @@ def _drafters(inputs: Inputs) -> str:
 
 
 # -- summary ----------------------------------------------------------------------------
+_EACH = re.compile(r" \(each [\d.]+%\)")  # a family interval's own level, beside the family's
+
+
 def _band(a: Analysis) -> str:
     return f"±{f.pct(a.noise_band.delta)}"
 
 
-def verdict_phrase(c: Comparison, workload: str, a: Analysis) -> str:
-    """'1.23× faster on code [95% CI 1.15–1.31]', 'no faster on prose', …"""
+def verdict_phrase(c: Comparison, workload: str, a: Analysis, *, labelled: bool = True) -> str:
+    """'1.23× faster on code [95% CI 1.15–1.31]', 'no faster on prose', …; unlabelled, the
+    interval stands bare ('[1.15–1.31]') for a sentence that states its level once."""
     interval = f.decided_ci(c, a.noise_band.delta)
     value = f.decided_ratio(c, a.noise_band.delta)
+    if not labelled and interval:
+        interval = f"[{f.span(c.ci_low, c.ci_high, 'ratio', a.noise_band.delta)}]"
+        value = f"{f.ratio(c.ratio)} {interval}"
     if c.withheld:
         return f"not decided on {workload} ({f.ratio(c.ratio)}; {c.label or 'no verdict'})"
     if c.verdict == "WIN":
@@ -155,16 +163,26 @@ def headline(a: Analysis, describe: Describe) -> str:
         return "No speculative configuration was compared with the baseline in this bundle."
     arm_id, level = _headline_arm(a, best), sel.low_level(a)
     name = _name(a, arm_id, describe)
-    phrases, others = [], []
+    own_items: list[tuple[str, Comparison, str]] = []
+    other_items: list[tuple[str, Comparison, str]] = []
     for w, rec in best.items():
         own = sel.comparison(a, arm_id, w, level)
         if rec.arm != arm_id and rec.verdict == "WIN":
-            others.append(f"with {_name(a, rec.arm, describe)} it is {verdict_phrase(rec, w, a)}")
+            other_items.append((f"with {_name(a, rec.arm, describe)} it is ", rec, w))
         elif own is not None:
-            phrases.append(verdict_phrase(own, w, a))
+            own_items.append(("", own, w))
+    # One level for every interval: said once at the end, not in every clause (the verdict
+    # lines below label each their own).
+    labels = {_EACH.sub("", c.ci_label or "") for _, c, _ in own_items + other_items}
+    once = next(iter(labels)) if len(labels) == 1 else None
+
+    def say(items: list[tuple[str, Comparison, str]]) -> list[str]:
+        return [p + verdict_phrase(c, w, a, labelled=not once) for p, c, w in items]
+
+    phrases, others = say(own_items), say(other_items)
     clauses = [f"Speculation with {name} is {f.join(phrases)}"] if phrases else []
     text = "; ".join(clauses + others)
-    return text[0].upper() + text[1:] + "."
+    return text[0].upper() + text[1:] + (f" ({once})" if once else "") + "."
 
 
 def _name(a: Analysis, arm_id: str, describe: Describe) -> str:
@@ -404,8 +422,12 @@ def _root_box(inputs: Inputs, problems: list[FindingView]) -> tuple[list[Cause],
     lost, better = _lost_and_better(a)
     best = {w: c for w in sel.workloads(a) if (c := sel.lead_comparison(a, w)) is not None}
     lead = _headline_arm(a, best) if best else None
+    # A problem that every better arm shares cannot explain the losses; with no better arm,
+    # every problem on a loser may.
     explains = [
-        p for p in problems if set(p.arm_ids) & lost.keys() and not better <= set(p.arm_ids)
+        p
+        for p in problems
+        if set(p.arm_ids) & lost.keys() and not (better and better <= set(p.arm_ids))
     ]
     bears = [p for p in problems if p not in explains and lead in p.arm_ids]
     others = len(problems) - len(explains) - len(bears)
@@ -453,10 +475,14 @@ def _cause(p: FindingView, lost: dict[str, Comparison]) -> Cause:
     ]
     return Cause(
         text=f"{p.title or p.message} ({p.arms}): why {f.join(losers)}.",
-        quote=_telling_line(p.evidence) if p.severity == "error" or losers else None,
+        quote=telling_line(p.evidence) if p.severity == "error" or losers else None,
     )
 
 
-def _telling_line(evidence: list[Evidence]) -> Evidence | None:
-    """The WARNING line of a finding when it has one (the engine saying what it changed)."""
-    return next((e for e in evidence if "WARNING" in e.text), evidence[0] if evidence else None)
+def telling_line(evidence: list[Evidence]) -> Evidence | None:
+    """The WARNING line of a finding when it has one (the engine saying what it changed),
+    else its first line from the log itself, else the launch command the bundle recorded."""
+    return next(
+        (e for e in evidence if "WARNING" in e.text),
+        next((e for e in evidence if e.line), evidence[0] if evidence else None),
+    )

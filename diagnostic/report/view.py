@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from diagnostic.report.telemetry_view import TelemetryView
+
 __all__ = [
     "ArmRow",
     "CaptureRun",
@@ -101,6 +103,20 @@ class Cause(_View):
     quote: Evidence | None = Field(None, description="The most telling log line, when quoted")
 
 
+class AsFound(_View):
+    """The before-and-after: the configuration as found against the best decided arm."""
+
+    arm: str = Field(description="The as-found arm")
+    head: str = Field(description="What as found and after are, in one or two sentences")
+    lines: list[str] = Field(description="One sentence per workload: as found; after")
+    levels: str = Field("", description="The level of the intervals shown, in one sentence")
+    why: str = Field("", description="The finding on the as-found arm that says why; '' if none")
+    quote: Evidence | None = Field(None, description="Its telling log line")
+    why_on_page1: bool = Field(
+        False, description="Page 1 shows why and the line too (the root-cause box does not)"
+    )
+
+
 class Summary(_View):
     """Executive summary."""
 
@@ -120,6 +136,12 @@ class Summary(_View):
     caveats: list[str] = Field(description="Short caveats (one restart, uncalibrated δ)")
     actions: list[str] = Field(description="The first recommendations, for the first page")
     more_actions: int = Field(description="Recommendations beyond those listed")
+    telemetry_line: str = Field(
+        "", description="Restart noise with a visible cause (a labelled sensitivity); '' if none"
+    )
+    as_found: AsFound | None = Field(
+        None, description="As found against after, when the plan names the as-found arm"
+    )
 
 
 class CaptureRun(_View):
@@ -374,6 +396,9 @@ class ReportContext(_View):
     before_after_chart: Chart | None = Field(None, description="All arms per workload")
     sweep: SweepView | None = Field(None, description="None when the bundle has no sweep")
     variance: VarianceView = Field(description="Variance section")
+    telemetry: TelemetryView | None = Field(
+        None, description="GPU and host telemetry; None when no run recorded any"
+    )
     equivalence: EquivalenceView = Field(description="Output equivalence and flags")
     failures: FailuresView = Field(description="Failures summary")
     recommendations: list[Recommendation] = Field(description="Numbered recommendations")

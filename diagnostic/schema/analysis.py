@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+)
 
 from diagnostic.schema.arms import (
     ArmResult,
@@ -20,6 +26,7 @@ from diagnostic.schema.arms import (
     RunSummary,
     ValueCI,
 )
+from diagnostic.schema.telemetry import TelemetryAnalysis
 
 # analysis.json format history (bump on any change an older reader would misread; adding an
 # optional field is not such a change):
@@ -422,6 +429,18 @@ class Analysis(_Model):
     adaptive: Adaptive | None = Field(None, description="Adaptive stopping summary")
     methods: Methods = Field(description="Method text for the report")
     notes: list[str] = Field(default_factory=list, description="Caveats for the report")
+    telemetry: TelemetryAnalysis | None = Field(
+        None, description="GPU and host telemetry per run; absent when no run recorded any"
+    )
+
+    @model_serializer(mode="wrap")
+    def _without_absent_telemetry(self, handler: SerializerFunctionWrapHandler) -> Any:
+        """analysis.json of a bundle without telemetry stays as it was before telemetry (a
+        report made earlier verifies against it), so the field is left out, not null."""
+        data = handler(self)
+        if isinstance(data, dict) and data.get("telemetry", 0) is None:
+            del data["telemetry"]
+        return data
 
     @property
     def aa_check(self) -> bool | None:

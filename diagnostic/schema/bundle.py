@@ -17,6 +17,7 @@ from pydantic import (
 )
 
 from diagnostic import defaults
+from diagnostic.schema.telemetry import TelemetrySource
 
 # Bundle format history (bump SCHEMA_VERSION and add an upgrade in bundle.py on any change
 # that an older reader would misread; adding an optional field is not such a change):
@@ -31,6 +32,8 @@ from diagnostic import defaults
 #       `ended_early`. A v2 bundle opens unchanged as one recorded before sealing
 #       (bundle/upgrade.py: upgrade_to_3); an older diagnose refuses a v3 bundle with
 #       "newer than this diagnose reads" instead of a field it does not know.
+#   (3, an optional field) 2026-12: run.json `telemetry` and runs/<run>/telemetry/<source>.csv
+#       (schema/telemetry.py: the CSV's own format line, diagnose-telemetry/1).
 SCHEMA_VERSION = 3
 MAIN_SOURCE = "server"  # the log source of the server process itself (its stdout, --log PATH)
 _SOURCE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+=-]*$")
@@ -228,6 +231,11 @@ class PlanSpec(Stored):
         defaults.MARGIN, ge=0, lt=1, description="δ: ratios inside [1/(1+δ), 1+δ] are no difference"
     )
     design: Design = Field(default_factory=Design, description="Fixed or adaptive stopping")
+    as_found: str | None = Field(
+        None,
+        description="The arm that is the client's configuration as found (the report's "
+        "before-and-after leads with it); None when the plan names none",
+    )
 
 
 class TimePlan(Stored):
@@ -372,6 +380,11 @@ class RunInfo(Stored):
         description="Server processes started for this restart (sweep): a run that did not "
         "end ok is measured afresh on a new one, warm-up first; the earlier ones' files are "
         "kept apart as *.attempt<N>.* and not analysed",
+    )
+    telemetry: dict[Annotated[str, AfterValidator(source_name)], TelemetrySource] = Field(
+        default_factory=dict,
+        description="Telemetry sources sampled during the run (telemetry/<source>.csv), or "
+        "why one was absent",
     )
     seal: RunSeal | None = Field(
         None,

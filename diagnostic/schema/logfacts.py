@@ -102,7 +102,11 @@ class CaptureTiming(Strict):
 
     line: int = Field(description="Line number")
     worker: str = Field(description="Process or rank that captured")
-    kind: str = Field("target", description="target, draft, draft-extend or piecewise")
+    kind: str = Field(
+        "target",
+        description="target (0.4), target-decode, target-verify, target-prefill, draft, "
+        "draft-extend, piecewise…",
+    )
     seconds: float | None = Field(None, description="Capture time in seconds")
     memory_gib: float | None = Field(None, description="Memory taken by the graphs, GiB")
 
@@ -145,6 +149,14 @@ class AcceptanceSummary(Strict):
     first_cuda_graph_false: Evidence | None = Field(
         None, description="First decode batch that ran without a CUDA graph"
     )
+
+
+def draft_length(engine: str, num_draft_tokens: int | None) -> int | None:
+    """k, the drafts proposed per verification pass: SGLang's speculative_num_draft_tokens
+    counts the verified root too (k + 1); the other engines' settings are k itself."""
+    if num_draft_tokens is None:
+        return None
+    return num_draft_tokens - 1 if engine == "sglang" else num_draft_tokens
 
 
 class LogFacts(Strict):

@@ -23,6 +23,7 @@ from diagnostic.measure.client import ClientOptions, Job, auth_headers, run_stre
 from diagnostic.measure.client.faults import refused
 from diagnostic.measure.collect.settings import RunSettings, plan_jobs
 from diagnostic.measure.environment import capture_environment
+from diagnostic.measure.telemetry import Recording, recording, server_pid
 from diagnostic.measure.workloads import Workload
 from diagnostic.schema.bundle import RequestRecord, RunInfo, decode_tps, latest_attempts, utc_now
 
@@ -58,18 +59,31 @@ def collect_run(
     bundle.write_run(run)
     options = settings.client_options(settings.model or found.model)
     past = _Past(existing)
+    sampling = recording(
+        bundle.run_dir(run.arm, run.restart),
+        settings.telemetry,
+        origin=origin,
+        server_pid=server_pid(run, settings.base_url),
+    )
     try:
         info_timeout = min(30.0, settings.timeout_s)
-        with httpx.Client(
-            base_url=settings.base_url,
-            headers={**ACCEPT_ENCODING, **headers},
-            timeout=info_timeout,
-            limits=httpx.Limits(max_keepalive_connections=0),  # fetch_metrics' Deadline
-        ) as info:
-            _snapshot(bundle, run, info, METRICS_BEFORE, keep=bool(existing), reporter=reporter)
-            made = _measure(bundle, run, settings, options, past, origin, reporter, info)
-            # Nothing left to run (resuming a finished run): the old "after" snapshot stands.
-            _snapshot(bundle, run, info, METRICS_AFTER, keep=not made, reporter=reporter)
+        with (
+            sampling as telemetry,
+            httpx.Client(
+                base_url=settings.base_url,
+                headers={**ACCEPT_ENCODING, **headers},
+                timeout=info_timeout,
+                limits=httpx.Limits(max_keepalive_connections=0),  # fetch_metrics' Deadline
+            ) as info,
+        ):
+            try:
+                _snapshot(bundle, run, info, METRICS_BEFORE, keep=bool(existing), reporter=reporter)
+                made = _measure(bundle, run, settings, options, past, origin, reporter, info)
+                # Nothing left to run (resuming a finished run): the old "after" snapshot stands.
+                _snapshot(bundle, run, info, METRICS_AFTER, keep=not made, reporter=reporter)
+            finally:
+                # Stopped here, so that run.json says what each source gave whatever ends the run.
+                run = _with_telemetry(run, telemetry, reporter)
         run = _refreshed(run, settings)
     except ServerGone as gone:
         return _end(bundle, run, "failed", str(gone))
@@ -136,6 +150,22 @@ def _with_fingerprint(run: RunInfo, found: Fingerprint, model: str | None) -> Ru
             "environment": capture_environment(run.base_url),
         }
     )
+
+
+def _with_telemetry(run: RunInfo, telemetry: Recording | None, reporter: Reporter) -> RunInfo:
+    """run.json's telemetry entries once sampling stopped; a resumed run's samples add up."""
+    if telemetry is None:
+        return run
+    found = telemetry.stop()
+    for name, source in found.items():
+        earlier = run.telemetry.get(name)
+        if earlier is not None and earlier.file is not None:
+            found[name] = source.model_copy(
+                update={"samples": source.samples + earlier.samples, "file": earlier.file}
+            )
+        if source.absent:
+            reporter.note(f"{run_id(run.arm, run.restart)}: telemetry {name}: {source.absent}")
+    return run.model_copy(update={"telemetry": {**run.telemetry, **found}})
 
 
 def _refreshed(run: RunInfo, settings: RunSettings) -> RunInfo:

@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from diagnostic import defaults
 from diagnostic.measure.client import ClientOptions, Job, RequestLabel
+from diagnostic.measure.telemetry import TelemetrySettings
 from diagnostic.measure.workloads import BUILTIN, Prompt, Workload, builtin, load_prompt_file
 from diagnostic.schema.bundle import ConcurrencyLevels, RunInfo
 
@@ -52,6 +53,9 @@ class RunSettings(BaseModel):
     extra_body: dict[str, Any] = Field(default_factory=dict, description="Extra request fields")
     max_output_bytes: int = Field(
         defaults.MAX_OUTPUT_BYTES, ge=1024, description="Stream cap per request"
+    )
+    telemetry: TelemetrySettings | None = Field(
+        None, description="GPU and host telemetry sampled during each run; None: off"
     )
 
     @field_validator("workloads", mode="before")

@@ -27,6 +27,7 @@ from diagnostic.measure.collect.recap import CollectRecap, recap
 from diagnostic.measure.collect.run import collect_run
 from diagnostic.measure.collect.settings import RunSettings
 from diagnostic.measure.schedule import EstimateAssumptions
+from diagnostic.measure.telemetry import TelemetrySettings
 from diagnostic.measure.workloads import Workload, select_workloads
 from diagnostic.schema.bundle import ArmSpec, Engagement, Manifest, PlanSpec, RunInfo, Target
 
@@ -94,6 +95,14 @@ class CollectConfig(BaseModel):
     engagement: Engagement = Field(
         default_factory=Engagement, description="Client, site, consultant given (None: keep)"
     )
+    telemetry: TelemetrySettings | None = Field(
+        None, description="GPU and host telemetry sampled during the run (--telemetry); None: off"
+    )
+    as_found: bool = Field(
+        False,
+        description="This arm is the client's configuration as found (the manifest's "
+        "plan.as_found: the report's before-and-after leads with it)",
+    )
 
 
 def preflight(config: CollectConfig) -> None:
@@ -136,6 +145,7 @@ def collect(config: CollectConfig, *, reporter: Reporter, checked: bool = False)
         model=config.model,
         api_key=config.api_key,
         timeout_s=config.timeout_s,
+        telemetry=config.telemetry,
     )
     resumed = sum(not r.error for r in bundle.read_requests(run.arm, run.restart).records)
     total = len(workloads) * (config.warmup + config.requests)
@@ -263,6 +273,7 @@ def _manifest(config: CollectConfig, workloads: list[str]) -> Manifest:
         concurrency=[config.concurrency],
         api=config.api,
         order="manual",
+        as_found=config.arm if config.as_found else None,
     )
     target = Target(base_url=config.base_url, model=config.model)
     return Manifest(
@@ -301,6 +312,8 @@ def _add_arm(manifest: Manifest, config: CollectConfig) -> Manifest:
         "restarts": max(plan.restarts, config.restart + 1),
         "concurrency": levels,
     }
+    if config.as_found:
+        update["as_found"] = config.arm
     engagement = manifest.engagement.merged(config.engagement)  # a later collect may add them
     rid = run_id(config.arm, config.restart)
     collected = manifest.collected + ([] if rid in manifest.collected else [rid])

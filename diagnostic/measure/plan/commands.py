@@ -1,4 +1,5 @@
-"""An arm's shell command templates (launch, stop, health, logs), rendered per restart."""
+"""An arm's shell command templates (launch, stop, health, logs, telemetry), rendered per
+restart."""
 
 from __future__ import annotations
 
@@ -24,6 +25,10 @@ class Commands(BaseModel):
     logs: dict[str, str] = Field(
         default_factory=dict, description="Log source name -> command printing that log"
     )
+    telemetry: dict[str, str] = Field(
+        default_factory=dict,
+        description="Telemetry source name -> command printing nvidia-smi CSV, or DCGM URL",
+    )
     values: dict[str, int | float | str] = Field(
         default_factory=dict, description="{port}, {arm} and the sweep values"
     )
@@ -39,6 +44,7 @@ class Commands(BaseModel):
             stop=self.render(self.stop, restart) if self.stop else None,
             health=self.render(self.health, restart) if self.health else None,
             logs={name: self.render(cmd, restart) for name, cmd in self.logs.items()},
+            telemetry={n: self.render(cmd, restart) for n, cmd in self.telemetry.items()},
         )
 
     def shown(self) -> Commands:
@@ -47,6 +53,6 @@ class Commands(BaseModel):
 
     def check(self) -> None:
         """Raise TemplateError (or ValueError for a bad source name) now, not mid-sweep."""
-        for name in self.logs:
+        for name in [*self.logs, *self.telemetry]:
             source_name(name)
         self.at(0)

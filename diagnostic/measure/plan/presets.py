@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import json
 import shlex
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Literal
 
 from diagnostic import defaults
 from diagnostic.errors import PlanError
 from diagnostic.measure.plan.spec import ArmTable, PlanFile, PlanTable
 
-__all__ = ["ENGINES", "METHODS", "Engine", "plan_from_preset"]
+__all__ = ["ENGINES", "GRAPHS", "KNOBS", "METHODS", "Engine", "plan_from_preset"]
 
 Engine = Literal["vllm", "sglang", "llamacpp"]
 ENGINES: tuple[Engine, ...] = ("vllm", "sglang", "llamacpp")
@@ -28,6 +28,25 @@ _SERVERS = {
     "llamacpp": "llama-server",
 }
 _DEFAULT_PORT = {"vllm": 8000, "sglang": 30000, "llamacpp": 8080}
+_CHAINED = ("eagle", "eagle3", "standalone")  # SGLang methods that draft num-steps tokens deep
+# Speculation parameters a preset sweeps beside k, by engine: knob -> (placeholder, flag, the
+# methods that have it). SGLang's, as clients tune them (--speculative-num-steps is k).
+KNOBS: dict[str, dict[str, tuple[str, str, tuple[str, ...]]]] = {
+    "vllm": {},
+    "sglang": {
+        "topk": ("topk", "--speculative-eagle-topk", _CHAINED),
+        "draft-tokens": ("draft", "--speculative-num-draft-tokens", _CHAINED),
+        "bfs-breadth": ("breadth", "--speculative-ngram-max-bfs-breadth", ("ngram",)),
+    },
+    "llamacpp": {},
+}
+# CUDA graphs as a configuration: the flag (or environment) that turns them off per engine.
+GRAPHS = ("on", "off", "both")
+_NO_GRAPHS: dict[str, tuple[str, dict[str, str]]] = {
+    "vllm": ("--enforce-eager", {}),
+    "sglang": ("--disable-cuda-graph", {}),
+    "llamacpp": ("", {"GGML_CUDA_DISABLE_GRAPHS": "1"}),
+}
 _K = "@K@"  # stands for {k} while JSON and shell quoting are applied
 
 
@@ -38,6 +57,8 @@ def plan_from_preset(
     method: str,
     ks: Sequence[int],
     drafter: str | None = None,
+    knobs: Mapping[str, Sequence[int]] | None = None,
+    graphs: str = "on",
     restarts: int = defaults.RESTARTS,
     requests: int = defaults.REQUESTS,
     warmup: int = defaults.WARMUP,
@@ -50,21 +71,39 @@ def plan_from_preset(
     seed: int = defaults.SEED,
     health_timeout_s: float = defaults.HEALTH_TIMEOUT_S,
 ) -> PlanFile:
-    """A plan with a baseline, an A/A arm (unless aa=False) and one arm per draft length k."""
+    """A plan with a baseline, an A/A arm (unless aa=False) and one arm per draft length k
+    and value of each engine knob (`knobs`, KNOBS); `graphs` "off" runs every arm without
+    CUDA graphs, "both" adds a graphs-off twin of the baseline and of the speculative arms
+    (each matched to the other by its flags)."""
     method = _check(engine, method, drafter, ks)
+    knobs = _check_knobs(engine, method, dict(knobs or {}))
+    if graphs not in GRAPHS:
+        raise PlanError(f"--graphs takes one of {', '.join(GRAPHS)}, not {graphs!r}")
     base = f"{server or _SERVERS[engine]} {_base_args(engine, model)} {extra_args}".strip()
-    spec = _spec_args(engine, method, drafter)
-    arms = [ArmTable(name="baseline", launch=base, speculative=False)]
-    if aa:
-        arms.append(ArmTable(name="baseline-aa", aa_of="baseline"))
-    arms.append(
-        ArmTable(
-            name=f"{method.replace('_', '-')}-k{{k}}",
-            launch=f"{base} {spec}",
-            sweep={"k": list(ks)},
-            speculative=True,
-        )
+    spec = _spec_args(engine, method, drafter, knobs)
+    name = f"{method.replace('_', '-')}-k{{k}}" + "".join(
+        f"-{KNOBS[engine][knob][0]}{{{KNOBS[engine][knob][0]}}}" for knob in knobs
     )
+    sweep: dict[str, list[int | float | str]] = {"k": list(ks)}
+    sweep.update({KNOBS[engine][knob][0]: list(values) for knob, values in knobs.items()})
+    variants = {"on": [""], "off": ["off"], "both": ["", "off"]}[graphs]
+    arms: list[ArmTable] = []
+    for variant in variants:
+        flag, env = _NO_GRAPHS[engine] if variant else ("", {})
+        suffix = "-nograph" if graphs == "both" and variant else ""
+        launch = f"{base} {flag}".strip()
+        arms.append(ArmTable(name=f"baseline{suffix}", launch=launch, env=env, speculative=False))
+        if aa and not suffix:
+            arms.append(ArmTable(name="baseline-aa", aa_of="baseline"))
+        arms.append(
+            ArmTable(
+                name=name + suffix,
+                launch=f"{launch} {spec}",
+                env=env,
+                sweep=sweep,
+                speculative=True,
+            )
+        )
     options = PlanTable(
         restarts=restarts,
         requests=requests,
@@ -77,6 +116,31 @@ def plan_from_preset(
         seed=seed,
     )
     return PlanFile(plan=options, arms=arms)
+
+
+def _check_knobs(
+    engine: str, method: str, knobs: dict[str, Sequence[int]]
+) -> dict[str, Sequence[int]]:
+    known = KNOBS[engine]
+    for knob, values in knobs.items():
+        if knob not in known:
+            have = ", ".join(known) or "none"
+            raise PlanError(f"{engine} preset has no knob {knob!r} (its knobs: {have})")
+        if method not in known[knob][2]:
+            raise PlanError(
+                f"knob {knob} applies to {', '.join(known[knob][2])}, not to method {method}"
+            )
+        if not values or any(v < 1 for v in values) or len(set(values)) != len(values):
+            raise PlanError(f"knob {knob} needs distinct values >= 1 (got {list(values)})")
+    trees = [v > 1 for v in knobs.get("topk", ())]
+    if any(trees) != ("draft-tokens" in knobs) or (any(trees) and not all(trees)):
+        # SGLang asserts num-draft-tokens == num-steps + 1 for a chain (topk 1)
+        raise PlanError(
+            "a chain (topk 1) verifies k + 1 tokens, a tree (topk > 1) as many as "
+            "--speculative-num-draft-tokens says: sweep trees with --knob topk=… (all > 1) "
+            "and --knob draft-tokens=… together, chains with --k alone"
+        )
+    return knobs
 
 
 def _check(engine: str, method: str, drafter: str | None, ks: Sequence[int]) -> str:
@@ -108,11 +172,13 @@ def _base_args(engine: str, model: str) -> str:
     return f"-m {_word(model)} --host 127.0.0.1 --port {{port}} --metrics"
 
 
-def _spec_args(engine: str, method: str, drafter: str | None) -> str:
+def _spec_args(
+    engine: str, method: str, drafter: str | None, knobs: Mapping[str, Sequence[int]]
+) -> str:
     if engine == "vllm":
         return _vllm_spec(method, drafter)
     if engine == "sglang":
-        return _sglang_spec(method, drafter)
+        return _sglang_spec(method, drafter, knobs)
     return _llamacpp_spec(method, drafter)
 
 
@@ -125,16 +191,20 @@ def _vllm_spec(method: str, drafter: str | None) -> str:
     return f"--speculative-config {_word(text)}"
 
 
-def _sglang_spec(method: str, drafter: str | None) -> str:
+def _sglang_spec(method: str, drafter: str | None, knobs: Mapping[str, Sequence[int]]) -> str:
+    """SGLang's speculation flags: num-draft-tokens counts the verified root, so a chain of k
+    drafts verifies k + 1 (NGRAM's k is its draft budget, the root aside)."""
     algorithm = {"eagle": "EAGLE", "eagle3": "EAGLE3", "standalone": "STANDALONE"}.get(method)
-    if algorithm is None:  # ngram: the draft budget is num-draft-tokens itself
-        return "--speculative-algorithm NGRAM --speculative-num-draft-tokens {k}"
-    # With topk 1 SGLang drafts a chain of num-steps tokens and verifies num-steps + 1.
+    if algorithm is None:
+        breadth = " --speculative-ngram-max-bfs-breadth {breadth}" if "bfs-breadth" in knobs else ""
+        return "--speculative-algorithm NGRAM --speculative-num-draft-tokens {k+1}" + breadth
+    topk = "{topk}" if "topk" in knobs else "1"
+    tokens = "{draft}" if "draft-tokens" in knobs else "{k+1}"
     return (
         f"--speculative-algorithm {algorithm} "
         f"--speculative-draft-model-path {_word(drafter or '')} "
-        "--speculative-num-steps {k} --speculative-eagle-topk 1 "
-        "--speculative-num-draft-tokens {k+1}"
+        f"--speculative-num-steps {{k}} --speculative-eagle-topk {topk} "
+        f"--speculative-num-draft-tokens {tokens}"
     )
 
 

@@ -116,6 +116,7 @@ class Plan(BaseModel):
             order=o.order,
             api=o.api,
             margin=o.margin,
+            as_found=o.as_found,
         )
 
     def workload_sources(self) -> list[str]:
@@ -230,6 +231,11 @@ def expand_plan(file: PlanFile, *, source: str) -> Plan:
     _check_names(source, arms)
     arms = _resolve_aa(source, arms)
     baseline = _baseline(source, o.baseline, arms)
+    if o.as_found is not None and o.as_found not in [a.name for a in arms]:
+        raise PlanError(
+            f"{source}: [plan] as_found = {o.as_found!r} is not an arm; use one of: "
+            f"{', '.join(a.name for a in arms)}"
+        )
     plan = Plan(source=source, file=file, arms=arms, baseline=baseline, base_url=base_url)
     plan.warnings.extend(_warnings(plan))
     return plan
@@ -292,6 +298,7 @@ def _one_arm(source: str, where: str, table: ArmTable, o: PlanTable, params: dic
         stop=table.stop if table.stop is not None else o.stop,
         health=table.health if table.health is not None else o.health,
         logs=table.logs or o.logs,
+        telemetry=o.telemetry,
         values={"port": port, **params, "arm": name},
     )
     try:

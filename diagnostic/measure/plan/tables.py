@@ -106,6 +106,27 @@ class PlanTable(_Table):
     logs: dict[str, str] = Field(
         default_factory=dict, description="Log commands for every arm: source = command"
     )
+    telemetry: dict[str, str] = Field(
+        default_factory=dict,
+        description="Telemetry sources on other nodes: name = a command template printing "
+        "nvidia-smi --query-gpu CSV for the whole run (ssh node nvidia-smi … -lms 500), or a "
+        "DCGM exporter URL; sampled from before the warm-up to after the last request",
+    )
+    telemetry_local: bool = Field(
+        False, description="Sample this machine during each run: NVML's GPUs and the host's CPU"
+    )
+    telemetry_interval_s: float = Field(
+        defaults.TELEMETRY_INTERVAL_S,
+        ge=defaults.TELEMETRY_MIN_INTERVAL_S,
+        le=defaults.TELEMETRY_MAX_INTERVAL_S,
+        description="Seconds between telemetry samples (GPU; the host's at least "
+        "TELEMETRY_HOST_INTERVAL_S)",
+    )
+    as_found: str | None = Field(
+        None,
+        description="The arm that is the client's configuration as found: the report's "
+        "before-and-after leads with it against the best decided arm",
+    )
 
 
 class ArmTable(_Table):

@@ -155,7 +155,7 @@ class StartRunner:
         self.bundle.write_run(info)
         info = self._capture_logs(info, "after start-up")
         try:
-            info = collect_run(self.bundle, info, self.settings, reporter=progress)
+            info = collect_run(self.bundle, info, self._settings(info), reporter=progress)
         except DiagnosticError as exc:
             info = self._capture_logs(info, "after the failed measurement")
             return self._finish(info, server, "failed", self._died(server) or str(exc))
@@ -164,6 +164,14 @@ class StartRunner:
         if died or info.status != "ok":
             return self._finish(info, server, "failed", died or info.failure)
         return self._finish(info, server, "ok", None)
+
+    def _settings(self, info: RunInfo) -> RunSettings:
+        """The sweep's settings with the plan's telemetry templates rendered for this start."""
+        telemetry = self.settings.telemetry
+        if telemetry is None or not telemetry.remote:
+            return self.settings
+        rendered = telemetry.model_copy(update={"remote": self._commands(info).telemetry})
+        return self.settings.model_copy(update={"telemetry": rendered})
 
     def _commands(self, info: RunInfo) -> Commands:
         return self.plan.arm(info.arm).commands.at(info.restart)
@@ -252,6 +260,12 @@ class StartRunner:
         if previous is not None and previous.status != "ok":
             folder = self._path(start, REQUESTS).parent
             names += [REQUESTS, *metrics_files(sorted(p.name for p in folder.glob("*.prom")))]
+            # telemetry of the earlier process: on its own clock, never appended to
+            names += sorted(
+                f"telemetry/{p.name}"
+                for p in (folder / "telemetry").glob("*.csv")
+                if ".attempt" not in p.name
+            )
         for name in names:
             path = self._path(start, name)
             if path.is_file():

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -26,6 +26,7 @@ from diagnostic.measure.schedule import (
 from diagnostic.measure.sweep import planner
 from diagnostic.measure.sweep.runner import OVERALL, OutcomeStatus, RunOutcome, StartRunner
 from diagnostic.measure.sweep.timekeeper import TimeKeeper
+from diagnostic.measure.telemetry import TelemetrySettings
 from diagnostic.schema.bundle import Design, Engagement, Manifest, TimePlan
 
 if TYPE_CHECKING:
@@ -88,6 +89,7 @@ def sweep(
     assumptions: EstimateAssumptions | None = None,
     pilot: Path | None = None,
     power: bool = False,
+    telemetry: bool = False,
 ) -> SweepResult:
     """Run `plan` into the bundle `out`: every scheduled start launched, measured and stopped.
 
@@ -100,7 +102,8 @@ def sweep(
     m* requests per restart from its own costs and noise. `pilot`: a bundle whose costs and
     noise the time estimate (SweepResult.day) uses instead of the assumptions. `power`: the
     estimate also gives both designs' power at the plan's target and the restarts for 90%
-    (seconds of simulation: the CLI asks for it, and prints it).
+    (seconds of simulation: the CLI asks for it, and prints it). `telemetry`: sample this
+    machine's GPUs (NVML) and host during every run, as the plan's telemetry_local does.
     """
     reporter = reporter or NullReporter()
     o = plan.options
@@ -126,7 +129,7 @@ def sweep(
         return summary
     if out is None:
         raise DiagnosticError("sweep needs -o BUNDLE (the folder the measurements go to)")
-    settings = run_settings(plan, api_key=api_key, timeout_s=request_timeout_s)
+    settings = run_settings(plan, api_key=api_key, timeout_s=request_timeout_s, telemetry=telemetry)
     _check_shell_vars(plan)
     design = (
         Design(
@@ -278,10 +281,19 @@ def _estimate(plan: Plan, starts: int, assumptions: EstimateAssumptions | None) 
     )
 
 
-def run_settings(plan: Plan, *, api_key: str | None, timeout_s: float | None) -> RunSettings:
-    """What collect_run measures each start with; loads the workloads (fails before any start)."""
+def run_settings(
+    plan: Plan, *, api_key: str | None, timeout_s: float | None, telemetry: bool = False
+) -> RunSettings:
+    """What collect_run measures each start with; loads the workloads (fails before any start).
+    `telemetry` samples this machine whatever the plan's telemetry_local says (sweep
+    --telemetry); the plan's remote telemetry templates are rendered per start (runner)."""
     o = plan.options
-    extra = {"timeout_s": timeout_s} if timeout_s is not None else {}
+    extra: dict[str, Any] = {"timeout_s": timeout_s} if timeout_s is not None else {}
+    local = telemetry or o.telemetry_local
+    if local or o.telemetry:
+        extra["telemetry"] = TelemetrySettings(
+            local=local, interval_s=o.telemetry_interval_s, remote=o.telemetry
+        )
     return RunSettings(
         base_url=plan.base_url,
         workloads=plan.workload_sources(),

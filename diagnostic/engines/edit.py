@@ -1,0 +1,123 @@
+"""Launch commands edited flag by flag: a remedy's settings applied to the command a run was
+started with, speculation taken out, the result written back as one shell line.
+
+The words are read as `_command` reads them (flag_spans: `--name value`, `--name=value`, a bare
+`--name`) and speculation flags as `flags` knows them; a value that is JSON (`--compilation-
+config '{"cudagraph_mode": …}'`) is edited key by key (`compilation-config.cudagraph_mode`).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from collections.abc import Mapping
+
+from diagnostic.engines._command import flag_spans, words
+from diagnostic.engines.flags import without_speculation
+
+__all__ = ["EditError", "changed_flags", "edit_command", "flag_value", "shell_line"]
+
+# Words the shell reads as they stand; `$NAME` stays unquoted so the shell expands it.
+_PLAIN = re.compile(r"[\w@%+=:,./$-]+")
+_ENV = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+PORT = "@PORT@"  # stands for the {port} placeholder until the braces are escaped
+
+
+class EditError(ValueError):
+    """A command that cannot be edited (unbalanced quotes, a JSON flag that is no object)."""
+
+
+def _name(flag: str) -> str:
+    """A flag's name as flag_spans gives it: no dashes, `_` as `-`."""
+    return flag.lstrip("-").replace("_", "-")
+
+
+def flag_value(command: str, flag: str) -> str | bool | None:
+    """The value of `flag` (e.g. `--attention-backend`) in a launch command, None if absent."""
+    argv = words(command) or []
+    found = [value for _, _, name, value in flag_spans(argv) if name == _name(flag)]
+    return found[-1] if found else None
+
+
+def edit_command(
+    command: str,
+    settings: Mapping[str, str | bool | None],
+    *,
+    speculation: bool = True,
+    env: Mapping[str, str] | None = None,
+    port_placeholder: bool = False,
+) -> str:
+    """`command` with each flag of `settings` set (`--flag`: value, True for a bare flag, None
+    to remove it; `--flag.key`: a key of the flag's JSON object), speculation flags removed
+    unless `speculation`, `env` assigned before the program (NAME=VALUE), the value of
+    `--port` made (or added as) the `{port}` placeholder when `port_placeholder` (every other
+    brace doubled, for a plan template)."""
+    argv = list(without_speculation(command)) if not speculation else words(command)
+    if argv is None:
+        raise EditError(f"cannot read the words of {command!r} (an unbalanced quote?)")
+    for flag, value in settings.items():
+        argv = _set(argv, flag, value)
+    if env:
+        lead = [f"{k}={v}" for k, v in env.items()]
+        argv = lead + [w for w in argv if not (_ENV.match(w) and w.split("=")[0] in env)]
+    if port_placeholder:
+        argv = _set(argv, "--port", PORT)  # the server listens where the plan measures it
+    text = shell_line(argv)
+    if port_placeholder:
+        text = text.replace("{", "{{").replace("}", "}}").replace(PORT, "{port}")
+    return text
+
+
+def _set(argv: list[str], flag: str, value: str | bool | None) -> list[str]:
+    flag, _, key = flag.partition(".")
+    spans = [s for s in flag_spans(argv) if s[2] == _name(flag)]
+    if key:
+        old = spans[-1][3] if spans else None
+        value = _json_set(flag, old, key, value)
+    out = list(argv)
+    for start, end, _, _ in reversed(spans):
+        del out[start:end]
+    if value is None or value is False:
+        return out
+    spelled = argv[spans[0][0]].partition("=")[0] if spans else flag
+    new = [spelled] if value is True else [spelled, str(value)]
+    at = spans[0][0] if spans else len(out)
+    return out[:at] + new + out[at:]
+
+
+def _json_set(flag: str, old: str | bool | None, key: str, value: str | bool | None) -> str:
+    """The JSON object of `flag` with `key` set (or removed for None)."""
+    try:
+        data = json.loads(old) if isinstance(old, str) else {}
+    except ValueError:
+        raise EditError(f"{flag} {old!r} is not JSON; edit its {key} by hand") from None
+    if not isinstance(data, dict):
+        raise EditError(f"{flag} {old!r} is not a JSON object; edit its {key} by hand")
+    if value is None:
+        data.pop(key, None)
+    else:
+        data[key] = int(value) if isinstance(value, str) and value.isdigit() else value
+    return json.dumps(data, separators=(",", ":"))
+
+
+def shell_line(argv: list[str]) -> str:
+    """Words as one line bash reads back to them; `$NAME` words stay unquoted (expanded)."""
+    return " ".join(w if _PLAIN.fullmatch(w) else shlex.quote(w) for w in argv)
+
+
+def changed_flags(before: str, after: str, *, ignore: tuple[str, ...] = ("port",)) -> list[str]:
+    """What `after` sets that `before` does not, speculation flags aside: `--name value` for a
+    flag added or changed, `without --name` for one removed, `NAME=VALUE` for an assignment
+    before the program; [] when either cannot be read."""
+    old, new = list(without_speculation(before)), list(without_speculation(after))
+    if not old or not new:
+        return []
+    was = {n: v for _, _, n, v in flag_spans(old)}
+    now = {n: v for _, _, n, v in flag_spans(new)}
+    out = [w for w in new if _ENV.match(w) and w not in old]
+    for name, value in now.items():
+        if name not in ignore and was.get(name) != value:
+            out.append(f"--{name}" if value is True else f"--{name} {value}")
+    out += [f"without --{n}" for n in was if n not in now and n not in ignore]
+    return out

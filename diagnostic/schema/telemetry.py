@@ -1,0 +1,173 @@
+"""Telemetry of a run (GPU, host) as stored in a bundle, and its summary in the analysis."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = [
+    "GPU_COLUMNS",
+    "HOST_COLUMNS",
+    "TELEMETRY_FORMAT",
+    "RestartOutlier",
+    "TelemetryAnalysis",
+    "TelemetryCause",
+    "TelemetryKind",
+    "TelemetrySource",
+    "TelemetryStat",
+    "TelemetryVariance",
+    "TelemetryWindow",
+    "telemetry_file",
+]
+
+# Telemetry file format history (the first line of every telemetry/<source>.csv names it, and
+# run.json `telemetry[<source>].format` repeats it):
+#   diagnose-telemetry/1 — 2026-12: one CSV per source, `# diagnose-telemetry/1 kind=<kind>`
+#       then a header of the kind's columns (GPU_COLUMNS or HOST_COLUMNS), one row per sample
+#       per device, appended and flushed as taken; t_s on the run's clock (collect's origin).
+TELEMETRY_FORMAT = "diagnose-telemetry/1"
+
+TelemetryKind = Literal["nvml", "host", "nvidia-smi", "dcgm"]
+
+# Columns of a GPU source (nvml, or a remote nvidia-smi / DCGM exporter parsed into them).
+GPU_COLUMNS = (
+    "t_s",  # seconds since the run began (collect's origin), when the sample arrived
+    "gpu",  # device index
+    "sm_clock_mhz",
+    "mem_clock_mhz",
+    "power_w",
+    "power_limit_w",
+    "temperature_c",
+    "utilization_pct",
+    "memory_used_mib",
+    "clocks_event_reasons",  # NVML clocks-event (throttle) reason bitmask, an integer
+    "processes",  # compute processes on the device (NVML only; empty elsewhere)
+    "source_time",  # the sample's own timestamp where the source gives one (nvidia-smi)
+)
+# Columns of the client machine's host source (psutil).
+HOST_COLUMNS = (
+    "t_s",
+    "cpu_pct",  # all cores, 0-100
+    "cores",  # logical cores
+    "load1",  # 1-minute load average
+    "freq_mhz",  # mean current CPU frequency (empty where the OS does not say)
+    "client_cpu_pct",  # this diagnose process and its children, % of one core
+    "server_cpu_pct",  # the launched server's process tree, % of one core (empty: unknown)
+    "other_cpu_pct",  # every other process, % of one core
+    "top_other",  # the busiest other processes: "name pid pct; …"
+)
+
+
+class Stored(BaseModel):
+    """Stored records (as schema.bundle's): unknown fields, NaN and infinities are errors."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+
+class Strict(BaseModel):
+    """Analysis models: unknown fields are an error."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+def telemetry_file(source: str) -> str:
+    """Path of a telemetry source's CSV inside a run folder."""
+    return f"telemetry/{source}.csv"
+
+
+class TelemetrySource(Stored):
+    """run.json `telemetry[<source>]`: how one source was sampled during the run."""
+
+    kind: TelemetryKind = Field(description="nvml, host, nvidia-smi (a command) or dcgm (a URL)")
+    format: str = Field(TELEMETRY_FORMAT, description="Format of the CSV (first line repeats it)")
+    file: str | None = Field(None, description="CSV in the run folder; None when absent")
+    interval_s: float = Field(gt=0, description="Seconds between samples asked for")
+    command: str | None = Field(None, description="The plan's command or URL (redacted)")
+    samples: int = Field(0, ge=0, description="Rows written")
+    absent: str | None = Field(
+        None, description="Why the source gave nothing (no NVML on this machine, …); never fatal"
+    )
+    errors: list[str] = Field(
+        default_factory=list, description="Lines or reads that could not be used (first few)"
+    )
+
+
+class TelemetryStat(Strict):
+    """One variable over one window: its median and its worst value."""
+
+    variable: str = Field(description="Column, e.g. sm_clock_mhz")
+    median: float = Field(description="Median over the window's samples")
+    worst: float = Field(description="Worst value: the lowest clock, the highest power/temp/load")
+    samples: int = Field(ge=1, description="Samples in the window")
+
+
+class TelemetryWindow(Strict):
+    """One run's telemetry over one workload's measured requests (or the whole run: `all`)."""
+
+    arm: str = Field(description="Arm")
+    restart: int = Field(description="Restart")
+    window: str = Field(description="Workload name, or 'all' for the whole run")
+    source: str = Field(description="Telemetry source")
+    stats: list[TelemetryStat] = Field(default_factory=list, description="Per variable")
+    reasons: dict[str, float] = Field(
+        default_factory=dict,
+        description="Share of samples (0-1) with each clocks-event reason active, by name",
+    )
+    top_other: str | None = Field(
+        None, description="Host: the busiest other processes at the window's busiest sample"
+    )
+
+
+class TelemetryCause(Strict):
+    """A rule of checklists/telemetry.yaml that matched a run's telemetry."""
+
+    rule: str = Field(description="Rule id")
+    title: str = Field(description="What it is")
+    arm: str = Field(description="Arm")
+    restart: int = Field(description="Restart")
+    window: str = Field(description="Workload window, or 'all'")
+    evidence: str = Field(description="The figures that matched, in words")
+    advice: str = Field(description="What to do")
+    outlier: bool = Field(description="Whether the run's mean is a Tukey outlier of its arm")
+
+
+class RestartOutlier(Strict):
+    """A restart whose mean decode tok/s is outside the Tukey fences of its arm's restarts,
+    set beside its telemetry against the other restarts'."""
+
+    arm: str = Field(description="Arm")
+    restart: int = Field(description="Restart")
+    workload: str = Field(description="Workload")
+    mean_tps: float = Field(description="Its mean decode tok/s")
+    others_tps: float = Field(description="Median of the other restarts' means")
+    side: Literal["low", "high"] = Field(description="Below or above the fences")
+    evidence: list[str] = Field(default_factory=list, description="Telemetry against the others")
+    causes: list[str] = Field(default_factory=list, description="Rules that matched this run")
+
+
+class TelemetryVariance(Strict):
+    """How much of the between-restart variance of one arm-workload's restart means goes with
+    one telemetry variable: an association (squared correlation), not a cause."""
+
+    workload: str = Field(description="Workload")
+    variable: str = Field(description="Telemetry variable (its median per restart)")
+    restarts: int = Field(ge=3, description="Restarts with both figures (all arms pooled)")
+    r: float = Field(description="Pearson correlation of centred log restart means and variable")
+    share: float = Field(description="r²: share of between-restart variance associated with it")
+
+
+class TelemetryAnalysis(Strict):
+    """Telemetry of every run, summarised; present only when some run recorded telemetry."""
+
+    windows: list[TelemetryWindow] = Field(default_factory=list, description="Per run, window")
+    restart_outliers: list[RestartOutlier] = Field(
+        default_factory=list, description="Restarts whose mean is a Tukey outlier of their arm"
+    )
+    causes: list[TelemetryCause] = Field(default_factory=list, description="Rules that matched")
+    variance: list[TelemetryVariance] = Field(
+        default_factory=list, description="Association of restart means with telemetry"
+    )
+    absent: dict[str, str] = Field(
+        default_factory=dict, description="Sources that gave nothing, by run/source: why"
+    )
