@@ -306,6 +306,17 @@ def test_the_recorded_samples_say_they_predate_sealing(name: str) -> None:
         assert "not ok: ngram-k7-r1 (running)" in out
 
 
+def test_the_sealed_cpu_vllm_sample_verifies_its_integrity() -> None:
+    """samples/vllm-cpu-0.32 was recorded with seals: every file is checked against them."""
+    sample = SAMPLES / "vllm-cpu-0.32"
+    before = {p: p.stat().st_mtime_ns for p in sample.rglob("*")}
+    code, out = _verify(sample)
+    assert code == 0, out
+    assert "OK   seals     6 runs sealed as they ended" in out
+    assert "VERIFIED: every run sealed as it ended, and all that was checked holds." in out
+    assert {p: p.stat().st_mtime_ns for p in sample.rglob("*")} == before  # nothing written
+
+
 @pytest.mark.slow
 def test_the_signature_checks_only_with_the_consultancys_key(
     genuine_pdf: Path, keys: Keys, tmp_path: Path
