@@ -7,7 +7,7 @@ from __future__ import annotations
 import shlex
 from pathlib import Path
 
-from test_sweep import SERVER, _arm, _plan, real_env  # noqa: F401 - real_env is a fixture
+from test_sweep import SERVER, _arm, _plan
 
 from diagnostic.bundle.store import Bundle
 from diagnostic.bundle.telemetry import read_telemetry
@@ -20,7 +20,7 @@ DATA = Path(__file__).parent / "data" / "telemetry"
 
 def test_sweep_records_telemetry_per_start_and_the_report_shows_it(
     tmp_path: Path,
-    real_env: None,  # noqa: F811
+    real_env: None,
 ) -> None:
     csv = shlex.quote(str(DATA / "nvidia-smi-documented.csv"))
     # the template's {restart} is rendered per start: each run names its own restart
