@@ -45,7 +45,6 @@ import os
 import re
 import resource
 import statistics
-import subprocess
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -60,7 +59,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from paced_server import decode_rate  # noqa: E402
+from paced_server import decode_rate, spawn  # noqa: E402
 
 from diagnostic.measure.client import (  # noqa: E402
     ClientOptions,
@@ -76,7 +75,6 @@ from diagnostic.schema.bundle import (  # noqa: E402
     decode_tps,
 )
 
-SERVER = Path(__file__).with_name("paced_server.py")
 CLIENTS = ("diagnose", "aiohttp")
 HTTPCORE = "diagnose+httpcore"
 # The issues' goals in percent: median error, and p90 |error| where one is set.
@@ -506,19 +504,6 @@ def _client_cells(x: ClientRow | None) -> list[str]:
     ]
 
 
-def start_server() -> tuple[subprocess.Popen[str], str]:
-    """The paced server in its own process (its own GIL); its base URL."""
-    proc = subprocess.Popen(
-        [sys.executable, str(SERVER), "--port", "0"], stdout=subprocess.PIPE, text=True
-    )
-    assert proc.stdout is not None
-    line = proc.stdout.readline().strip()
-    if not line.startswith("listening on "):
-        proc.kill()
-        raise SystemExit(f"paced server did not start: {line!r}")
-    return proc, line.removeprefix("listening on ")
-
-
 def run_grid(
     server: tuple[int, str], points: list[Point], clients: Sequence[str], args: argparse.Namespace
 ) -> list[Row]:
@@ -585,7 +570,7 @@ def main(argv: list[str] | None = None) -> None:
     points = [p for p in every if re.search(args.only, p.key)]
     extra = [HTTPCORE] if args.httpcore else []
     clients = [*CLIENTS, *extra, *(f"{FORCED}{n}" for n in args.processes)]
-    proc, url = start_server()
+    proc, url = spawn()
     try:
         for client in clients:  # warm-up: lazy imports of the sync and async paths
             for concurrency in (1, 2) if client in CLIENTS else (2,):

@@ -28,10 +28,13 @@ import heapq
 import itertools
 import json
 import socket
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, BinaryIO
 
 __all__ = ["Emits", "PacedServer", "decode_rate", "main"]
@@ -320,6 +323,19 @@ class PacedServer:
 def _requests(rfile: BinaryIO) -> Iterator[tuple[str, str, dict[str, str], bytes]]:
     while (request := _read_request(rfile)) is not None:
         yield request
+
+
+def spawn() -> tuple[subprocess.Popen[str], str]:
+    """This server in its own process (its own GIL) on a free port; its base URL."""
+    proc = subprocess.Popen(
+        [sys.executable, str(Path(__file__)), "--port", "0"], stdout=subprocess.PIPE, text=True
+    )
+    assert proc.stdout is not None
+    line = proc.stdout.readline().strip()
+    if not line.startswith("listening on "):
+        proc.kill()
+        raise SystemExit(f"paced server did not start: {line!r}")
+    return proc, line.removeprefix("listening on ")
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -25,7 +25,6 @@ import argparse
 import json
 import resource
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -38,7 +37,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).parent))
 
-from paced_server import decode_rate  # noqa: E402
+from paced_server import decode_rate, spawn  # noqa: E402
 
 from diagnostic.bundle.store import Bundle  # noqa: E402
 from diagnostic.common.progress import NullReporter  # noqa: E402
@@ -46,7 +45,6 @@ from diagnostic.measure.collect import RunSettings, collect_run  # noqa: E402
 from diagnostic.measure.telemetry import TelemetrySettings, recording  # noqa: E402
 from diagnostic.schema.bundle import Manifest, RunInfo, decode_tps  # noqa: E402
 
-SERVER = Path(__file__).with_name("paced_server.py")
 POINTS = ((500.0, 1), (2000.0, 1), (100.0, 16))  # (tok/s per stream, streams)
 
 
@@ -65,19 +63,6 @@ class Result:
     recorder_cpu_pct: float  # the telemetry recorder process (a reaped child), % of one core
     samples: int  # telemetry rows written (0: off)
     wall_s: float
-
-
-def start_server() -> tuple[subprocess.Popen[str], str]:
-    """The paced server in its own process; its base URL."""
-    proc = subprocess.Popen(
-        [sys.executable, str(SERVER), "--port", "0"], stdout=subprocess.PIPE, text=True
-    )
-    assert proc.stdout is not None
-    line = proc.stdout.readline().strip()
-    if not line.startswith("listening on "):
-        proc.kill()
-        raise SystemExit(f"paced server did not start: {line!r}")
-    return proc, line.removeprefix("listening on ")
 
 
 def run_once(
@@ -190,7 +175,7 @@ def main() -> None:
         "--point", action="append", metavar="RATE:STREAMS", help="only these points (repeatable)"
     )
     args = parser.parse_args()
-    proc, url = start_server()
+    proc, url = spawn()
     results = []
     try:
         points = [tuple(map(float, p.split(":"))) for p in args.point] if args.point else POINTS
