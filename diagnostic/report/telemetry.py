@@ -16,11 +16,11 @@ from diagnostic.report.telemetry_chart import Panel, telemetry_chart
 from diagnostic.report.telemetry_view import (
     CauseRow,
     OutlierRow,
-    TelemetryChart,
     TelemetryView,
     VarianceRow,
     WindowRow,
 )
+from diagnostic.report.view_base import Chart
 from diagnostic.schema.analysis import Analysis
 from diagnostic.schema.bundle import RunInfo
 from diagnostic.schema.telemetry import RestartOutlier, TelemetryWindow
@@ -146,7 +146,7 @@ def _cv(values: list[float]) -> float:
     return statistics.stdev(values) / statistics.fmean(values)
 
 
-def _chart(a: Analysis, bundle: Bundle, runs: Sequence[RunInfo]) -> TelemetryChart | None:
+def _chart(a: Analysis, bundle: Bundle, runs: Sequence[RunInfo]) -> Chart | None:
     flagged = {(o.arm, o.restart) for o in (a.telemetry.restart_outliers if a.telemetry else [])}
     panels = []
     for run in runs:
@@ -167,7 +167,7 @@ def _chart(a: Analysis, bundle: Bundle, runs: Sequence[RunInfo]) -> TelemetryCha
         return None
     shown = panels[:_CHART_RUNS]
     cut = f" (the first {len(shown)} of {len(panels)} runs)" if len(panels) > len(shown) else ""
-    return TelemetryChart(
+    return Chart(
         title=f"SM clock (blue) and power (orange) per run over time, busy GPUs' median{cut}",
         uri=data_uri(telemetry_chart(shown)),
         alt=f"Small multiples of SM clock and power over time for {len(shown)} runs",

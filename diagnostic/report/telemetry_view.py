@@ -2,28 +2,18 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+from diagnostic.report.view_base import Chart
+from diagnostic.report.view_base import View as _View
 
 __all__ = [
     "CauseRow",
     "OutlierRow",
-    "TelemetryChart",
     "TelemetryView",
     "VarianceRow",
     "WindowRow",
 ]
-
-
-class _View(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class TelemetryChart(_View):
-    """The small-multiple chart (as view.Chart, kept here to avoid an import cycle)."""
-
-    title: str = Field(description="Figure caption")
-    uri: str = Field(description="data:image/svg+xml;base64,… of the chart")
-    alt: str = Field(description="What the chart shows, in words")
 
 
 class OutlierRow(_View):
@@ -67,7 +57,7 @@ class WindowRow(_View):
 class TelemetryView(_View):
     """The telemetry chapter; None in the context when no run recorded telemetry."""
 
-    chart: TelemetryChart | None = Field(None, description="SM clock and power per run")
+    chart: Chart | None = Field(None, description="SM clock and power per run")
     outliers: list[OutlierRow] = Field(default_factory=list, description="Outlier restarts")
     causes: list[CauseRow] = Field(default_factory=list, description="Causes found")
     variance: list[VarianceRow] = Field(default_factory=list, description="Associations")

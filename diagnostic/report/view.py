@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from diagnostic.report.telemetry_view import TelemetryView
+from diagnostic.report.view_base import Chart
+from diagnostic.report.view_base import View as _View
 
 __all__ = [
     "ArmRow",
@@ -40,10 +42,6 @@ __all__ = [
 ]
 
 
-class _View(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
 class KeyValue(_View):
     """A labelled value (cover facts, environment rows, definitions)."""
 
@@ -56,14 +54,6 @@ class Evidence(_View):
 
     line: str = Field(description="Line number in the log, or '' when unknown")
     text: str = Field(description="The line, verbatim (escaped by the template)")
-
-
-class Chart(_View):
-    """An SVG chart embedded as a data: URI."""
-
-    title: str = Field(description="Figure caption")
-    uri: str = Field(description="data:image/svg+xml;base64,… of the chart")
-    alt: str = Field(description="What the chart shows, in words")
 
 
 class Cover(_View):
