@@ -24,7 +24,7 @@ from diagnostic.bundle.store import (
     Bundle,
     workload_metrics,
 )
-from diagnostic.engines.flags import infer_speculative, without_speculation
+from diagnostic.engines.flags import speculates, without_speculation
 from diagnostic.schema.analysis import (
     ALL_WORKLOADS,
     Adaptive,
@@ -311,9 +311,7 @@ def _acceptance_ci(runs: Sequence[RunSummary]) -> ValueCI | None:
 def _speculative(spec: ArmSpec | None) -> bool:
     """Whether an arm speculates: the plan says so, else its launch flags; an arm with
     neither (collected by hand) counts as speculative unless it is the baseline."""
-    if spec is None or spec.speculative is None:
-        return not (spec and spec.launch) or infer_speculative(spec.launch or "")
-    return spec.speculative
+    return spec is None or speculates(spec.speculative, spec.launch)
 
 
 def _matched_baseline(ctx: Context, arm: str) -> tuple[str | None, bool, str | None]:

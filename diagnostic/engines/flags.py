@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 import shlex
 
-__all__ = ["SPEC_FLAG", "infer_speculative", "without_speculation"]
+__all__ = ["SPEC_FLAG", "infer_speculative", "speculates", "without_speculation"]
 
 # vLLM --speculative-config/--speculative_config (and V0 --speculative-model, --num-
 # speculative-tokens), SGLang --speculative-algorithm/-num-draft-tokens/-draft-model-path…,
@@ -54,6 +54,14 @@ def infer_speculative(command: str) -> bool:
         not (flag == "--spec-type" and (value or "").lower() in _OFF_VALUES)
         for _, _, flag, value in _flags(_split(command))
     )
+
+
+def speculates(declared: bool | None, launch: str | None) -> bool:
+    """Whether an arm speculates: as its plan declares, else by its launch flags; an arm with
+    neither (collected by hand) counts as speculative."""
+    if declared is not None:
+        return declared
+    return not launch or infer_speculative(launch)
 
 
 def without_speculation(command: str) -> tuple[str, ...]:

@@ -15,7 +15,7 @@ from diagnostic import defaults
 from diagnostic.bundle.store import Bundle, run_id
 from diagnostic.common.progress import duration
 from diagnostic.engines.edit import EditError
-from diagnostic.engines.flags import infer_speculative
+from diagnostic.engines.flags import speculates
 from diagnostic.errors import PlanError
 from diagnostic.logcheck.rules import Rule, load_rules
 from diagnostic.logcheck.stage import check_paths
@@ -104,9 +104,9 @@ def _as_found(
     on_arm: dict[str, list[str]],
     rules: dict[str, Rule],
 ) -> str:
+    spec = [a for a, s in launches.items() if speculates(s.speculative, s.launch)]
     if given is not None:
-        if given not in launches or not _speculates(launches[given]):
-            spec = [a for a, s in launches.items() if _speculates(s)]
+        if given not in spec:
             raise PlanError(
                 f"{path}: as found = {given!r} is not a speculative arm with a launch command "
                 f"(the plan tests speculation against its baseline); name one of: "
@@ -116,7 +116,7 @@ def _as_found(
     ranked = [
         (_SEVERITY.get(rules[ids[0]].severity, 3), n, arm)
         for n, (arm, ids) in enumerate(on_arm.items())
-        if arm in launches and _speculates(launches[arm])
+        if arm in spec
     ]
     if not ranked:
         raise PlanError(
@@ -125,12 +125,6 @@ def _as_found(
             "alone, or write the plan by hand"
         )
     return min(ranked)[2]
-
-
-def _speculates(spec: ArmSpec) -> bool:
-    return (
-        spec.speculative if spec.speculative is not None else infer_speculative(spec.launch or "")
-    )
 
 
 def _base_arm(spec: ArmSpec, m: Manifest) -> ArmTable:
