@@ -33,6 +33,22 @@ THREADS = {**os.environ, "DIAGNOSE_THREADS": "1"}
 _LOGS: dict[str, Path] = {}  # base URL -> the log scripts/real-server writes for it
 
 
+def run_diagnose(
+    *args: str, timeout: float = 1800, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """`python -m diagnostic ARGS` in the repository, its output captured; `timeout` is a hang
+    guard, not a speed test."""
+    return subprocess.run(
+        [sys.executable, "-m", "diagnostic", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+        env=env,
+    )
+
+
 def collect_until(args: list[str], records: Path, lines: int) -> subprocess.Popen[bytes]:
     """`diagnose collect ARGS` in a child process, returned once `records` (a run's
     requests.jsonl) holds `lines` records: for tests that kill collect mid-run."""

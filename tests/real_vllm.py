@@ -5,13 +5,12 @@ from __future__ import annotations
 import json
 import os
 import re
-import socket
 import subprocess
 from pathlib import Path
 
 import pytest
+from conftest import ROOT, free_port
 
-ROOT = Path(__file__).parents[1]
 SCRIPT = ROOT / "scripts" / "real-vllm"
 K = 3
 # The flags the sample plan and the sweep test give vLLM for n-gram speculation.
@@ -42,12 +41,6 @@ def installed() -> None:
             " run `scripts/real-vllm install` (~3-8 min, once); these tests need the real server",
             pytrace=False,
         )
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def start_all(configs: dict[str, list[str]]) -> dict[str, tuple[int, str]]:

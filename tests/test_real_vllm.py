@@ -8,12 +8,11 @@ Nothing here asserts a speed, a rate or a verdict: the machine's load changes th
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from conftest import run_diagnose
 from pypdf import PdfReader
 
 from diagnostic.analyse.core import analyse
@@ -22,7 +21,6 @@ from diagnostic.engines.metrics import parse_spec_counters, spec_delta
 from diagnostic.logcheck.stage import check_paths
 from tests.real_vllm import (
     NGRAM_CONFIG,
-    ROOT,
     SCRIPT,
     START_TIMEOUT_S,
     K,
@@ -38,17 +36,6 @@ MAX_TOKENS = 24
 REQUESTS = 2
 
 
-def _diagnose(*args: str, timeout: float = 1800) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "diagnostic", *args],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=timeout,  # a hang guard, not a speed test
-        check=False,
-    )
-
-
 @pytest.fixture(scope="module")
 def servers() -> Iterator[dict[str, tuple[int, str]]]:
     installed()
@@ -62,7 +49,7 @@ def bundle(servers: dict[str, tuple[int, str]], tmp_path_factory: pytest.TempPat
     """One bundle, one run per arm, collected by the CLI (its log found by asking the host)."""
     out = tmp_path_factory.mktemp("vllm") / "b"
     for arm, (_, url) in servers.items():
-        done = _diagnose(
+        done = run_diagnose(
             "collect", url, "-o", str(out), "--arm", arm, "--requests", str(REQUESTS),
             "--warmup", "1", "--max-tokens", str(MAX_TOKENS),
         )  # fmt: skip
@@ -134,7 +121,7 @@ def test_check_reads_the_runs_own_logs(bundle: Path) -> None:
 
 def test_report_renders_a_pdf(bundle: Path, tmp_path: Path) -> None:
     pdf = tmp_path / "report.pdf"
-    done = _diagnose("report", str(bundle), "-o", str(pdf))
+    done = run_diagnose("report", str(bundle), "-o", str(pdf))
     assert done.returncode == 0, done.stdout + done.stderr
     text = "\n".join(page.extract_text() for page in PdfReader(pdf).pages)
     assert "vllm 0.32.0" in text.lower() and f"ngram-k{K}" in text
@@ -153,7 +140,7 @@ def test_a_two_arm_sweep_restarts_vllm_per_arm(tmp_path: Path) -> None:
         f'[[arms]]\nname = "base"\nlaunch = "{launch}"\n'
         f'[[arms]]\nname = "ngram-k{K}"\nlaunch = "{launch} --speculative-config \'{spec}\'"\n'
     )
-    done = _diagnose("sweep", str(plan), "-o", str(tmp_path / "b"), timeout=2 * START_TIMEOUT_S)
+    done = run_diagnose("sweep", str(plan), "-o", str(tmp_path / "b"), timeout=2 * START_TIMEOUT_S)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     b = Bundle.open(tmp_path / "b")
     assert sorted((r.arm, r.status) for r in b.runs()) == [("base", "ok"), (f"ngram-k{K}", "ok")]

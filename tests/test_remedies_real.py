@@ -6,34 +6,22 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, THREADS, free_port
+from conftest import THREADS, free_port, run_diagnose
 from pypdf import PdfReader
+from test_sweep import SERVER
 
 from diagnostic.logcheck.stage import check_paths
 from diagnostic.measure.plan.spec import load_plan
 from diagnostic.measure.sweep import sweep
 
-SERVER = (
-    "$LLAMA_SERVER -m $MODEL -a gemma --host 127.0.0.1 --port {port} -t 1 -tb 1 -c 2048 -np 1"
-    " --metrics"
-)
 NEVER_DRAFTS = " --spec-type ngram-simple --spec-ngram-simple-size-n 2 --spec-ngram-simple-size-m 1"
 
 
 def _diagnose(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "diagnostic", *args],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=1800,
-        check=False,
-        env=THREADS,
-    )
+    return run_diagnose(*args, env=THREADS)
 
 
 def _first_day(tmp_path: Path) -> Path:
