@@ -20,6 +20,8 @@ from diagnostic.bundle.telemetry import read_telemetry
 from diagnostic.schema.analysis import ALL_WORKLOADS, ArmResult, ArmWorkload
 from diagnostic.schema.bundle import RequestRecord, RunInfo, latest_attempts
 from diagnostic.schema.telemetry import (
+    GPU_COLUMNS,
+    HOST_COLUMNS,
     RestartOutlier,
     TelemetryAnalysis,
     TelemetryCause,
@@ -44,22 +46,9 @@ REASONS = {
 }
 # Variables summarised, and which way is worse: a lower clock or power limit, else a higher value.
 _LOW_IS_WORSE = {"sm_clock_mhz", "mem_clock_mhz", "freq_mhz", "power_limit_w"}
-_SUMMARISED = (
-    "sm_clock_mhz",
-    "mem_clock_mhz",
-    "power_w",
-    "power_limit_w",
-    "temperature_c",
-    "utilization_pct",
-    "memory_used_mib",
-    "processes",
-    "cpu_pct",
-    "load1",
-    "freq_mhz",
-    "client_cpu_pct",
-    "server_cpu_pct",
-    "other_cpu_pct",
-)
+# Every numeric column of the sources but the sample's time, device, bitmask and core count.
+_NOT_SUMMARISED = {"t_s", "gpu", "clocks_event_reasons", "source_time", "cores", "top_other"}
+_SUMMARISED = tuple(c for c in (*GPU_COLUMNS, *HOST_COLUMNS) if c not in _NOT_SUMMARISED)
 # Figures an outlier restart is set beside its siblings with (the first that differ most).
 _EVIDENCE = ("sm_clock_mhz", "power_w", "temperature_c", "cpu_pct", "other_cpu_pct")
 _EVIDENCE_LINES = 3

@@ -8,7 +8,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from diagnostic.schema.bundle import Strict as _Model
+from diagnostic.schema.base import Strict as _Model
 
 
 class Estimate(_Model):

@@ -8,7 +8,6 @@ from typing import Annotated, Any, Literal
 
 from pydantic import (
     AfterValidator,
-    BaseModel,
     BeforeValidator,
     ConfigDict,
     Field,
@@ -17,6 +16,7 @@ from pydantic import (
 )
 
 from diagnostic import defaults
+from diagnostic.schema.base import Stored, Strict
 from diagnostic.schema.telemetry import TelemetrySource
 
 # Bundle format history (bump SCHEMA_VERSION and add an upgrade in bundle.py on any change
@@ -101,18 +101,6 @@ LogSources = dict[
 def utc_now() -> str:
     """Current UTC time as an ISO 8601 string (what every timestamp in a bundle uses)."""
     return datetime.now(UTC).isoformat(timespec="seconds")
-
-
-class Strict(BaseModel):
-    """Base for stored models: unknown fields are an error, so typos never pass silently."""
-
-    model_config = ConfigDict(extra="forbid")
-
-
-class Stored(Strict):
-    """Base for the bundle's own records: a NaN or an infinity is an error too, in any float."""
-
-    model_config = ConfigDict(allow_inf_nan=False)
 
 
 class Engagement(Stored):

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 
+from diagnostic.schema.base import Strict
 from diagnostic.schema.bundle import SCHEMA_VERSION
 
 EngineName = Literal["vllm", "sglang", "llamacpp", "trtllm", "unknown"]
@@ -23,12 +24,6 @@ SourceKind = Literal["startup", "command", "runtime", "metric"]
 MAX_SAMPLES = 200
 MAX_WARNINGS = 200
 MAX_EVIDENCE = 20
-
-
-class Strict(BaseModel):
-    """Base: unknown fields are an error."""
-
-    model_config = ConfigDict(extra="forbid")
 
 
 class Evidence(Strict):

@@ -7,7 +7,8 @@ from typing import Literal
 
 from pydantic import Field
 
-from diagnostic.schema.bundle import Engagement, Sha256, Strict
+from diagnostic.schema.base import Strict
+from diagnostic.schema.bundle import Engagement, Sha256
 
 __all__ = ["DELIVERABLE_FILE", "Deliverable", "RootSignature"]
 

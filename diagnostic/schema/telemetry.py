@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+from diagnostic.schema.base import Stored, Strict
 
 __all__ = [
     "GPU_COLUMNS",
@@ -57,18 +59,6 @@ HOST_COLUMNS = (
     "other_cpu_pct",  # every other process, % of one core
     "top_other",  # the busiest other processes: "name pid pct; …"
 )
-
-
-class Stored(BaseModel):
-    """Stored records (as schema.bundle's): unknown fields, NaN and infinities are errors."""
-
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
-
-
-class Strict(BaseModel):
-    """Analysis models: unknown fields are an error."""
-
-    model_config = ConfigDict(extra="forbid")
 
 
 def telemetry_file(source: str) -> str:
