@@ -20,6 +20,7 @@ from diagnostic.bundle.telemetry import read_telemetry
 from diagnostic.schema.analysis import ALL_WORKLOADS, ArmResult, ArmWorkload
 from diagnostic.schema.bundle import RequestRecord, RunInfo, latest_attempts
 from diagnostic.schema.telemetry import (
+    CLOCKS_EVENT_REASONS,
     GPU_COLUMNS,
     HOST_COLUMNS,
     RestartOutlier,
@@ -30,20 +31,8 @@ from diagnostic.schema.telemetry import (
     TelemetryWindow,
 )
 
-__all__ = ["REASONS", "analyse_telemetry", "window_of"]
+__all__ = ["analyse_telemetry", "window_of"]
 
-# NVML clocks-event reason bits (nvml.h nvmlClocksEventReason*), by the names the rules use.
-REASONS = {
-    "gpu_idle": 0x1,
-    "applications_clocks_setting": 0x2,
-    "sw_power_cap": 0x4,
-    "hw_slowdown": 0x8,
-    "sync_boost": 0x10,
-    "sw_thermal_slowdown": 0x20,
-    "hw_thermal_slowdown": 0x40,
-    "hw_power_brake_slowdown": 0x80,
-    "display_clock_setting": 0x100,
-}
 # Variables summarised, and which way is worse: a lower clock or power limit, else a higher value.
 _LOW_IS_WORSE = {"sm_clock_mhz", "mem_clock_mhz", "freq_mhz", "power_limit_w"}
 # Every numeric column of the sources but the sample's time, device, bitmask and core count.
@@ -168,7 +157,7 @@ def _reason_shares(part: pd.DataFrame) -> dict[str, float]:
     masks = part["clocks_event_reasons"].dropna().astype("int64")
     if not len(masks):
         return {}
-    return {name: float(((masks & bit) != 0).mean()) for name, bit in REASONS.items()}
+    return {name: float(((masks & bit) != 0).mean()) for name, bit in CLOCKS_EVENT_REASONS.items()}
 
 
 def _top_other(part: pd.DataFrame) -> str | None:

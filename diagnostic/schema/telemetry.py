@@ -9,6 +9,7 @@ from pydantic import Field
 from diagnostic.schema.base import Stored, Strict
 
 __all__ = [
+    "CLOCKS_EVENT_REASONS",
     "GPU_COLUMNS",
     "HOST_COLUMNS",
     "TELEMETRY_FORMAT",
@@ -32,6 +33,19 @@ TELEMETRY_FORMAT = "diagnose-telemetry/1"
 
 TelemetryKind = Literal["nvml", "host", "nvidia-smi", "dcgm"]
 
+# NVML clocks-event (throttle) reason bits (nvml.h nvmlClocksEventReason*), by the names the
+# analysis and its rules use.
+CLOCKS_EVENT_REASONS = {
+    "gpu_idle": 0x1,
+    "applications_clocks_setting": 0x2,
+    "sw_power_cap": 0x4,
+    "hw_slowdown": 0x8,
+    "sync_boost": 0x10,
+    "sw_thermal_slowdown": 0x20,
+    "hw_thermal_slowdown": 0x40,
+    "hw_power_brake_slowdown": 0x80,
+    "display_clock_setting": 0x100,
+}
 # Columns of a GPU source (nvml, or a remote nvidia-smi / DCGM exporter parsed into them).
 GPU_COLUMNS = (
     "t_s",  # seconds since the run began (collect's origin), when the sample arrived

@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 
 from diagnostic.errors import TelemetryError
+from diagnostic.schema.telemetry import CLOCKS_EVENT_REASONS
 
 __all__ = ["SmiParser", "parse_dcgm", "parse_smi_file", "reason_bits"]
 
@@ -53,23 +54,10 @@ _DCGM_FIELDS = {
     "DCGM_FI_DEV_CLOCKS_EVENT_REASONS": "clocks_event_reasons",
 }
 
-# NVML clocks-event reason bits (nvml.h nvmlClocksEventReason*) and the names the analysis uses.
-REASONS = {
-    0x1: "gpu_idle",
-    0x2: "applications_clocks_setting",
-    0x4: "sw_power_cap",
-    0x8: "hw_slowdown",
-    0x10: "sync_boost",
-    0x20: "sw_thermal_slowdown",
-    0x40: "hw_thermal_slowdown",
-    0x80: "hw_power_brake_slowdown",
-    0x100: "display_clock_setting",
-}
-
 
 def reason_bits(mask: int) -> list[str]:
     """Names of the clocks-event reasons set in an NVML bitmask."""
-    return [name for bit, name in REASONS.items() if mask & bit]
+    return [name for name, bit in CLOCKS_EVENT_REASONS.items() if mask & bit]
 
 
 class SmiParser:
