@@ -50,6 +50,7 @@ def test_every_sample_has_an_expected_file() -> None:
         "vllm-cpu-0.32",
         "vllm-h200-gemma3",
         "vllm-h200-mla",
+        "vllm-h200-mla-remedy",
         "vllm-h200-validation",
     }
     names = {p.name.removesuffix(".expected.json") for p in GOLDEN.glob("*.expected.json")}

@@ -19,6 +19,7 @@ from diagnostic.measure.sweep.nextplan import next_plan
 
 ROOT = Path(__file__).parents[1]
 MLA = ROOT / "samples" / "vllm-h200-mla"
+REMEDY = ROOT / "samples" / "vllm-h200-mla-remedy"  # SAMPLE_PLAN as run on the H200
 SAMPLE_PLAN = ROOT / "samples" / "plans" / "vllm-h200-mla-remedy.toml"
 SPEC = '--speculative-config \'{"method":"ngram","num_speculative_tokens":3}\''
 VLLM = f"vllm serve $MODEL --port 8000 --attention-backend TRITON_MLA {SPEC}"
@@ -98,6 +99,40 @@ def test_sample_remedy_plan_is_what_the_command_makes() -> None:
     stored = load_plan(SAMPLE_PLAN)
     assert [(a.name, a.launch) for a in stored.arms] == [(a.name, a.launch) for a in made.arms]
     assert tomllib.loads(SAMPLE_PLAN.read_text())["plan"]["as_found"] == "triton-ngram-k3"
+
+
+def test_recorded_remedy_sweep_ran_the_plan_unchanged() -> None:
+    """samples/vllm-h200-mla-remedy is `diagnose sweep` of SAMPLE_PLAN on the H200: the
+    bundle's plan is the file's, arm by arm (launch, environment, A/A, as found)."""
+    from diagnostic.bundle.store import Bundle
+
+    stored, ran = load_plan(SAMPLE_PLAN), Bundle.open(REMEDY).manifest.plan
+    assert [(a.name, a.launch, dict(a.env), a.aa_of) for a in stored.arms] == [
+        (a.name, a.launch, dict(a.env), a.aa_of) for a in ran.arms
+    ]
+    assert ran.as_found == "triton-ngram-k3" and ran.restarts == stored.options.restarts
+    assert {r.status for r in Bundle.open(REMEDY).runs()} == {"ok"}
+
+
+def test_recorded_remedy_report_leads_with_before_and_after() -> None:
+    """The recorded before-and-after: as found (Triton MLA + n-gram, capture downgraded) a
+    LOSS against its own baseline, after (FlashAttention MLA + n-gram) a WIN against its own,
+    on both workloads, each with the interval that decided it; the box says what the headline
+    would (no headline), and the failed A/A check is page 1's red warning, not a footnote."""
+    from diagnostic.bundle.store import Bundle
+    from diagnostic.report.build import report_context
+
+    ctx = report_context(Bundle.open(REMEDY))
+    found = ctx.summary.as_found
+    assert found is not None and found.arm == "triton-ngram-k3"
+    assert found.after == "flash-attn-mla-spec" and "FLASH_ATTN_MLA" in found.head
+    for workload, line in zip(("code", "prose"), found.lines, strict=True):
+        before, after = line.split("; after ")
+        assert before.startswith(f"{workload}: as found") and before.endswith("LOSS")
+        assert "of flash-attn-mla-base [" in after and after.endswith("WIN.")
+    assert ctx.summary.headline == ""
+    assert ctx.summary.warning.startswith("The A/A check failed")
+    assert not any("A/A check failed" in c for c in ctx.summary.caveats)
 
 
 def test_plan_names_a_bad_as_found(tmp_path: Path) -> None:

@@ -61,3 +61,16 @@ def test_a_bundle_without_telemetry_has_no_chapter_and_no_line(tmp_path: Path) -
     assert ctx.telemetry is None and ctx.summary.telemetry_line == ""
     html = render_html(ctx)
     assert "telemetry" not in html.lower()
+
+
+def test_associations_say_which_variables_follow_the_decode_rate() -> None:
+    """On the recorded H200 sweep (NVML and host telemetry of 15 runs) the strongest
+    associations are GPU utilisation and power, which rise with the decode rate itself: the
+    table says so beside each, and names the conditions of the run apart."""
+    sample = Path(__file__).resolve().parents[1] / "samples" / "vllm-h200-mla-remedy"
+    view = report_context(Bundle.open(sample)).telemetry
+    assert view is not None and view.variance
+    reads = {v.variable: v.reads for v in view.variance}
+    assert reads["nvml.utilization_pct"] == reads["nvml.power_w"] == "follows the decode rate"
+    assert reads["host.other_cpu_pct"] == "condition of the run"
+    assert {v.reads for v in view.variance} == {"follows the decode rate", "condition of the run"}

@@ -229,6 +229,10 @@ def test_collect_samples_the_host_on_a_real_llama_server(collected: Path) -> Non
     assert frame.t_s.min() <= first and frame.t_s.max() >= last  # the whole run is covered
     # the server runs on this machine: its process is found and measured apart from ours
     assert frame.server_cpu_pct.notna().any()
+    # how often another task took the server's core: a rate from the second sample on
+    preempt = frame.server_preempt_per_s.dropna()
+    assert len(preempt) and (preempt >= 0).all()
+    assert frame.steal_pct.dropna().between(0, 100).all()  # empty where the OS does not say
     assert len(frames["node"]) == 6
     # sealed with the run: every telemetry file is in the seal, and the seal holds
     assert run.seal is not None

@@ -43,7 +43,9 @@ def gpu_rows(
     ]
 
 
-def host_rows(cpu: float, other: float = 5.0, client: float = 20.0) -> list[dict[str, object]]:
+def host_rows(
+    cpu: float, other: float = 5.0, client: float = 20.0, steal: float = 0.0
+) -> list[dict[str, object]]:
     return [
         {
             "t_s": i * 0.5,
@@ -51,6 +53,7 @@ def host_rows(cpu: float, other: float = 5.0, client: float = 20.0) -> list[dict
             "cores": 16,
             "load1": 1.0,
             "freq_mhz": 3000.0,
+            "steal_pct": steal,
             "client_cpu_pct": client,
             "server_cpu_pct": 100.0,
             "other_cpu_pct": other,
@@ -138,6 +141,7 @@ def test_causes_name_the_run_with_evidence_and_advice(throttled: Bundle) -> None
         ("host", host_rows(97.0), "host-cpu-saturated"),
         ("host", host_rows(30.0, other=180.0), "host-other-load"),
         ("host", host_rows(30.0, client=99.0), "client-cpu-saturated"),
+        ("host", host_rows(30.0, steal=12.0), "host-cpu-steal"),
     ],
 )
 def test_each_cause_on_a_synthetic_run(tmp_path: Path, source: str, rows: list, rule: str) -> None:
@@ -148,7 +152,7 @@ def test_each_cause_on_a_synthetic_run(tmp_path: Path, source: str, rows: list, 
     tele = analyse(bundle).telemetry
     assert tele is not None
     assert {(c.rule, c.restart) for c in tele.causes} == {(rule, 1)}
-    if source == "host" and rule != "client-cpu-saturated":
+    if source == "host" and rule in ("host-cpu-saturated", "host-other-load"):
         assert "stress 4242" in tele.causes[0].evidence
 
 
@@ -194,3 +198,20 @@ def test_a_broken_rule_file_is_named(tmp_path: Path) -> None:
     with pytest.raises(TelemetryError, match=r"causes\.yaml: rules\.0\.when"):
         load_rules(bad)
     assert len(load_rules()) >= 6
+
+
+def test_a_host_file_from_before_steal_time_reads_it_as_empty() -> None:
+    """The recorded H200 sweep's host CSVs predate the steal_pct column: they read, with the
+    column empty, and no steal cause is made from nothing."""
+    from diagnostic.bundle.telemetry import read_telemetry
+
+    bundle = Bundle.open(Path(__file__).resolve().parents[1] / "samples" / "vllm-h200-mla-remedy")
+    run = bundle.find_run("triton-base", 0)
+    assert run is not None
+    run_dir = bundle.run_dir("triton-base", 0)
+    host = read_telemetry(run_dir, run)["host"]
+    header = (run_dir / "telemetry" / "host.csv").read_text().splitlines()[1]
+    assert "server_cpu_pct" in header and "steal_pct" not in header
+    assert host["steal_pct"].isna().all() and host["server_cpu_pct"].notna().all()
+    tele = analyse(bundle).telemetry
+    assert tele is not None and not any(c.rule == "host-cpu-steal" for c in tele.causes)

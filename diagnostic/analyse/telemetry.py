@@ -39,7 +39,15 @@ _LOW_IS_WORSE = {"sm_clock_mhz", "mem_clock_mhz", "freq_mhz", "power_limit_w"}
 _NOT_SUMMARISED = {"t_s", "gpu", "clocks_event_reasons", "source_time", "cores", "top_other"}
 _SUMMARISED = tuple(c for c in (*GPU_COLUMNS, *HOST_COLUMNS) if c not in _NOT_SUMMARISED)
 # Figures an outlier restart is set beside its siblings with (the first that differ most).
-_EVIDENCE = ("sm_clock_mhz", "power_w", "temperature_c", "cpu_pct", "other_cpu_pct")
+_EVIDENCE = (
+    "sm_clock_mhz",
+    "power_w",
+    "temperature_c",
+    "cpu_pct",
+    "other_cpu_pct",
+    "steal_pct",
+    "server_preempt_per_s",
+)
 _EVIDENCE_LINES = 3
 _LABELS = {
     "sm_clock_mhz": "SM clock (MHz)",
@@ -47,6 +55,8 @@ _LABELS = {
     "temperature_c": "temperature (°C)",
     "cpu_pct": "host CPU (%)",
     "other_cpu_pct": "other processes' CPU (% of a core)",
+    "steal_pct": "VM steal (% of the CPUs)",
+    "server_preempt_per_s": "server preemptions (/s)",
 }
 _MIN_RESTARTS = 3  # a correlation over fewer points says nothing
 

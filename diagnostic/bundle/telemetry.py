@@ -15,6 +15,7 @@ from diagnostic.schema.bundle import RunInfo
 from diagnostic.schema.telemetry import (
     GPU_COLUMNS,
     HOST_COLUMNS,
+    OPTIONAL_COLUMNS,
     TELEMETRY_FORMAT,
     TelemetryKind,
     telemetry_file,
@@ -123,6 +124,8 @@ def _read_csv(path: Path, columns: tuple[str, ...]) -> pd.DataFrame:
         frame = pd.read_csv(io.StringIO(rest), dtype={"top_other": "string"})
     except (ValueError, pd.errors.ParserError) as exc:
         raise BundleError(f"{path}: unreadable telemetry CSV ({exc})") from exc
+    for column in OPTIONAL_COLUMNS & set(columns) - set(frame.columns):
+        frame[column] = float("nan")
     missing = [c for c in columns if c not in frame.columns]
     if missing:
         raise BundleError(f"{path}: telemetry CSV without column(s) {', '.join(missing)}")

@@ -48,6 +48,7 @@ def as_found(inputs: Inputs, problems: list[FindingView]) -> AsFound | None:
     said = "Why as found was slow" if slow else "What the logs found on it"
     return AsFound(
         arm=name,
+        after=shared,
         head=head,
         lines=[_line(inputs, a, p, shared) for p in pairs],
         levels=f"Each interval decided its verdict: {'; '.join(levels)}." if levels else "",

@@ -7,22 +7,28 @@ from diagnostic.report import fmt as f
 from diagnostic.report.inputs import Inputs
 from diagnostic.schema.analysis import WITHIN_PROCESS_LABEL
 
-__all__ = ["caveats"]
+__all__ = ["caveats", "design_warning"]
+
+
+def design_warning(inputs: Inputs) -> str:
+    """The caveat every verdict carries (a failed A/A check), shown under the verdicts in
+    red; '' when the design check passed or there was none."""
+    nb = inputs.analysis.noise_band
+    if nb.aa_check is not False:
+        return ""
+    return (
+        "The A/A check failed: the same configuration measured twice differs beyond its "
+        "interval, so the schedule has drift or order effects — read every verdict of this "
+        "report with that caveat."
+    )
 
 
 def caveats(inputs: Inputs) -> list[str]:
-    """What page 1 must add to its verdicts: a failed A/A check, comparisons without a
-    verdict, a pooled reference's sensitivity, unmatched arms, runs and requests left out,
-    and what a day on site could decide at the measured noise when it could not decide the
-    plan's target."""
+    """What page 1 must add to its verdicts: comparisons without a verdict, a pooled
+    reference's sensitivity, unmatched arms, runs and requests left out, and what a day on
+    site could decide at the measured noise when it could not decide the plan's target."""
     a = inputs.analysis
     out = []
-    if a.noise_band.aa_check is False:
-        out.append(
-            "The A/A check failed: the same configuration measured twice differs beyond its "
-            "interval, so the schedule has drift or order effects — read every verdict of this "
-            "report with that caveat."
-        )
     withheld = [c for c in a.comparisons if c.withheld and not c.derived]
     single = sorted(
         {c.arm if c.n_restarts_arm == 1 else c.baseline for c in withheld if c.within_process_only}

@@ -11,7 +11,7 @@ from diagnostic.report import budget
 from diagnostic.report import fmt as f
 from diagnostic.schema.analysis import Analysis, ArmResult
 from diagnostic.schema.bundle import Engagement, RunInfo
-from diagnostic.schema.logfacts import CheckReport, LogFacts
+from diagnostic.schema.logfacts import CheckReport, LogFacts, draft_length
 from diagnostic.schema.seal import RootSignature
 
 __all__ = ["Inputs", "served_method"]
@@ -107,6 +107,19 @@ class Inputs:
                 return match["m"]
         return None
 
+    def arm_k(self, arm: ArmResult) -> int | None:
+        """k of an arm: plan params, else the draft length its logs print when every run of
+        the arm that prints one agrees (a plan need not template k: `diagnose plan` edits the
+        client's own command)."""
+        if arm.k is not None or arm.speculative is False:
+            return arm.k
+        ks = {
+            draft_length(x.engine, x.spec.num_draft_tokens)
+            for x in self.log_facts
+            if self.arm_of(x) == arm.id and x.spec.num_draft_tokens is not None
+        }
+        return ks.pop() if len(ks) == 1 else None
+
     def describe(self, arm: ArmResult) -> str:
         """'n-gram at k=3' for sentences, with the arm's name when another arm reads the same
         ('n-gram at k=3 (fa-ngram-k3)'); 'arm X (k=3)' when the method is unknown."""
@@ -115,10 +128,10 @@ class Inputs:
         return f"{text} ({arm.id})" if len(twins) > 1 else text
 
     def _plain_description(self, arm: ArmResult) -> str:
-        method = self.arm_method(arm)
+        method, k = self.arm_method(arm), self.arm_k(arm)
         if method:
-            return f.method_name(method) + (f" at k={arm.k}" if arm.k is not None else "")
-        return f"arm {arm.id}" + (f" (k={arm.k})" if arm.k is not None else "")
+            return f.method_name(method) + (f" at k={k}" if k is not None else "")
+        return f"arm {arm.id}" + (f" (k={k})" if k is not None else "")
 
     def setting(self, arm: ArmResult) -> str:
         """'n-gram, k=3' for table cells, where the arm's name sits in the next column."""
@@ -128,10 +141,10 @@ class Inputs:
             return f"A/A repeat of {arm.aa_of}"
         if arm.speculative is False:
             return "no speculation"
-        method = self.arm_method(arm)
-        if method is None and arm.k is None and not self._speculates(arm):
+        method, k = self.arm_method(arm), self.arm_k(arm)
+        if method is None and k is None and not self._speculates(arm):
             return "not recorded (compared as speculative)"
-        return f.spec_setting(method, arm.k)
+        return f.spec_setting(method, k)
 
     def _speculates(self, arm: ArmResult) -> bool:
         """Whether anything recorded says the arm ran speculation: the plan, a log of its

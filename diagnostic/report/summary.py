@@ -12,7 +12,7 @@ from diagnostic.report import capture as cap
 from diagnostic.report import fmt as f
 from diagnostic.report import select as sel
 from diagnostic.report.budget import Day
-from diagnostic.report.caveats import caveats
+from diagnostic.report.caveats import caveats, design_warning
 from diagnostic.report.design import futility
 from diagnostic.report.inputs import Inputs, served_method
 from diagnostic.report.unmeasured import unmeasured
@@ -153,6 +153,12 @@ def _headline_arm(a: Analysis, best: dict[str, Comparison]) -> str:
         return sum(c.verdict == "WIN" for c in comps), sum(c.ratio or 0.0 for c in comps)
 
     return max(per_arm, key=lambda arm: (score(arm)[0], score(arm)[1] / len(per_arm[arm])))
+
+
+def headline_arm(a: Analysis) -> str | None:
+    """The arm the headline speaks of; None when nothing was compared."""
+    best = {w: c for w in sel.workloads(a) if (c := sel.lead_comparison(a, w)) is not None}
+    return _headline_arm(a, best) if best else None
 
 
 def headline(a: Analysis, describe: Describe) -> str:
@@ -305,10 +311,9 @@ def _summary_chart(a: Analysis) -> Chart | None:
         return None
     cut = charts.bar_axis(bars).cuts([b.low for b in bars], [b.high for b in bars])
     return Chart(
-        title="Decode throughput per workload: baseline and the best speculative setting "
-        f"(95% CI across restarts{f'; {charts.CUT}' if cut else ''}).",
+        title=f"Decode tok/s, 95% CI across restarts{f'; {charts.CUT}' if cut else ''}.",
         # Shorter than chapter 2's: page 1 must hold the whole executive summary.
-        uri=charts.data_uri(charts.before_after_chart(bars, legend_on_top=True, height_in=1.4)),
+        uri=charts.data_uri(charts.before_after_chart(bars, legend_on_top=True, height_in=1.0)),
         alt="Bar chart of decode tokens per second, baseline against best speculative arm.",
     )
 
@@ -318,6 +323,12 @@ def summary(inputs: Inputs, actions: list[str], shown: int = 2) -> Summary:
     the first `shown` recommendations (`actions`)."""
     a, describe = inputs.analysis, inputs.describe
     causes, label, note = _root_box(inputs, cap.problems(inputs))
+    quoted: set[str] = set()
+    for n, cause in enumerate(causes):  # a line quoted once is not quoted again below it
+        if cause.quote is not None and cause.quote.text in quoted:
+            causes[n] = cause.model_copy(update={"quote": None})
+        elif cause.quote is not None:
+            quoted.add(cause.quote.text)
     alarm = unmeasured(inputs)  # then what the bundle lacks is beside the point
     return Summary(
         headline=headline(a, describe),
@@ -331,6 +342,7 @@ def summary(inputs: Inputs, actions: list[str], shown: int = 2) -> Summary:
         degenerate=degenerate(inputs),
         profiles=[_profile(a, w, describe) for w in sel.workloads(a)],
         chart=_summary_chart(a),
+        warning=design_warning(inputs),
         caveats=caveats(inputs),
         actions=actions[:shown],
         more_actions=max(0, len(actions) - shown),
@@ -388,17 +400,32 @@ def degenerate(inputs: Inputs) -> str:
 
 
 def _losses(a: Analysis, describe: Describe) -> list[str]:
-    """Every speculative setting measured slower than the baseline, one line per setting
-    naming each workload it lost on."""
-    phrases: dict[str, list[str]] = {}
+    """Every speculative setting measured slower than its baseline, in one line: the level
+    of the intervals said once when they share it, then each setting with the workloads it
+    lost on ('n-gram at k=2: code 0.81× [0.72–0.92]; …')."""
+    lost: dict[str, list[tuple[str, Comparison]]] = {}
     for w in sel.workloads(a):
         for c in sel.spec_comparisons(a, w):
             if c.verdict == "LOSS":
-                phrases.setdefault(c.arm, []).append(verdict_phrase(c, w, a))
-    return [
-        f"With {_name(a, arm, describe)}, decoding is {f.join(lines)}."
-        for arm, lines in phrases.items()
+                lost.setdefault(c.arm, []).append((w, c))
+    if not lost:
+        return []
+    # The family's level once (each interval's own level, as the headline does, left out).
+    labels = {_EACH.sub("", c.ci_label or "") for pairs in lost.values() for _, c in pairs}
+    once = next(iter(labels)) if len(labels) == 1 and "" not in labels else None
+
+    def measured(w: str, c: Comparison) -> str:
+        if once:
+            span = f.span(c.ci_low, c.ci_high, "ratio", a.noise_band.delta)
+            return f"{w} {f.ratio(c.ratio)} [{span}]"
+        return f"{w} {f.decided_ratio(c, a.noise_band.delta)}"
+
+    settings = [
+        f"{_name(a, arm, describe)}: {', '.join(measured(w, c) for w, c in pairs)}"
+        for arm, pairs in lost.items()
     ]
+    level = f" ({once})" if once else ""
+    return [f"Slower than no speculation, a LOSS{level}: {'; '.join(settings)}."]
 
 
 def _root_box(inputs: Inputs, problems: list[FindingView]) -> tuple[list[Cause], str, str]:

@@ -23,7 +23,7 @@ from diagnostic.report.telemetry_view import (
 from diagnostic.report.view_base import Chart
 from diagnostic.schema.analysis import Analysis
 from diagnostic.schema.bundle import RunInfo
-from diagnostic.schema.telemetry import RestartOutlier, TelemetryWindow
+from diagnostic.schema.telemetry import FOLLOWS_DECODE_RATE, RestartOutlier, TelemetryWindow
 
 __all__ = ["page_one_line", "telemetry_view"]
 
@@ -65,12 +65,20 @@ def telemetry_view(a: Analysis, bundle: Bundle, runs: Sequence[RunInfo]) -> Tele
                 restarts=str(v.restarts),
                 r=f"{v.r:+.2f}",
                 share=f"{v.share:.0%}",
+                reads=_reads(v.variable),
             )
             for v in sorted(t.variance, key=lambda v: -v.share)[:_VARIANCE_ROWS]
         ],
         windows=[_window_row(w) for w in t.windows if w.window != "all" or _only_all(t.windows, w)],
         absent=[f"{where}: {why}" for where, why in sorted(t.absent.items())],
     )
+
+
+def _reads(variable: str) -> str:
+    """How an association with this variable reads: a condition of the run can be a cause;
+    one that follows the decode rate moves because the restart was faster or slower."""
+    name = variable.split(".", 1)[-1]
+    return "follows the decode rate" if name in FOLLOWS_DECODE_RATE else "condition of the run"
 
 
 def _only_all(windows: Sequence[TelemetryWindow], w: TelemetryWindow) -> bool:

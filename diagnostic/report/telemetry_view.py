@@ -44,6 +44,7 @@ class VarianceRow(_View):
     restarts: str = Field(description="Restarts the association is over")
     r: str = Field(description="Correlation")
     share: str = Field(description="r² as a percentage")
+    reads: str = Field(description="A condition of the run, or follows the decode rate")
 
 
 class WindowRow(_View):

@@ -97,6 +97,9 @@ class AsFound(_View):
     """The before-and-after: the configuration as found against the best decided arm."""
 
     arm: str = Field(description="The as-found arm")
+    after: str | None = Field(
+        None, description="The arm that is 'after' on every workload; None when they differ"
+    )
     head: str = Field(description="What as found and after are, in one or two sentences")
     lines: list[str] = Field(description="One sentence per workload: as found; after")
     levels: str = Field("", description="The level of the intervals shown, in one sentence")
@@ -110,7 +113,10 @@ class AsFound(_View):
 class Summary(_View):
     """Executive summary."""
 
-    headline: str = Field(description="One sentence for the engineering lead")
+    headline: str = Field(
+        description="One sentence for the engineering lead; '' when the before-and-after box "
+        "already says it (its 'after' is the headline's arm)"
+    )
     verdicts: list[VerdictLine] = Field(description="One line per workload")
     losses: list[str] = Field(description="Speculative settings measured slower, per workload")
     missing: str = Field("", description="What the bundle lacks to answer the question at all")
@@ -123,6 +129,9 @@ class Summary(_View):
     degenerate: str = Field("", description="Why acceptance is not representative; '' if it is")
     profiles: list[Profile] = Field(description="Recommended serving profiles")
     chart: Chart | None = Field(None, description="Baseline vs recommended, per workload")
+    warning: str = Field(
+        "", description="The caveat every verdict carries (a failed A/A check); '' if none"
+    )
     caveats: list[str] = Field(description="Short caveats (one restart, uncalibrated δ)")
     actions: list[str] = Field(description="The first recommendations, for the first page")
     more_actions: int = Field(description="Recommendations beyond those listed")

@@ -10,8 +10,10 @@ from diagnostic.schema.base import Stored, Strict
 
 __all__ = [
     "CLOCKS_EVENT_REASONS",
+    "FOLLOWS_DECODE_RATE",
     "GPU_COLUMNS",
     "HOST_COLUMNS",
+    "OPTIONAL_COLUMNS",
     "TELEMETRY_FORMAT",
     "RestartOutlier",
     "TelemetryAnalysis",
@@ -29,6 +31,8 @@ __all__ = [
 #   diagnose-telemetry/1 — 2026-12: one CSV per source, `# diagnose-telemetry/1 kind=<kind>`
 #       then a header of the kind's columns (GPU_COLUMNS or HOST_COLUMNS), one row per sample
 #       per device, appended and flushed as taken; t_s on the run's clock (collect's origin).
+#       The host's `steal_pct` and `server_preempt_per_s` came later (OPTIONAL_COLUMNS): a file
+#       without them reads them as empty.
 TELEMETRY_FORMAT = "diagnose-telemetry/1"
 
 TelemetryKind = Literal["nvml", "host", "nvidia-smi", "dcgm"]
@@ -61,6 +65,22 @@ GPU_COLUMNS = (
     "processes",  # compute processes on the device (NVML only; empty elsewhere)
     "source_time",  # the sample's own timestamp where the source gives one (nvidia-smi)
 )
+# Variables that rise and fall with the decode rate itself (a faster restart keeps the GPU
+# busier, draws more power, runs warmer and spends more CPU on the client and the server):
+# their association with restart means is a consequence as much as a cause. The others (clocks,
+# power limit, other processes, CPU frequency, compute processes) are conditions of the run.
+FOLLOWS_DECODE_RATE = frozenset(
+    {
+        "utilization_pct",
+        "power_w",
+        "temperature_c",
+        "memory_used_mib",
+        "cpu_pct",
+        "load1",
+        "client_cpu_pct",
+        "server_cpu_pct",
+    }
+)
 # Columns of the client machine's host source (psutil).
 HOST_COLUMNS = (
     "t_s",
@@ -68,11 +88,17 @@ HOST_COLUMNS = (
     "cores",  # logical cores
     "load1",  # 1-minute load average
     "freq_mhz",  # mean current CPU frequency (empty where the OS does not say)
+    "steal_pct",  # CPU time the hypervisor gave to other guests (VM steal), % of all cores
     "client_cpu_pct",  # this diagnose process and its children, % of one core
     "server_cpu_pct",  # the launched server's process tree, % of one core (empty: unknown)
+    "server_preempt_per_s",  # involuntary context switches/s of its processes' main threads
     "other_cpu_pct",  # every other process, % of one core
     "top_other",  # the busiest other processes: "name pid pct; …"
 )
+
+
+# Columns added after the format's first files: a file without them reads as empty there.
+OPTIONAL_COLUMNS = frozenset({"steal_pct", "server_preempt_per_s"})
 
 
 def telemetry_file(source: str) -> str:

@@ -127,7 +127,10 @@ class HostSampler(Sampler):
         self._client: list[psutil.Process] = []
         self._server: list[psutil.Process] = []
         self._scanned = -math.inf
-        psutil.cpu_percent(None)  # the first call starts the interval
+        self._switches: dict[int, int] = {}  # pid → involuntary context switches last read
+        self._switched_at: float | None = None
+        psutil.cpu_percent(None)  # the first call starts the interval (each function its own)
+        psutil.cpu_times_percent(None)
         self.sample()  # every process' cpu_percent needs a first reading too
 
     def sample(self) -> list[Row]:
@@ -139,6 +142,8 @@ class HostSampler(Sampler):
             "load1": _optional(lambda: psutil.getloadavg()[0]),
             # a sandbox (gVisor) or a VM may not say
             "freq_mhz": _optional(lambda: psutil.cpu_freq().current),
+            # Linux only: a VM's cores taken by the hypervisor for other guests
+            "steal_pct": _optional(lambda: psutil.cpu_times_percent(None).steal),
         }
         top = ""
         if time.monotonic() - self._scanned >= defaults.TELEMETRY_SCAN_INTERVAL_S:
@@ -149,9 +154,25 @@ class HostSampler(Sampler):
         busy = float(row["cpu_pct"]) * cores  # type: ignore[arg-type]
         row["client_cpu_pct"] = client
         row["server_cpu_pct"] = server
+        row["server_preempt_per_s"] = self._preemptions() if self._server_pid else None
         row["other_cpu_pct"] = max(0.0, busy - client - (server or 0.0) - mine)
         row["top_other"] = top
         return [row]
+
+    def _preemptions(self) -> float | None:
+        """Involuntary context switches per second of the server's processes (their main
+        threads, /proc's count) since the previous sample: how often another task took the
+        core of a server that wanted to run on. None at the first sample."""
+        now, seen, delta = time.monotonic(), {}, 0
+        for proc in self._server:
+            with contextlib.suppress(psutil.Error, AttributeError):
+                count = proc.num_ctx_switches().involuntary
+                delta += count - self._switches.get(proc.pid, count)
+                seen[proc.pid] = count
+        before, self._switches, self._switched_at = self._switched_at, seen, now
+        if before is None or now <= before or not seen:
+            return None
+        return delta / (now - before)
 
     def _scan(self) -> str:
         """Read every process: refresh the client's and server's trees, name the busiest
