@@ -379,7 +379,8 @@ def _print_outcomes(summary: SweepResult) -> None:
     t = summary.time_plan
     if t is not None and t.took_s is not None:
         console.print(
-            f"Took {duration(t.took_s)} (planned {duration(t.estimated_s)}); "
+            f"Took {duration(t.took_s)} (planned {duration(t.estimated_s)} at the start, from the "
+            "costs given before measuring: --pilot BUNDLE gives measured ones); "
             f"{t.requests} requests per restart at the end ({t.requests_why}).",
             highlight=False,
             markup=False,
