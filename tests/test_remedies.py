@@ -133,6 +133,10 @@ def test_recorded_remedy_report_leads_with_before_and_after() -> None:
     assert ctx.summary.headline == ""
     assert ctx.summary.warning.startswith("The A/A check failed")
     assert not any("A/A check failed" in c for c in ctx.summary.caveats)
+    # the widest A/A interval (code) contains 1: the failed check names the one that does not
+    band = ctx.variance.band
+    assert "code, concurrency 1: [95% CI 0.54–1.52]" in band
+    assert "failed: triton-base-aa vs triton-base on prose: 0.81–0.99 excludes 1" in band
 
 
 def test_plan_names_a_bad_as_found(tmp_path: Path) -> None:

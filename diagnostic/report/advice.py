@@ -27,7 +27,6 @@ from diagnostic.schema.analysis import (
     Analysis,
     ArmResult,
     Comparison,
-    NoiseBand,
 )
 from diagnostic.schema.bundle import Manifest, RunInfo
 from diagnostic.schema.seal import RootSignature
@@ -249,9 +248,9 @@ def _measurement_recs(a: Analysis, day: Day) -> list[Recommendation]:
             Recommendation(
                 text="Find the drift or order effect the A/A check shows before acting on "
                 "any verdict (thermal state, other load, a schedule that is not interleaved).",
-                evidence=f"A/A {a.noise_band.aa_source}: "
-                f"{f.ci(a.noise_band.aa_ci_low, a.noise_band.aa_ci_high, fmt='ratio')} "
-                "excludes 1",
+                evidence="A/A "
+                + "; ".join(sel.aa_text(c) for c in sel.aa_failures(a))
+                + " excludes 1",
             )
         )
     out += _equivalence_recs(a)
@@ -314,7 +313,7 @@ def methodology(a: Analysis, manifest: Manifest, day: Day) -> Methodology:
         f"Margin δ = {f.pct(nb.delta)}, {nb.source}: a practical threshold set before "
         "measuring, not estimated from the data. WIN when the lower end of the deciding "
         "speedup interval exceeds 1+δ, LOSS when the upper end is below 1/(1+δ), EQUIVALENT "
-        "when the interval lies inside [1/(1+δ), 1+δ], otherwise INCONCLUSIVE. " + _aa_sentence(nb)
+        "when the interval lies inside [1/(1+δ), 1+δ], otherwise INCONCLUSIVE. " + _aa_sentence(a)
     )
     return Methodology(
         definitions=[KeyValue(key=k, value=v) for k, v in DEFINITIONS],
@@ -326,12 +325,16 @@ def methodology(a: Analysis, manifest: Manifest, day: Day) -> Methodology:
     )
 
 
-def _aa_sentence(nb: NoiseBand) -> str:
+def _aa_sentence(a: Analysis) -> str:
+    nb = a.noise_band
     if nb.aa_check is None:
         return "No A/A comparison with restarts on both sides checks the design."
     interval = f.ci(nb.aa_ci_low, nb.aa_ci_high, fmt="ratio")
-    verdict = "contains 1, as it must" if nb.aa_check else "excludes 1: the design check failed"
-    return f"The A/A check ({nb.aa_source}) {interval} {verdict}; its width is the restart noise."
+    widest = f"The widest A/A interval ({nb.aa_source}) {interval} is the restart noise"
+    if nb.aa_check:
+        return f"{widest}; every A/A interval contains 1, as it must."
+    failed = "; ".join(sel.aa_text(c) for c in sel.aa_failures(a))
+    return f"{widest}; the design check failed: {failed} excludes 1."
 
 
 def _plan(manifest: Manifest, a: Analysis, day: Day) -> list[KeyValue]:

@@ -49,7 +49,11 @@ def _band_text(a: Analysis) -> str:
     if nb.aa_check is not None:
         aa = f.ci(nb.aa_ci_low, nb.aa_ci_high, fmt="ratio") or f.MISSING
         text += f" Measured restart noise, A/A {nb.aa_source}: {aa}" + (
-            ", containing 1." if nb.aa_check else ", excluding 1: the design check failed."
+            ", containing 1."
+            if nb.aa_check
+            else ". The design check failed: "
+            + "; ".join(sel.aa_text(c) for c in sel.aa_failures(a))
+            + " excludes 1."
         )
     return text
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 from diagnostic.schema.analysis import ALL_WORKLOADS, Analysis, ArmResult, ArmWorkload, Comparison
 
 __all__ = [
+    "aa_failures",
+    "aa_text",
     "arm_by_id",
     "arm_workload",
     "best_comparison",
@@ -17,6 +19,25 @@ __all__ = [
     "sweep_best_k",
     "workloads",
 ]
+
+
+def aa_failures(a: Analysis) -> list[Comparison]:
+    """The A/A comparisons whose interval excludes 1: why the design check failed (the noise
+    band's interval is the widest A/A one, which may well contain 1)."""
+    return [
+        c
+        for c in a.comparisons
+        if c.kind == "aa"
+        and not c.within_process_only
+        and c.ci_low is not None
+        and c.ci_high is not None
+        and not c.ci_low <= 1.0 <= c.ci_high
+    ]
+
+
+def aa_text(c: Comparison) -> str:
+    """'triton-base-aa vs triton-base on prose: 0.81–0.99'."""
+    return f"{c.arm} vs {c.baseline} on {c.workload}: {c.ci_low:.2f}–{c.ci_high:.2f}"
 
 
 def workloads(a: Analysis) -> list[str]:
