@@ -120,6 +120,19 @@ def test_dry_run_at_high_noise_says_what_a_day_can_decide() -> None:
     assert "days with every arm" in said[4]
 
 
+def test_dry_run_of_a_noise_plan_promises_no_verdict() -> None:
+    """The real-weights noise plan (the baseline and its A/A, telemetry on): nothing
+    speculative to decide, so the dry run gives its cost and no power or day figure."""
+    plan = ROOT / "samples" / "plans" / "vllm-h200-gemma3-noise.toml"
+    pilot = ROOT / "samples" / "vllm-h200-gemma3"
+    code, out = _invoke(str(plan), "--dry-run", "--pilot", str(pilot))
+    assert code == 0, out
+    out = " ".join(out.split())
+    assert "10 starts" in out and "fixed plan: 15 requests per restart" in out
+    assert "power to find" not in out and "a 6 h day holds" not in out
+    assert load_plan(plan).options.telemetry_local
+
+
 def test_dry_run_with_a_pilot_takes_its_costs_and_noise(tmp_path: Path) -> None:
     """--pilot: the recorded CPU bundle's own start-up and request seconds; a folder that is
     not a bundle is an error naming it."""

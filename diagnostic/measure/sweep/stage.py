@@ -218,9 +218,9 @@ def day_estimate(
         warmup=o.warmup,
         levels=len(o.concurrency),
     )
-    if not power:
-        return day
     spec = [a for a in plan.arms if a.name != plan.baseline and not a.aa_of]
+    if not power or not spec:  # a plan of the baseline and its A/A decides nothing
+        return day
     levels = len(o.concurrency)
     estimate = planner.power_estimate(
         noise,
