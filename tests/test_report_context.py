@@ -249,3 +249,16 @@ def test_a_restart_measured_afresh_is_said_in_failures(tmp_path: Path) -> None:
     row = next(r for r in view.rows if r.where == "fa-base / restart 1")
     assert row.count == "2 starts" and "re-measured on a new server process" in row.reason
     assert view.summary.startswith("All 12 server runs completed")
+
+
+def test_an_undecided_lead_that_leans_slower_is_no_gain_forgone() -> None:
+    """The SGLang sample's leads are undecided: n-gram leans slower on code (0.94×) and
+    faster on prose (1.22×). Not serving the first avoids its estimated loss; not serving
+    the second forgoes its estimated gain."""
+    from diagnostic.report.build import report_context
+
+    sample = Path(__file__).resolve().parents[1] / "samples" / "sglang-h200-gemma3"
+    lines = {v.workload: v.sentence for v in report_context(Bundle.open(sample)).summary.verdicts}
+    assert "not serving it avoids the estimated -6%" in lines["code"]
+    assert "forgoes" not in lines["code"]
+    assert "not serving it forgoes the estimated +22%" in lines["prose"]

@@ -246,7 +246,7 @@ def _undecided(a: Analysis, c: Comparison, day: Day) -> str:
     if o is None:
         return ""
     edge = f.ratio(1 + a.noise_band.delta)
-    gain = f"{(c.ratio or 1.0) - 1:+.0%}"
+    gain = f"{(c.ratio or 1.0) - 1:+.0%}"  # e.g. +11%, -6%
     own = f.span(o.low95, o.high95, "ratio", a.noise_band.delta)
     more = day.extension(c)
     risk = (
@@ -256,11 +256,19 @@ def _undecided(a: Analysis, c: Comparison, day: Day) -> str:
         else f"serving it now risks no loss within its 95% interval (lower bound "
         f"{f.ratio_end(o.low95, a.noise_band.delta)}×)"
     )
+    ratio = c.ratio or 1.0
+    forgo = (
+        f"not serving it forgoes the estimated {gain}"
+        if ratio > 1
+        else f"not serving it avoids the estimated {gain}"
+        if ratio < 1
+        else "not serving it changes nothing on the estimate"
+    )
     return (
         f"Odds from its confidence distribution (not a verdict): faster than {edge} with "
         f"probability {o.p_faster:.0%}, slower than {f.ratio(1 / (1 + a.noise_band.delta))} "
         f"with {o.p_slower:.0%}; estimated gain {gain}, 95% of that distribution between "
-        f"{own.replace('–', ' and ')}: {risk}; not serving it forgoes the estimated {gain}."
+        f"{own.replace('–', ' and ')}: {risk}; {forgo}."
         + (f" Deciding it: {more}." if more else "")
     )
 
