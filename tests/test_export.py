@@ -122,3 +122,32 @@ def test_out_must_be_a_folder(exported: tuple[Path, Path, dict[str, Any]], tmp_p
     assert result.exit_code == 2
     text = " ".join(result.output.split())  # rich wraps the message
     assert text.startswith("Error:") and "not a folder" in text
+
+
+def test_telemetry_csv_equals_the_analysis_windows(tmp_path: Path) -> None:
+    """The H200 remedy sweep recorded NVML and host telemetry: telemetry.csv has one row per
+    run, window, source and variable with the analysis' own median and worst; a bundle
+    without telemetry writes no telemetry.csv (the MLA sample above)."""
+    from diagnostic.analyse.core import analyse
+    from diagnostic.bundle.store import Bundle
+    from diagnostic.report.export import TELEMETRY_CSV, write_csv
+
+    bundle = Bundle.open(SAMPLE.parent / "vllm-h200-mla-remedy")
+    analysis = analyse(bundle)
+    written = write_csv(bundle, analysis, tmp_path / "tables")
+    assert tmp_path / "tables" / TELEMETRY_CSV in written
+    frame = pd.read_csv(tmp_path / "tables" / TELEMETRY_CSV)
+    assert analysis.telemetry is not None
+    stats = [(w, s) for w in analysis.telemetry.windows for s in w.stats]
+    assert len(frame[~frame.variable.str.startswith("reason.")]) == len(stats)
+    rows = frame.set_index(["arm", "restart", "window", "source", "variable"])
+    for w, s in stats[:: max(1, len(stats) // 50)]:
+        row = rows.loc[(w.arm, w.restart, w.window, w.source, s.variable)]
+        assert (row["median"], row["worst"], row["samples"]) == (s.median, s.worst, s.samples)
+    clock = frame[(frame.source == "nvml") & (frame.variable == "sm_clock_mhz")]
+    assert set(clock["median"]) == {1980.0}
+
+
+def test_no_telemetry_no_telemetry_csv(exported: tuple[Path, Path, dict[str, Any]]) -> None:
+    _, out, _ = exported
+    assert not (out / "telemetry.csv").exists()

@@ -90,9 +90,10 @@ def command(
     Runs offline on the bundle only: per-arm decode tokens/s with restart-aware 95%
     intervals, speedup ratios with WIN/LOSS/EQUIVALENT/INCONCLUSIVE verdicts, the k sweep,
     acceptance and greedy output equivalence. The PDF embeds its analysis.json, so
-    `diagnose verify BUNDLE report.pdf` can check it. --format csv writes three tables into
-    the folder -o names: requests.csv (every request record, with why it was excluded),
-    restarts.csv (the restart summaries) and comparisons.csv (ratios, intervals, verdicts).
+    `diagnose verify BUNDLE report.pdf` can check it. --format csv writes tables into the
+    folder -o names: requests.csv (every request record, with why it was excluded),
+    restarts.csv (the restart summaries), comparisons.csv (ratios, intervals, verdicts) and,
+    when the runs recorded telemetry, telemetry.csv (median and worst per run and window).
 
     The report prints the bundle's root hash (over every run's seal); --sign-key signs it, and
     `diagnose verify BUNDLE report.pdf --public-key KEY.pub` checks the signature.

@@ -3,8 +3,10 @@
 `requests_frame` has one row per request record of every run, with why it was left out of the
 statistics (empty when measured); `restarts_frame` the analysis' restart summaries (one row
 per arm, workload, concurrency and restart); `comparisons_frame` the analysis' comparisons
-(nested objects flattened to dotted columns, e.g. `stopping.can_stop`). `write_csv` writes
-them as requests.csv, restarts.csv and comparisons.csv into one folder.
+(nested objects flattened to dotted columns, e.g. `stopping.can_stop`); `telemetry_frame`,
+for a bundle that recorded telemetry, each run's median and worst value of every variable per
+workload window. `write_csv` writes them as requests.csv, restarts.csv, comparisons.csv and
+(with telemetry) telemetry.csv into one folder.
 """
 
 from __future__ import annotations
@@ -26,10 +28,12 @@ __all__ = [
     "frames",
     "requests_frame",
     "restarts_frame",
+    "telemetry_frame",
     "write_csv",
 ]
 
 CSV_FILES = ("requests.csv", "restarts.csv", "comparisons.csv")
+TELEMETRY_CSV = "telemetry.csv"  # only for a bundle that recorded telemetry
 
 
 def _flatten(value: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -87,9 +91,30 @@ def comparisons_frame(analysis: Analysis) -> pd.DataFrame:
     return _frame([_flatten(c.model_dump(mode="json")) for c in analysis.comparisons])
 
 
+def telemetry_frame(analysis: Analysis) -> pd.DataFrame | None:
+    """One row per run, workload window ('all': the whole run), source and variable: median,
+    worst (the lowest clock, the highest power, temperature or load) and samples; a
+    clocks-event reason is a row `reason.<name>` whose median is the share of samples (0-1)
+    with it active. None when no run recorded telemetry."""
+    t = analysis.telemetry
+    if t is None:
+        return None
+    rows: list[dict[str, Any]] = []
+    for w in t.windows:
+        key = {"arm": w.arm, "restart": w.restart, "window": w.window, "source": w.source}
+        rows += [
+            key
+            | {"variable": s.variable, "median": s.median, "worst": s.worst, "samples": s.samples}
+            for s in w.stats
+        ]
+        rows += [key | {"variable": f"reason.{n}", "median": v} for n, v in w.reasons.items()]
+    columns = ("arm", "restart", "window", "source", "variable", "median", "worst", "samples")
+    return _frame(rows, columns)
+
+
 def frames(bundle: Bundle, analysis: Analysis) -> dict[str, pd.DataFrame]:
-    """The three tables by file name (CSV_FILES)."""
-    return dict(
+    """The tables by file name: CSV_FILES, and TELEMETRY_CSV when telemetry was recorded."""
+    out = dict(
         zip(
             CSV_FILES,
             (
@@ -100,15 +125,18 @@ def frames(bundle: Bundle, analysis: Analysis) -> dict[str, pd.DataFrame]:
             strict=True,
         )
     )
+    telemetry = telemetry_frame(analysis)
+    if telemetry is not None:
+        out[TELEMETRY_CSV] = telemetry
+    return out
 
 
 def write_csv(bundle: Bundle, analysis: Analysis, folder: Path) -> list[Path]:
-    """Write requests.csv, restarts.csv and comparisons.csv into `folder` (made if missing)."""
+    """Write requests.csv, restarts.csv, comparisons.csv (and telemetry.csv when recorded)
+    into `folder` (made if missing)."""
     folder = Path(folder)
     if folder.exists() and not folder.is_dir():
-        raise DiagnosticError(
-            f"{folder}: not a folder; --format csv writes three files into -o DIR"
-        )
+        raise DiagnosticError(f"{folder}: not a folder; --format csv writes its tables into -o DIR")
     try:
         folder.mkdir(parents=True, exist_ok=True)
         written = []
