@@ -425,14 +425,7 @@ def _noise_band(plan: PlanSpec, comparisons: Sequence[Comparison]) -> NoiseBand:
         if "margin" in plan.model_fields_set
         else f"the default margin ({defaults.MARGIN:.0%}); set [plan] margin to change it"
     )
-    aa = [  # a check, not a verdict: two restarts a side form its interval
-        c
-        for c in comparisons
-        if c.kind == "aa"
-        and not c.within_process_only
-        and c.ci_low is not None
-        and c.ci_high is not None
-    ]
+    aa = [c for c in comparisons if c.checks_design]  # a check, not a verdict
     band = NoiseBand(delta=plan.margin, source=source)
     if not aa:
         return band

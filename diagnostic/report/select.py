@@ -27,11 +27,7 @@ def aa_failures(a: Analysis) -> list[Comparison]:
     return [
         c
         for c in a.comparisons
-        if c.kind == "aa"
-        and not c.within_process_only
-        and c.ci_low is not None
-        and c.ci_high is not None
-        and not c.ci_low <= 1.0 <= c.ci_high
+        if c.checks_design and not c.ci_low <= 1.0 <= c.ci_high  # type: ignore[operator]
     ]
 
 

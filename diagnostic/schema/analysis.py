@@ -230,6 +230,17 @@ class Comparison(_Model):
         """May appear on page 1: a matched speculative comparison with a verdict."""
         return self.kind == "spec" and self.matched and not self.withheld
 
+    @property
+    def checks_design(self) -> bool:
+        """An A/A comparison with restarts on both sides: its 95% interval must contain 1
+        (NoiseBand.aa_check)."""
+        return (
+            self.kind == "aa"
+            and not self.within_process_only
+            and self.ci_low is not None
+            and self.ci_high is not None
+        )
+
 
 class TheoryPoint(_Model):
     """Predicted speedup at one k."""
