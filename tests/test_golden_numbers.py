@@ -49,6 +49,7 @@ def test_every_sample_has_an_expected_file() -> None:
         "sglang-h200-gemma3",
         "vllm-cpu-0.32",
         "vllm-h200-gemma3",
+        "vllm-h200-gemma3-noise",
         "vllm-h200-mla",
         "vllm-h200-mla-remedy",
         "vllm-h200-validation",

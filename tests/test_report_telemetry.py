@@ -52,7 +52,7 @@ def test_chapter_shows_chart_outliers_causes_and_associations(throttled: Bundle)
 def test_page_one_says_so_in_the_pdf(throttled: Bundle, tmp_path: Path) -> None:
     out = build_report(throttled.path, tmp_path / "r.pdf")
     first = PdfReader(str(out)).pages[0].extract_text()
-    assert "Sensitivity:" in first and "visible cause" in first
+    assert "Telemetry:" in first and "visible cause" in first
 
 
 def test_a_bundle_without_telemetry_has_no_chapter_and_no_line(tmp_path: Path) -> None:

@@ -23,6 +23,7 @@ from diagnostic.schema.telemetry import (
     CLOCKS_EVENT_REASONS,
     GPU_COLUMNS,
     HOST_COLUMNS,
+    LOW_IS_WORSE,
     RestartOutlier,
     TelemetryAnalysis,
     TelemetryCause,
@@ -33,11 +34,23 @@ from diagnostic.schema.telemetry import (
 
 __all__ = ["analyse_telemetry", "window_of"]
 
-# Variables summarised, and which way is worse: a lower clock or power limit, else a higher value.
-_LOW_IS_WORSE = {"sm_clock_mhz", "mem_clock_mhz", "freq_mhz", "power_limit_w"}
 # Every numeric column of the sources but the sample's time, device, bitmask and core count.
-_NOT_SUMMARISED = {"t_s", "gpu", "clocks_event_reasons", "source_time", "cores", "top_other"}
-_SUMMARISED = tuple(c for c in (*GPU_COLUMNS, *HOST_COLUMNS) if c not in _NOT_SUMMARISED)
+# steal_pct gives way to its share of the busy time (_DERIVED).
+_NOT_SUMMARISED = {
+    "t_s",
+    "gpu",
+    "clocks_event_reasons",
+    "source_time",
+    "cores",
+    "top_other",
+    "steal_pct",
+}
+# Derived from the host's columns (_host_derived): VM steal as a share of the busy CPU time.
+_DERIVED = ("steal_busy_pct",)
+_SUMMARISED = (
+    *(c for c in (*GPU_COLUMNS, *HOST_COLUMNS) if c not in _NOT_SUMMARISED),
+    *_DERIVED,
+)
 # Figures an outlier restart is set beside its siblings with (the first that differ most).
 _EVIDENCE = (
     "sm_clock_mhz",
@@ -45,7 +58,7 @@ _EVIDENCE = (
     "temperature_c",
     "cpu_pct",
     "other_cpu_pct",
-    "steal_pct",
+    "steal_busy_pct",
     "server_preempt_per_s",
 )
 _EVIDENCE_LINES = 3
@@ -55,7 +68,7 @@ _LABELS = {
     "temperature_c": "temperature (°C)",
     "cpu_pct": "host CPU (%)",
     "other_cpu_pct": "other processes' CPU (% of a core)",
-    "steal_pct": "VM steal (% of the CPUs)",
+    "steal_busy_pct": "VM steal (% of the busy CPU time)",
     "server_preempt_per_s": "server preemptions (/s)",
 }
 _MIN_RESTARTS = 3  # a correlation over fewer points says nothing
@@ -109,7 +122,7 @@ def _windows(
     records: dict[tuple[str, int], list[RequestRecord]],
     workloads: list[str],
 ) -> list[TelemetryWindow]:
-    frame = _busy_gpus(frame)
+    frame = _host_derived(_busy_gpus(frame))
     spans: dict[str, tuple[float, float] | None] = {ALL_WORKLOADS: None}
     for workload in workloads:
         span = window_of(records.get((run.arm, run.restart), []), workload)
@@ -133,6 +146,23 @@ def _busy_gpus(frame: pd.DataFrame) -> pd.DataFrame:
     return frame[frame.gpu.isin(working)] if len(working) else frame
 
 
+def _host_derived(frame: pd.DataFrame) -> pd.DataFrame:
+    """A host source's VM steal as a share of the busy CPU time, and the other processes' CPU
+    without it. The OS counts steal as busy time and, since a vCPU only loses time it wanted
+    to run, steal lands on the few busy cores of a host-bound server: 1% of 16 vCPUs is a
+    tenth of the 1.6 cores a server and its client keep busy (recorded on the H200,
+    samples/vllm-h200-gemma3-noise). `other_cpu_pct` is the busy time less the client's and
+    the server's, so it held the steal too: it is taken out here."""
+    if "steal_pct" not in frame or "cpu_pct" not in frame:
+        return frame
+    steal, busy = frame["steal_pct"], frame["cpu_pct"]
+    out = frame.assign(steal_busy_pct=(100 * steal / busy).where(busy > 0).clip(upper=100))
+    if "other_cpu_pct" in frame and "cores" in frame:
+        stolen = (steal * frame["cores"]).fillna(0.0)  # % of one core
+        out["other_cpu_pct"] = (frame["other_cpu_pct"] - stolen).clip(lower=0.0)
+    return out
+
+
 def _window(run: RunInfo, source: str, name: str, part: pd.DataFrame) -> TelemetryWindow:
     found = []
     for variable in _SUMMARISED:
@@ -141,7 +171,7 @@ def _window(run: RunInfo, source: str, name: str, part: pd.DataFrame) -> Telemet
         values = part[variable].dropna()
         if not len(values):
             continue
-        worst = values.min() if variable in _LOW_IS_WORSE else values.max()
+        worst = values.min() if variable in LOW_IS_WORSE else values.max()
         found.append(
             TelemetryStat(
                 variable=variable,
@@ -213,6 +243,7 @@ def _causes(
                     restart=w.restart,
                     window=w.window,
                     evidence=f"{w.source}: {match.evidence}",
+                    variable=f"{w.source}.{v}" if (v := match.rule.when.variable) else None,
                     advice=match.rule.advice,
                     outlier=(w.arm, w.restart, w.window) in flagged,
                 )

@@ -275,8 +275,8 @@ def _equivalence_recs(a: Analysis) -> list[Recommendation]:
         )
     else:
         text = (
-            f"Read the greedy differences of {f.join(arms)} as numerics of batched verify, not "
-            "a bug; judge output quality on the client's own prompts if exact text matters."
+            f"Read the greedy differences of {f.join(arms)} as {d.numerics}, not a bug; judge "
+            "output quality on the client's own prompts if exact text matters."
         )
     return [Recommendation(text=text, evidence=evidence)]
 

@@ -143,6 +143,12 @@ class Divergence:
 
     arms: list[str]
     firsts: list[tuple[int, str, str]]  # (first differing character, arm, workload/prompt)
+    verify: bool = True  # some differing arm speculates (or may): batched verify is a cause
+
+    @property
+    def numerics(self) -> str:
+        """The floating-point cause of late differences, for these arms."""
+        return "numerics of batched verify" if self.verify else "numerics of a restart"
 
     @property
     def median(self) -> float | None:
@@ -165,12 +171,15 @@ def divergence(a: Analysis) -> Divergence:
         for p in eq.prompts
         if not p.identical and p.first_divergent_char is not None
     )
-    return Divergence(arms=arms, firsts=firsts)
+    speculate = {arm.id: arm.speculative for arm in a.arms}
+    verify = any(speculate.get(arm) is not False for arm in arms)
+    return Divergence(arms=arms, firsts=firsts, verify=verify)
 
 
 def divergence_cause(a: Analysis) -> str:
     """One explanation of every greedy mismatch: differences that start late are the
-    numerics of batched verify; most starting early is suspect. '' when no arm differs."""
+    numerics of batched verify (or, for arms that do not speculate, of a restart); most
+    starting early is suspect. '' when no arm differs."""
     d = divergence(a)
     if not d.arms:
         return ""
@@ -191,12 +200,18 @@ def divergence_cause(a: Analysis) -> str:
         if early
         else ""
     )
+    why = (
+        "The target model scores k+1 tokens in one forward pass instead of one, so its "
+        "floating-point sums run in another order"
+        if d.verify
+        else "None of them speculates: a restarted server may choose other kernels or split "
+        "its sums otherwise (GPU kernels need not be bitwise reproducible from one start to "
+        "the next)"
+    )
     return (
         f"The output of {f.join(d.arms)} differs from the baseline's{where}: the expected "
-        "numerics of batched verify, not a bug. The target model scores k+1 tokens in one "
-        "forward pass instead of one, so its floating-point sums run in another order; where "
-        "two tokens nearly tie, the greedy choice can flip and the text goes its own way "
-        f"from there.{tail}"
+        f"{d.numerics}, not a bug. {why}; where two tokens nearly tie, the greedy choice can "
+        f"flip and the text goes its own way from there.{tail}"
     )
 
 

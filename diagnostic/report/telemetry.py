@@ -23,12 +23,22 @@ from diagnostic.report.telemetry_view import (
 from diagnostic.report.view_base import Chart
 from diagnostic.schema.analysis import Analysis
 from diagnostic.schema.bundle import RunInfo
-from diagnostic.schema.telemetry import FOLLOWS_DECODE_RATE, RestartOutlier, TelemetryWindow
+from diagnostic.schema.telemetry import (
+    FOLLOWS_DECODE_RATE,
+    LOW_IS_WORSE,
+    RestartOutlier,
+    TelemetryAnalysis,
+    TelemetryWindow,
+)
 
 __all__ = ["page_one_line", "telemetry_view"]
 
 _CHART_RUNS = 32  # panels past this would be unreadable on one page: the first ones are shown
 _VARIANCE_ROWS = 12  # the strongest associations per report
+# A cause goes with the noise on page 1 from this share of the restart means' variance (r²)
+# over at least this many restarts: with 5, r² ≥ 0.5 by chance alone is about 1 time in 10.
+_ASSOCIATED_SHARE = 0.5
+_ASSOCIATED_RESTARTS = 5
 # Figures of the per-run table: (variable, label, unit).
 _FIGURES = (
     ("sm_clock_mhz", "SM", "MHz"),
@@ -45,6 +55,9 @@ def telemetry_view(a: Analysis, bundle: Bundle, runs: Sequence[RunInfo]) -> Tele
     t = a.telemetry
     if t is None:
         return None
+    first: dict[str, int] = {}
+    for i, c in enumerate(t.causes):
+        first.setdefault(c.rule, i)
     return TelemetryView(
         chart=_chart(a, bundle, runs),
         outliers=[_outlier_row(o, a) for o in t.restart_outliers],
@@ -54,9 +67,10 @@ def telemetry_view(a: Analysis, bundle: Bundle, runs: Sequence[RunInfo]) -> Tele
                 window=c.window,
                 cause=c.title + (" (outlier restart)" if c.outlier else ""),
                 evidence=c.evidence,
-                advice=c.advice,
+                # the advice once per cause: the H200 noise sample found steal in 8 windows
+                advice=c.advice if i == first[c.rule] else "As above.",
             )
-            for c in t.causes
+            for i, c in enumerate(t.causes)
         ],
         variance=[
             VarianceRow(
@@ -115,27 +129,63 @@ def _outlier_row(o: RestartOutlier, a: Analysis) -> OutlierRow:
 
 
 def page_one_line(a: Analysis) -> str:
-    """Page 1's line when restart noise has a visible cause: the outlier restart, the cause,
-    and the restart spread with and without it — a sensitivity, labelled, nothing excluded."""
+    """Page 1's line when restart noise has a visible cause: the outlier restarts with a cause
+    and the restart spread with and without them (a sensitivity, labelled, nothing excluded),
+    and the causes whose variable goes with the restart means."""
     t = a.telemetry
     if t is None:
         return ""
-    explained = [o for o in t.restart_outliers if o.causes]
-    if not explained:
-        return ""
     titles = {c.rule: c.title for c in t.causes}
-    parts = []
-    for o in explained:
-        causes = ", ".join(titles.get(c, c) for c in o.causes)
-        spread = _spread(a, o)
-        parts.append(
+    lines = []
+    explained = [o for o in t.restart_outliers if o.causes]
+    if explained:
+        parts = [
             f"{run_id(o.arm, o.restart)} on {o.workload} ran at {o.mean_tps:,.1f} tok/s against "
-            f"{o.others_tps:,.1f} in its other restarts ({causes}){spread}"
+            f"{o.others_tps:,.1f} in its other restarts "
+            f"({', '.join(titles.get(c, c) for c in o.causes)}){_spread(a, o)}"
+            for o in explained
+        ]
+        lines.append(
+            "Restart noise with a visible cause (sensitivity only; no restart is left out of "
+            "any figure): " + "; ".join(parts) + "."
         )
-    return (
-        "Restart noise with a visible cause (sensitivity only; no restart is left out of any "
-        "figure): " + "; ".join(parts) + ". The telemetry chapter has the evidence."
-    )
+    associated = _associated(t)
+    if associated:
+        lines.append("The restart means go with a cause found: " + "; ".join(associated) + ".")
+    if not lines:
+        return ""
+    return " ".join(lines) + " The telemetry chapter has the evidence."
+
+
+def _associated(t: TelemetryAnalysis) -> list[str]:
+    """The causes found whose variable also goes with the restart means, the worse way, for
+    at least half their variance (r²) over 5 or more restarts: an association, said so."""
+    runs = {(w.arm, w.restart) for w in t.windows}
+    out = []
+    for rule in dict.fromkeys(c.rule for c in t.causes if c.variable):
+        causes = [c for c in t.causes if c.rule == rule]
+        variable = causes[0].variable or ""
+        low_is_worse = variable.split(".", 1)[-1] in LOW_IS_WORSE
+        rows = sorted(
+            (
+                v
+                for v in t.variance
+                if v.variable == variable
+                and v.restarts >= _ASSOCIATED_RESTARTS
+                and v.share >= _ASSOCIATED_SHARE
+                and (v.r > 0) == low_is_worse
+            ),
+            key=lambda v: v.workload,
+        )
+        if rows:
+            hit = {(c.arm, c.restart) for c in causes}
+            shares = ", ".join(f"{v.share:.0%} on {v.workload}" for v in rows)
+            out.append(
+                f"{causes[0].title} in {len(hit)} of {len(runs)} runs, and it goes with "
+                f"{shares} of the variance between restart means (r², an association over "
+                f"{max(v.restarts for v in rows)} restarts)"
+            )
+    return out
 
 
 def _spread(a: Analysis, o: RestartOutlier) -> str:

@@ -13,6 +13,7 @@ __all__ = [
     "FOLLOWS_DECODE_RATE",
     "GPU_COLUMNS",
     "HOST_COLUMNS",
+    "LOW_IS_WORSE",
     "OPTIONAL_COLUMNS",
     "TELEMETRY_FORMAT",
     "RestartOutlier",
@@ -81,6 +82,9 @@ FOLLOWS_DECODE_RATE = frozenset(
         "server_cpu_pct",
     }
 )
+# Variables whose lower values are the worse ones (a lower clock or power limit); for the
+# others a higher value is worse.
+LOW_IS_WORSE = frozenset({"sm_clock_mhz", "mem_clock_mhz", "freq_mhz", "power_limit_w"})
 # Columns of the client machine's host source (psutil).
 HOST_COLUMNS = (
     "t_s",
@@ -92,7 +96,7 @@ HOST_COLUMNS = (
     "client_cpu_pct",  # this diagnose process and its children, % of one core
     "server_cpu_pct",  # the launched server's process tree, % of one core (empty: unknown)
     "server_preempt_per_s",  # involuntary context switches/s of its processes' main threads
-    "other_cpu_pct",  # every other process, % of one core
+    "other_cpu_pct",  # the rest of the busy time (other processes, interrupts, VM steal), % core
     "top_other",  # the busiest other processes: "name pid pct; …"
 )
 
@@ -158,6 +162,9 @@ class TelemetryCause(Strict):
     restart: int = Field(description="Restart")
     window: str = Field(description="Workload window, or 'all'")
     evidence: str = Field(description="The figures that matched, in words")
+    variable: str | None = Field(
+        None, description="What the rule read, as the variance table names it (host.steal_busy_pct)"
+    )
     advice: str = Field(description="What to do")
     outlier: bool = Field(description="Whether the run's mean is a Tukey outlier of its arm")
 
