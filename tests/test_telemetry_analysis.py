@@ -265,6 +265,14 @@ def test_the_recorded_steal_episodes_explain_the_h200_noise_on_page_one() -> Non
     assert ctx.telemetry is not None  # one cause in 8 windows: its advice is given once
     advice = [c.advice for c in ctx.telemetry.causes]
     assert len(advice) == 8 and advice[1:] == ["As above."] * 7 and "bare-metal" in advice[0]
+    # a noise study: page 1 says what its noise leaves a day with one speculative arm added
+    day = [c for c in ctx.summary.caveats if "with one speculative arm added" in c]
+    assert len(day) == 1 and re.match(
+        r"At the noise this bundle measured \(restart CV 1\d%\), with one speculative arm "
+        r"added, a 6 h day holds \d+ blocks of the 3 arms \(2 comparisons\)",
+        day[0],
+    ), ctx.summary.caveats
+    assert "Its A/A repeat measures the restart noise" in ctx.summary.missing
     # neither arm speculates: the A/A's greedy differences are not put down to verify
     html = render_html(ctx)
     assert "numerics of a restart" in html and "batched verify" not in html

@@ -144,28 +144,37 @@ class Day:
         it could not decide the plan's target speedup with ASSURANCE; '' when it could, or
         without the cost of a restart or the noise. The fixed plan of analyse.power.day_power
         on the bundle's arms and declared comparisons, at its requests per restart, as
-        `sweep --dry-run --pilot BUNDLE` computes it."""
+        `sweep --dry-run --pilot BUNDLE` computes it. A bundle without a speculative
+        comparison (a noise study) gets the sentence always, for one speculative arm added
+        to its arms."""
         family = [c for c in a.comparisons if c.kind == "spec" and not c.derived]
         noise = measured_noise(a)
-        if not self.restart_s or not family or noise.empty:
+        if not self.restart_s or noise.empty:
             return ""
-        arms = len({c.arm for c in family})
+        # A bundle without speculation (a noise study: the baseline and its A/A repeat) says
+        # what its noise leaves a day with one speculative arm added, decided or not.
+        added = 0 if family else 1
+        arms = len({c.arm for c in family}) or added
+        keys = round(len(family) / arms) if family else len(_keys(a))
         references = 2 if plan.design.pool_aa else 1
         d = power.day_power(
             pairing.block_sd(noise, plan.requests, references),
             start_s=self.restart_s,
-            arms=max(len(plan.arms), len(a.arms)),
+            arms=max(len(plan.arms), len(a.arms)) + added,
             speculative=arms,
-            keys=max(1, round(len(family) / arms)),
+            keys=max(1, keys),
             target=plan.design.target or defaults.TARGET,
             margin=a.noise_band.delta,
             rho=power.reference_correlation(references),
             budget_s=self.budget_s,
         )
-        if d.decides_target:
+        if d.decides_target and not added:
             return ""
         restart_cv = math.sqrt(max(pairing.pooled_noise(noise)[1], 0.0))
-        return f"At the noise this bundle measured (restart CV {restart_cv:.0%}), {d.sentence()}"
+        spec = ", with one speculative arm added," if added else ","
+        return (
+            f"At the noise this bundle measured (restart CV {restart_cv:.0%}){spec} {d.sentence()}"
+        )
 
     def plan(self, p: PlanningAdvice) -> str:
         """Requests and restarts for the interval width `p` aims at, bounded by the day: at
@@ -187,6 +196,14 @@ class Day:
             f"A {width} wide interval needs {need} restarts per arm; a day holds {fit} at "
             f"{m} requests: not resolvable in a day."
         )
+
+
+def _keys(a: Analysis) -> set[tuple[str, int]]:
+    """The workloads and levels the baseline was measured at: the comparisons each
+    speculative arm would make."""
+    base = next((x for x in a.arms if x.is_baseline), a.arms[0] if a.arms else None)
+    rows = base.workloads if base else []
+    return {(w.workload, w.concurrency) for w in rows if w.workload != ALL_WORKLOADS}
 
 
 def measured_noise(a: Analysis) -> pd.DataFrame:

@@ -368,10 +368,16 @@ def missing(a: Analysis) -> str:
             "with speculation on), or let diagnose sweep run both."
         )
     if not any(c.kind == "spec" for c in a.comparisons):
+        noise = (
+            " Its A/A repeat measures the restart noise a speculative arm's verdict will meet "
+            "(below: what a day decides at that noise)."
+            if any(x.aa_of for x in a.arms)
+            else ""
+        )
         return (
             f"No arm of this bundle runs speculation ({f.join([x.id for x in a.arms])}): it "
             "compares server configurations but cannot say whether speculation pays. Add a "
-            "speculative arm (the baseline's launch with the speculation flags added)."
+            f"speculative arm (the baseline's launch with the speculation flags added).{noise}"
         )
     return ""
 
