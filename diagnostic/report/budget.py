@@ -22,6 +22,7 @@ from diagnostic import defaults
 from diagnostic.analyse import pairing, power
 from diagnostic.analyse.extension import ASSURANCE
 from diagnostic.report import fmt as f
+from diagnostic.report import select as sel
 from diagnostic.schema.analysis import ALL_WORKLOADS, Analysis, Comparison
 from diagnostic.schema.arms import PlanningAdvice
 from diagnostic.schema.bundle import PlanSpec, RunInfo
@@ -155,7 +156,7 @@ class Day:
         # what its noise leaves a day with one speculative arm added, decided or not.
         added = 0 if family else 1
         arms = len({c.arm for c in family}) or added
-        keys = round(len(family) / arms) if family else len(_keys(a))
+        keys = round(len(family) / arms) if family else len(sel.workloads(a)) * len(sel.levels(a))
         references = 2 if plan.design.pool_aa else 1
         d = power.day_power(
             pairing.block_sd(noise, plan.requests, references),
@@ -196,14 +197,6 @@ class Day:
             f"A {width} wide interval needs {need} restarts per arm; a day holds {fit} at "
             f"{m} requests: not resolvable in a day."
         )
-
-
-def _keys(a: Analysis) -> set[tuple[str, int]]:
-    """The workloads and levels the baseline was measured at: the comparisons each
-    speculative arm would make."""
-    base = next((x for x in a.arms if x.is_baseline), a.arms[0] if a.arms else None)
-    rows = base.workloads if base else []
-    return {(w.workload, w.concurrency) for w in rows if w.workload != ALL_WORKLOADS}
 
 
 def measured_noise(a: Analysis) -> pd.DataFrame:

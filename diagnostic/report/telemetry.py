@@ -88,11 +88,16 @@ def telemetry_view(a: Analysis, bundle: Bundle, runs: Sequence[RunInfo]) -> Tele
     )
 
 
+def _column(variable: str) -> str:
+    """'host.steal_busy_pct' (source.column, as the variance table names it) → its column."""
+    return variable.split(".", 1)[-1]
+
+
 def _reads(variable: str) -> str:
     """How an association with this variable reads: a condition of the run can be a cause;
     one that follows the decode rate moves because the restart was faster or slower."""
-    name = variable.split(".", 1)[-1]
-    return "follows the decode rate" if name in FOLLOWS_DECODE_RATE else "condition of the run"
+    follows = _column(variable) in FOLLOWS_DECODE_RATE
+    return "follows the decode rate" if follows else "condition of the run"
 
 
 def _only_all(windows: Sequence[TelemetryWindow], w: TelemetryWindow) -> bool:
@@ -165,7 +170,7 @@ def _associated(t: TelemetryAnalysis) -> list[str]:
     for rule in dict.fromkeys(c.rule for c in t.causes if c.variable):
         causes = [c for c in t.causes if c.rule == rule]
         variable = causes[0].variable or ""
-        low_is_worse = variable.split(".", 1)[-1] in LOW_IS_WORSE
+        low_is_worse = _column(variable) in LOW_IS_WORSE
         rows = sorted(
             (
                 v
