@@ -5,7 +5,7 @@ Usage::
     python benchmarks/logscan.py [--size 1G] [--out /tmp/synthetic-vllm.log] [--keep]
 
 Builds a synthetic multi-worker vLLM log (tensor parallel 4) from the real lines in
-shared/real-runs/h200-vllm-0.26/ngram3/server.log: the start-up once (each worker's lines under
+tests/data/real-runs/h200-vllm-0.26/ngram3/server.log: the start-up once (each worker's lines under
 its own `(Worker_TPn pid=N)` prefix in ANSI colour, tqdm bars with `\\r`), then serving traffic
 (uvicorn access lines, engine stats, SpecDecoding metrics, an occasional worker warning) up to
 the requested size. Then it times, on the same file, in one run:
@@ -31,7 +31,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-REAL = ROOT.parent / "shared" / "real-runs" / "h200-vllm-0.26" / "ngram3" / "server.log"
+REAL = ROOT / "tests" / "data" / "real-runs" / "h200-vllm-0.26" / "ngram3" / "server.log"
 WORKERS = 4
 _CORE_FILES = ("core.py", "kv_cache_utils.py", "vllm.py", "kernel.py")
 _PREFIX = re.compile(rb"^\((?P<proc>\w+) pid=(?P<pid>\d+)\) ")

@@ -11,9 +11,9 @@ length: gitleaks' rules and the services' own documentation) and in the context 
 launch prints it (an environment dump, a command line, a URL, a JSON config). A shape is
 recalled when none of its secret strings survives `redact_file_text`, the redaction of every
 log and file a bundle stores. The false-positive rate is over the lines of real text that hold
-no secret: the recorded engine logs of shared/real-runs, tests/data/logs, the samples' logs,
+no secret: the recorded engine logs of tests/data/real-runs and tests/data/logs, the samples' logs,
 the samples' generated prose (the model outputs in requests.jsonl) and the project's own prose
-(README.md, shared/*.md); a line counts as a false positive when redaction changed it at all.
+(README.md, docs/*.md); a line counts as a false positive when redaction changed it at all.
 """
 
 from __future__ import annotations
@@ -405,9 +405,8 @@ def leaked(case: dict[str, object]) -> list[str]:
 
 def ordinary_lines() -> Iterator[tuple[str, str]]:
     """(source, line) for every line of real text that holds no secret."""
-    shared = Path(__import__("os").environ.get("DIAGNOSE_SHARED", ROOT.parent / "shared"))
-    folders = [shared / "real-runs", ROOT / "tests" / "data" / "logs", ROOT / "samples"]
-    for prose in [ROOT / "README.md", *sorted(shared.glob("*.md"))]:  # the project's own prose
+    folders = [ROOT / "tests" / "data" / "real-runs", ROOT / "tests" / "data" / "logs", ROOT / "samples"]
+    for prose in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:  # the project's own prose
         for line in prose.read_text(encoding="utf-8").splitlines():
             yield prose.name, line
     for folder in folders:

@@ -5,7 +5,7 @@ both CLI commands read their defaults here; change one here and it changes every
 """
 
 # Measured requests per restart and workload. Below this, per-restart means wobble enough to
-# blur a 10% effect (STATISTICS.md): the plan warns and the checklist flags it.
+# blur a 10% effect (docs/statistics.md): the plan warns and the checklist flags it.
 MIN_REQUESTS = 15
 REQUESTS = MIN_REQUESTS
 WARMUP = 1  # discarded requests per restart and workload, before the measured ones

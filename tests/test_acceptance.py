@@ -1,4 +1,4 @@
-"""diagnostic.analyse.acceptance on real /metrics snapshots and server logs (shared/real-runs)."""
+"""diagnostic.analyse.acceptance on real /metrics snapshots and server logs (tests/data/real-runs)."""
 
 from __future__ import annotations
 

@@ -63,7 +63,7 @@ def test_h200_one_restart_is_labelled_within_process(h200: Analysis) -> None:
 
 
 def test_h200_one_restart_per_arm_gets_no_verdict(h200: Analysis) -> None:
-    # STATISTICS.md: one restart on a side — the interval is of one process, no verdict.
+    # docs/statistics.md: one restart on a side — the interval is of one process, no verdict.
     for c in h200.comparisons:
         assert c.withheld and c.verdict == "INCONCLUSIVE" and c.more_restarts_needed == 3
     assert 1.7 < (_cmp(h200, "ngram3").ratio or 0) < 2.1

@@ -121,7 +121,7 @@ def test_a_pooled_design_compares_with_the_mean_of_the_baseline_and_its_repeat(
     frame = pd.concat(rows)
     frame = frame[(frame["workload"] == "code") & ~frame["warmup"].astype(bool)]
     frame = frame[frame["error"].isna()]
-    # DESIGN.md: (completion tokens − the first chunk's) / (last − first chunk time)
+    # docs/architecture.md: (completion tokens − the first chunk's) / (last − first chunk time)
     first = frame["chunk_tokens"].map(lambda t: t[0] if isinstance(t, list) else 1)
     span = frame["chunk_times_s"].map(lambda t: t[-1] - t[0])
     frame = frame.assign(decode_tps=(frame["completion_tokens"] - first) / span)

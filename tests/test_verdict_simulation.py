@@ -22,7 +22,7 @@ from test_benchmarks_smoke import load_benchmark
 pytestmark = pytest.mark.slow
 
 SEED = 20261201
-ALPHA = 0.05  # false WIN + LOSS under no effect, per comparison (STATISTICS.md, Defaults)
+ALPHA = 0.05  # false WIN + LOSS under no effect, per comparison (docs/statistics.md, Defaults)
 COVERAGE = (0.93, 0.97)  # the fixed design's 95% interval at m = 1
 
 

@@ -1,4 +1,4 @@
-"""Bundle → Analysis: the statistics behind every verdict (see shared/STATISTICS.md).
+"""Bundle → Analysis: the statistics behind every verdict (see docs/statistics.md).
 
 `requests` reads the records into samples, `arms` summarises restarts, `compare` makes the
 verdicts, `ksweep` and `theory` the draft-length sweep, `acceptance`, `engine_timing` and

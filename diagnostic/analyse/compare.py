@@ -1,5 +1,5 @@
 """Speedup ratios vs a baseline: one interval per comparison — the one that decides, at the
-level of the bundle's design (STATISTICS.md "Verdicts")."""
+level of the bundle's design (docs/statistics.md "Verdicts")."""
 
 from __future__ import annotations
 

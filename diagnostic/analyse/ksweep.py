@@ -30,7 +30,7 @@ SEED = 20261201
 
 
 def best_measured_k(points: Sequence[SweepPoint]) -> tuple[int | None, str]:
-    """Best k among WINs (STATISTICS.md): the arm with the highest lower bound, then the
+    """Best k among WINs (docs/statistics.md): the arm with the highest lower bound, then the
     smallest winning k whose interval reaches it. No WIN: 0 (serve without speculation) only
     when every k is decided (LOSS or EQUIVALENT); None while any k is undecided."""
     wins = [p for p in points if p.k >= 1 and p.verdict == "WIN" and p.ci_low is not None]

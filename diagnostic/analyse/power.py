@@ -1,6 +1,6 @@
 """Power of the family's verdicts before measuring: the WIN rate of a planned design at a true
 speedup, at the critical values compare.decide uses, and what a day on site can decide at a
-given noise (STATISTICS.md "Planning and stopping"). numpy and scipy load where used: the
+given noise (docs/statistics.md "Planning and stopping"). numpy and scipy load where used: the
 sweep command's models name DayPower before anything is computed."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Pure statistics of STATISTICS.md: intervals, verdicts, multiplicity, planning."""
+"""Pure statistics of docs/statistics.md: intervals, verdicts, multiplicity, planning."""
 
 from __future__ import annotations
 

@@ -210,7 +210,7 @@ def _sglang_spec(method: str, drafter: str | None, knobs: Mapping[str, Sequence[
 
 def _llamacpp_spec(method: str, drafter: str | None) -> str:
     if method == "ngram":
-        # size-n 2: the default of 12 tokens rarely matches (REAL-ENGINE.md); size-m = k.
+        # size-n 2: the default of 12 tokens rarely matches (docs/real-engines.md); size-m = k.
         return (
             "--spec-type ngram-simple --spec-ngram-simple-size-n 2 --spec-ngram-simple-size-m {k}"
         )

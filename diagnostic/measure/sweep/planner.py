@@ -1,6 +1,6 @@
 """Time on site: the sweep's own costs and noise, measured from the runs it has recorded, and
 the plan they give — requests per restart m* (Kalibera & Jones), the expected wall-clock of a
-schedule, the likely end time (STATISTICS.md "Planning and stopping")."""
+schedule, the likely end time (docs/statistics.md "Planning and stopping")."""
 
 from __future__ import annotations
 
