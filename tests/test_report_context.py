@@ -88,7 +88,7 @@ def test_real_bundle_cover_and_missing_facts(h200: tuple[Bundle, Analysis]) -> N
     )
     assert ctx.cover.client == "ACME"
     assert ctx.cover.engine == "vllm 0.26.0"
-    assert ctx.cover.model == "/root/model"  # the real /v1/models root: short, so whole
+    assert ctx.cover.model == "model"  # the real /v1/models root, by its name (no path)
     # Unknown facts are left off the cover, never printed as "not recorded"/"not measured".
     assert ctx.cover.hardware is None  # the converted runs carry no environment
     assert ctx.cover.consultant is None and ctx.cover.site is None

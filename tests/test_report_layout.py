@@ -204,3 +204,30 @@ def test_names_stay_whole_and_escaped() -> None:
     assert '<span class="nobr">fa-ngram-k3</span>' in out
     assert "<script>" not in out and "&lt;script&gt;" in out
     assert "--spec-ngram-simple-size-m" in out and "&#34;a&#34;" in out  # flags left as they are
+
+
+# Page 1 speaks the client's language: the statistics' words live in the method chapter and
+# docs/statistics.md's glossary. Matched as words, case-sensitive where a word is an acronym.
+PAGE_ONE_BANNED = re.compile(
+    r"\bCV\b|Pocock|[Mm]oderat|confidence distribution|[Ss]imultaneous|\bleans\b|"
+    r"\bfamily\b|p-value|Welch|Bonferroni|\bdf\b|\bt interval"
+)
+_HOME_DIR = re.compile(r"/home/[^/\s]+/|/root/|/Users/[^/\s]+/")
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_page_one_is_one_page_in_plain_words(pages: dict[str, list[str]], name: str) -> None:
+    """Page 1 holds the whole executive summary (page 2 opens with the contents), leads with
+    the answer, names no statistic and prints no folder of the recording machine."""
+    first, second = pages[name][0], pages[name][1]
+    body = [x.strip() for x in second.splitlines() if x.strip() and not _FOOTER.match(x.strip())]
+    assert "Contents" in body[:4], (name, body[:4])
+    assert "THE ANSWER" in first.upper().replace("\n", " "), name
+    assert PAGE_ONE_BANNED.search(first) is None, (name, PAGE_ONE_BANNED.search(first))
+    assert _HOME_DIR.search(first) is None, (name, _HOME_DIR.search(first))
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_no_home_directory_anywhere_in_the_report(pages: dict[str, list[str]], name: str) -> None:
+    text = "\n".join(pages[name])
+    assert _HOME_DIR.search(text) is None, (name, _HOME_DIR.search(text))

@@ -26,7 +26,7 @@ from diagnostic.schema.analysis import (
 )
 from diagnostic.schema.bundle import Design
 
-__all__ = ["Pending", "Side", "decide", "ratio_ci", "start_comparison"]
+__all__ = ["Pending", "Side", "decide", "decide_apart", "ratio_ci", "start_comparison"]
 
 ALPHA = 0.05
 
@@ -190,6 +190,16 @@ def decide(pending: Sequence[Pending], *, delta: float, design: Design) -> list[
     looks = design.looks if design.kind == "adaptive" else []
     deciding = _by_look(family, design, looks) if looks else _family(family, design.alpha, None)
     return [_finish(p, deciding.get(id(p)), p_adj.get(id(p)), delta, design) for p in pending]
+
+
+def decide_apart(pending: Sequence[Pending], *, delta: float, design: Design) -> list[Comparison]:
+    """A family of its own (the before-and-after): simultaneous at the design's level over its
+    members with ≥ 3 restarts a side, as the plan's family is, never Pocock-adjusted (no
+    stopping rule looks at it); the pooled row shows its 95% interval and gets no verdict."""
+    members = [p for p in pending if not p.derived and not p.withheld]
+    deciding = _family(members, design.alpha, None)
+    fixed = design.model_copy(update={"kind": "fixed"})
+    return [_finish(p, deciding.get(id(p)), None, delta, fixed) for p in pending]
 
 
 def _look_of(p: Pending, looks: Sequence[int]) -> int:

@@ -8,10 +8,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from diagnostic import __version__, defaults
-from diagnostic.analyse import pairing, stats
+from diagnostic.analyse import before_after, pairing, stats
 from diagnostic.analyse.acceptance import acceptance_from_texts
 from diagnostic.analyse.arms import arm_workload, by_restart, restarts_acceptance
-from diagnostic.analyse.compare import Pending, Side, decide, start_comparison
+from diagnostic.analyse.compare import Pending, Side, decide, decide_apart, start_comparison
 from diagnostic.analyse.engine_timing import engine_timing
 from diagnostic.analyse.equivalence import arm_equivalence
 from diagnostic.analyse.ksweep import pooled_alpha, sweep_workload
@@ -142,6 +142,11 @@ def analyse(
         adaptive=_adaptive(declared, plan.design.looks) if plan.design.kind == "adaptive" else None,
         methods=methods(ctx.loaded.first_chunk_assumed > 0, plan.design),
     )
+    if plan.as_found in ctx.arms:
+        after = before_after.pending(
+            analysis, plan.as_found, ctx.side, ctx.keys, plan.order == "blocks"
+        )
+        analysis.before_after = decide_apart(after, delta=plan.margin, design=plan.design)
     analysis.notes = notes(analysis, ctx.loaded.first_chunk_assumed, _baseline_note(ctx))
     analysis.telemetry = analyse_telemetry(bundle, ctx.loaded.runs, ctx.loaded.records, arms)
     return analysis

@@ -355,6 +355,8 @@ def _plan(manifest: Manifest, a: Analysis, day: Day) -> list[KeyValue]:
         ("API", p.api),
         ("Seed", str(p.seed)),
     ]
+    if decides := day.decides(a, p):  # page 1 says it only for a noise study
+        rows.append(("What a day decides at this noise", decides))
     return [KeyValue(key=k, value=f.text(v)) for k, v in rows] + design_rows(manifest, a)
 
 

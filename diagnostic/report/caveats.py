@@ -4,22 +4,50 @@ from __future__ import annotations
 
 from diagnostic import defaults
 from diagnostic.report import fmt as f
+from diagnostic.report import select as sel
 from diagnostic.report.inputs import Inputs
-from diagnostic.schema.analysis import WITHIN_PROCESS_LABEL
+from diagnostic.schema.analysis import WITHIN_PROCESS_LABEL, Analysis, Comparison
 
-__all__ = ["caveats", "design_warning"]
+__all__ = ["aa_bias", "caveats", "design_warning", "stands"]
+
+
+def aa_bias(a: Analysis) -> float | None:
+    """The largest difference a failed A/A check measured between two starts of one
+    configuration, as a factor (1.23 for 0.81–0.99): the far end of each failing interval;
+    None when the A/A check passed or there was none."""
+    failed = sel.aa_failures(a)
+    if not failed:
+        return None
+    return max(max(c.ci_high or 1.0, 1 / (c.ci_low or 1.0)) for c in failed)
+
+
+def stands(c: Comparison, a: Analysis) -> bool:
+    """The one rule for a failed A/A check: a verdict stands only when its interval clears the
+    margin widened by the difference the A/A check measured (a WIN's lower end above
+    (1 + δ)·b, a LOSS's upper end below 1 / ((1 + δ)·b)); an undecided or equivalent verdict
+    is not confirmed. With no failed A/A check every verdict stands."""
+    b = aa_bias(a)
+    if b is None or c.withheld:
+        return True
+    edge = (1 + a.noise_band.delta) * b
+    if c.verdict == "WIN":
+        return (c.ci_low or 0.0) > edge
+    if c.verdict == "LOSS":
+        return (c.ci_high or 1.0) < 1 / edge
+    return False
 
 
 def design_warning(inputs: Inputs) -> str:
-    """The caveat every verdict carries (a failed A/A check), shown under the verdicts in
-    red; '' when the design check passed or there was none."""
-    nb = inputs.analysis.noise_band
-    if nb.aa_check is not False:
+    """The failed A/A check and its rule, said once, in red under the answer; '' when the
+    design check passed or there was none."""
+    b = aa_bias(inputs.analysis)
+    if b is None:
         return ""
     return (
-        "The A/A check failed: the same configuration measured twice differs beyond its "
-        "interval, so the schedule has drift or order effects — read every verdict of this "
-        "report with that caveat."
+        "The A/A check failed: two starts of the same configuration differed by up to "
+        f"{b - 1:.0%}, more than restart noise explains, so the schedule has drift or order "
+        "effects. A verdict counts only when its range clears that difference as well as the "
+        "margin: page 1 marks the others not confirmed."
     )
 
 
@@ -69,7 +97,8 @@ def caveats(inputs: Inputs) -> list[str]:
             f"{excluded} measured request(s) were excluded from the statistics "
             "(see Output equivalence and data quality)."
         )
-    decides = inputs.day.decides(a, inputs.bundle.manifest.plan)
-    if decides:
-        out.append(decides)
-    return out
+    # What a day decides at the measured noise is page 1's point only for a noise study (no
+    # speculative comparison); elsewhere the methodology chapter says it.
+    if not any(c.kind == "spec" for c in a.comparisons):
+        out.append(inputs.day.decides(a, inputs.bundle.manifest.plan))
+    return [c for c in out if c]

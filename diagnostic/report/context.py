@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from diagnostic import __version__
-from diagnostic.report import advice, asfound, capture, quality, sections, summary, telemetry
+from diagnostic.report import advice, answer, capture, quality, sections, summary, telemetry
 from diagnostic.report.inputs import Inputs
 from diagnostic.report.view import FindingView, ReportContext, Summary
 
@@ -46,18 +46,11 @@ def build_context(inputs: Inputs) -> ReportContext:
 
 
 def _summary(inputs: Inputs, actions: list[str], problems: list[FindingView]) -> Summary:
-    """Page 1; with a before-and-after box (the plan's as-found arm) one action fewer, so
-    that the page still holds it all, no headline when the box's 'after' is the headline's
-    arm (the box says it, with its intervals), and the box's log line only when the
-    root-cause box does not quote it already."""
-    found = asfound.as_found(inputs, problems)
-    shown = summary.summary(inputs, actions, shown=1 if found else 2)
-    if found is None:
-        return shown
-    if found.quote is not None:
+    """Page 1: the answer box first, with its log line only when the root-cause box does not
+    quote it already."""
+    found = answer.answer(inputs, problems)
+    shown = summary.summary(inputs, actions)
+    if found is not None and found.quote is not None:
         quoted = {c.quote.text for c in shown.root_causes if c.quote is not None}
         found = found.model_copy(update={"why_on_page1": found.quote.text not in quoted})
-    update: dict[str, object] = {"as_found": found}
-    if found.after is not None and found.after == summary.headline_arm(inputs.analysis):
-        update["headline"] = ""
-    return shown.model_copy(update=update)
+    return shown.model_copy(update={"answer": found})

@@ -88,7 +88,12 @@ def restarts_frame(analysis: Analysis) -> pd.DataFrame:
 def comparisons_frame(analysis: Analysis) -> pd.DataFrame:
     """One row per comparison (A/A and speculation vs baseline), nested fields as dotted
     columns (`stopping.*`), the planned looks as their values joined by spaces."""
-    return _frame([_flatten(c.model_dump(mode="json")) for c in analysis.comparisons])
+    return _frame(
+        [
+            _flatten(c.model_dump(mode="json"))
+            for c in [*analysis.comparisons, *analysis.before_after]
+        ]
+    )
 
 
 def telemetry_frame(analysis: Analysis) -> pd.DataFrame | None:

@@ -127,6 +127,15 @@ class Inputs:
         twins = [a for a in self.analysis.arms if self._plain_description(a) == text]
         return f"{text} ({arm.id})" if len(twins) > 1 else text
 
+    def describe_id(self, arm_id: str) -> str:
+        """An arm by id for page 1: 'n-gram at k=3 (triton-ngram-k3)', 'no speculation
+        (triton-base)'; the id alone when the analysis has no such arm."""
+        arm = next((x for x in self.analysis.arms if x.id == arm_id), None)
+        if arm is None:
+            return arm_id
+        text = self.describe(arm) if arm.speculative else "no speculation"
+        return text if arm_id in text else f"{text} ({arm_id})"
+
     def _plain_description(self, arm: ArmResult) -> str:
         method, k = self.arm_method(arm), self.arm_k(arm)
         if method:

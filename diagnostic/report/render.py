@@ -39,6 +39,15 @@ def report_templates() -> Path:
 _ABSENT = frozenset({f.MISSING, f.NOT_RECORDED})
 
 
+# A home directory of the recording machine (its user's name) is printed as ~.
+_HOME = re.compile(r"(?<![\w.~-])(?:/home/[^/\s]+|/Users/[^/\s]+|/root)(?=/|\s|$|['\")\],;:])")
+
+
+def printed(text: str) -> str:
+    """A text as the report prints it: secrets redacted, home directories written as ~."""
+    return _HOME.sub("~", redact_text(text))
+
+
 def _redacted(value: Any) -> Any:
     """Every text the templates print, redacted first: a bundle a client sends was not made by
     diagnose's gate (its requests, logs or run.json may hold secrets). Markup comes only from
@@ -48,7 +57,7 @@ def _redacted(value: Any) -> Any:
         return value
     if value in _ABSENT:
         return Markup('<span class="missing">{}</span>').format(value)
-    return redact_text(value) if isinstance(value, str) else value
+    return printed(value) if isinstance(value, str) else value
 
 
 # A hyphenated name (an arm, a run: fa-ngram-k3, ngram-k3-eager-r1), not a --flag's tail.
@@ -58,7 +67,7 @@ _NAME = re.compile(r"(?<![\w&#;.-])[A-Za-z0-9][\w.+=]*(?:-[\w.+=]+)+")
 def keep_names(value: Any) -> Markup:
     """Text, redacted and escaped, with each hyphenated name kept on one line (a line may
     break after a hyphen: 'fa-' here, 'ngram-k3' on the next line reads as two words)."""
-    text = str(escape(redact_text(str(value))))
+    text = str(escape(printed(str(value))))
     return Markup(_NAME.sub(lambda m: f'<span class="nobr">{m.group()}</span>', text))
 
 
@@ -75,7 +84,7 @@ def breakable(value: Any) -> Markup:
     their separators (see _ALWAYS and _IN_LONG) and words stay whole: the print CSS never
     breaks a word anywhere ('CHANG/ED', 'measure/d'), so a long token needs these."""
     out = []
-    for part in re.split(r"(\s+)", redact_text(str(value))):
+    for part in re.split(r"(\s+)", printed(str(value))):
         pieces = (_IN_LONG if len(part) > _LONG else _ALWAYS).sub("\\1\0", part).split("\0")
         chunks = [p[i : i + _LONG] for p in pieces for i in range(0, len(p), _LONG)]
         out.append("<wbr>".join(str(escape(c)) for c in chunks))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from diagnostic.analyse.before_after import recommended
 from diagnostic.schema.analysis import ALL_WORKLOADS, Analysis, ArmResult, ArmWorkload, Comparison
 
 __all__ = [
@@ -16,7 +17,6 @@ __all__ = [
     "low_level",
     "ordered_arms",
     "spec_comparisons",
-    "sweep_best_k",
     "workloads",
 ]
 
@@ -97,26 +97,10 @@ def spec_comparisons(a: Analysis, workload: str) -> list[Comparison]:
     ]
 
 
-def sweep_best_k(a: Analysis, workload: str) -> int | None:
-    """The sweep's best k on a workload at the lowest level, when there is a sweep."""
-    if a.sweep is None:
-        return None
-    level = low_level(a)
-    return next(
-        (s.best_k for s in a.sweep.workloads if s.workload == workload and s.concurrency == level),
-        None,
-    )
-
-
 def best_comparison(a: Analysis, workload: str) -> Comparison | None:
-    """The configuration to recommend on a workload: the sweep's best k among WINs when the
-    sweep names one, else the WIN with the highest lower bound; None without a WIN."""
-    wins = _on_plan_baseline(a, [c for c in spec_comparisons(a, workload) if c.verdict == "WIN"])
-    best_k = sweep_best_k(a, workload)
-    at_k = [c for c in wins if best_k and c.k == best_k]
-    if at_k:
-        return at_k[0]
-    return max(wins, key=lambda c: c.ci_low or 0.0, default=None)
+    """The configuration to recommend on a workload at the lowest level (one rule, shared with
+    the analysis' before-and-after: `before_after.recommended`); None without a WIN."""
+    return recommended(a, workload, low_level(a))
 
 
 def lead_comparison(a: Analysis, workload: str) -> Comparison | None:

@@ -62,13 +62,10 @@ def cover(inputs: Inputs) -> Cover:
     )
 
 
-COVER_PATH_CHARS = 24  # a longer model path shows by its name on the cover
-
-
 def _short(path: str | None) -> str | None:
-    """A long file or folder path by its name on the cover (the appendix gives the whole
-    path); a short one whole, so that a folder such as /root/g3/hf keeps its context."""
-    if not path or not path.startswith("/") or len(path) <= COVER_PATH_CHARS:
+    """A model or drafter named by its name on page 1, never by a folder of the recording
+    machine ('/root/g3/a/mla' is 'mla'; the appendix's launch commands give the path)."""
+    if not path or not path.startswith(("/", "~", "./")):
         return path
     return PurePosixPath(path).name or path
 
@@ -281,9 +278,8 @@ def _profile(a: Analysis, workload: str, describe: Describe) -> Profile:
         return Profile(workload=workload, profile="no speculation", reason=f.MISSING)
     arm = sel.arm_by_id(a, c.arm)
     name = describe(arm) if arm else c.arm
-    interval = "" if c.withheld else f.span(c.ci_low, c.ci_high, "ratio", a.noise_band.delta)
-    measured = f"{f.ratio(c.ratio)}{f' ({interval})' if interval else ''}"
-    measured += f", {'no verdict' if c.withheld else c.verdict}"
+    # No interval: the answer above gives this comparison's range (one range per comparison).
+    measured = f"{f.ratio(c.ratio)} of no speculation, {'no verdict' if c.withheld else c.verdict}"
     if c.verdict == "WIN":
         return Profile(workload=workload, profile=name, reason=measured)
     if c.withheld:  # too few restarts to decide: not a reason to give the gain up
@@ -465,18 +461,26 @@ def _root_box(inputs: Inputs, problems: list[FindingView]) -> tuple[list[Cause],
     lead = _headline_arm(a, best) if best else None
     # A problem that every better arm shares cannot explain the losses; with no better arm,
     # every problem on a loser may.
-    explains = [
+    candidates = [
         p
         for p in problems
         if set(p.arm_ids) & lost.keys() and not (better and better <= set(p.arm_ids))
     ]
-    bears = [p for p in problems if p not in explains and lead in p.arm_ids]
-    others = len(problems) - len(explains) - len(bears)
+    denied = {id(p): w for p in candidates if (w := _denied(p, lost))}
+    explains = [p for p in candidates if id(p) not in denied]
+    bears = [p for p in problems if p not in candidates and lead in p.arm_ids]
+    others = len(problems) - len(candidates) - len(bears)
     recommended = any(c.arm == lead and c.verdict == "WIN" for c in best.values())
     role = "the recommended arm" if recommended else "the arm the headline speaks of"
-    causes = [_cause(p, lost) for p in explains] + [
-        Cause(text=f"On {role} ({lead}) too: {p.title or p.message} ({p.arms}).") for p in bears
-    ]
+    causes = (
+        [_cause(p, lost) for p in explains]
+        + [
+            Cause(text=f"{p.title or p.message} ({p.arms}): {denied[id(p)]}")
+            for p in candidates
+            if id(p) in denied
+        ]
+        + [Cause(text=f"On {role} ({lead}) too: {p.title or p.message} ({p.arms}).") for p in bears]
+    )
     rest = (
         f" {others} other problem(s), in chapter 1, do not bear on the headline." if others else ""
     )
@@ -506,6 +510,22 @@ def _lost_and_better(a: Analysis) -> tuple[dict[str, Comparison], set[str]]:
             if slower and (c.arm not in lost or (c.ratio or 1.0) < (lost[c.arm].ratio or 1.0)):
                 lost[c.arm] = c
     return lost, spec - lost.keys()
+
+
+def _denied(p: FindingView, lost: dict[str, Comparison]) -> str:
+    """Why the measurements deny that a problem explains its arms' loss: an arm without the
+    problem lost as much (its ratio inside the range of the problem's arm); '' otherwise."""
+    mine = [c for arm in p.arm_ids if (c := lost.get(arm))]
+    for arm, other in lost.items():
+        if arm in p.arm_ids:
+            continue
+        same = [c for c in mine if c.workload == other.workload]
+        if any((other.ratio or 1.0) <= (c.ci_high or c.ratio or 1.0) for c in same):
+            return (
+                f"not what made it slower — {arm}, without this problem, is "
+                f"{f.ratio(other.ratio)} of {other.baseline} on {other.workload} as well."
+            )
+    return ""
 
 
 def _cause(p: FindingView, lost: dict[str, Comparison]) -> Cause:

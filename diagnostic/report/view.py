@@ -93,16 +93,21 @@ class Cause(_View):
     quote: Evidence | None = Field(None, description="The most telling log line, when quoted")
 
 
-class AsFound(_View):
-    """The before-and-after: the configuration as found against the best decided arm."""
+class AnswerLine(_View):
+    """One workload's answer: as found → after, one ratio, its range, a plain word."""
 
-    arm: str = Field(description="The as-found arm")
-    after: str | None = Field(
-        None, description="The arm that is 'after' on every workload; None when they differ"
-    )
-    head: str = Field(description="What as found and after are, in one or two sentences")
-    lines: list[str] = Field(description="One sentence per workload: as found; after")
-    levels: str = Field("", description="The level of the intervals shown, in one sentence")
+    workload: str = Field(description="Workload")
+    verdict: str = Field(description="Badge class: the analysis' verdict, WITHHELD or NONE")
+    word: str = Field(description="The verdict in the client's words ('faster', 'not decided')")
+    sentence: str = Field(description="The answer in one sentence, tok/s and ratio with range")
+
+
+class Answer(_View):
+    """Page 1's answer box: the before-and-after, or what page 1 compares instead."""
+
+    head: str = Field(description="What is compared: as found and after, or why not")
+    lines: list[AnswerLine] = Field(description="One per workload")
+    note: str = Field("", description="What a range means, in plain words")
     why: str = Field("", description="The finding on the as-found arm that says why; '' if none")
     quote: Evidence | None = Field(None, description="Its telling log line")
     why_on_page1: bool = Field(
@@ -138,8 +143,8 @@ class Summary(_View):
     telemetry_line: str = Field(
         "", description="Restart noise with a visible cause (a labelled sensitivity); '' if none"
     )
-    as_found: AsFound | None = Field(
-        None, description="As found against after, when the plan names the as-found arm"
+    answer: Answer | None = Field(
+        None, description="Page 1's answer: as found → after, or the best setting vs none"
     )
 
 

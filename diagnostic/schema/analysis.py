@@ -42,7 +42,7 @@ ANALYSIS_SCHEMA_VERSION = 3
 
 Verdict = Literal["WIN", "LOSS", "EQUIVALENT", "INCONCLUSIVE"]
 IntervalMethod = Literal["welch-log-restart-means", "paired-log-block-ratios", "within-process"]
-ComparisonKind = Literal["spec", "aa", "config"]
+ComparisonKind = Literal["spec", "aa", "config", "after"]
 ALL_WORKLOADS = "all"
 WITHIN_PROCESS_LABEL = "within-process only; restart variance not measured"
 
@@ -156,7 +156,8 @@ class Comparison(_Model):
     concurrency: int = Field(description="Requests in flight")
     kind: ComparisonKind = Field(
         description="'spec': a speculative arm vs its matched baseline; 'aa': the A/A check; "
-        "'config': a non-speculative arm vs the plan's baseline (table only)"
+        "'config': a non-speculative arm vs the plan's baseline (table only); 'after': the "
+        "recommended configuration vs the configuration as found (Analysis.before_after)"
     )
     matched: bool = Field(
         True,
@@ -426,6 +427,12 @@ class Analysis(_Model):
     noise_band: NoiseBand = Field(description="δ and whether it was calibrated")
     arms: list[ArmResult] = Field(default_factory=list, description="Per arm")
     comparisons: list[Comparison] = Field(default_factory=list, description="Arms vs baseline")
+    before_after: list[Comparison] = Field(
+        default_factory=list,
+        description="The recommended configuration (arm) against the configuration as found "
+        "(baseline) per workload and level, when the plan names an as-found arm and something "
+        "beats it: a family of its own, simultaneous at 95% over its workloads and levels",
+    )
     sweep: Sweep | None = Field(None, description="The k sweep, when arms carry params['k']")
     equivalence: list[ArmEquivalence] = Field(
         default_factory=list, description="Greedy output equivalence per arm vs baseline"

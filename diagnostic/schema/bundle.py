@@ -418,7 +418,7 @@ class RequestRecord(Stored):
 
 
 def decode_tps(record: RequestRecord) -> float | None:
-    """Decode tokens/s of one request, docs/architecture.md's definition: (completion_tokens − tokens of
+    """Decode tokens/s of one request, the documented definition: (completion_tokens − tokens of
     the first chunk) / (last − first chunk time). The first chunk's tokens come from
     chunk_tokens when the server reported them, else count as 1. None when there is no
     interval (fewer than 2 chunks, no token count, nothing after the first chunk)."""
