@@ -1,4 +1,4 @@
-"""diagnostic.analyse.acceptance on real /metrics snapshots and server logs (tests/data/real-runs)."""
+"""diagnostic.analyse.acceptance on real /metrics snapshots and server logs."""
 
 from __future__ import annotations
 

@@ -410,7 +410,7 @@ def test_launch_command_from_the_run_or_the_plan(tmp_path: Path) -> None:
 
 
 def _worker_log(*workers: str) -> str:
-    """vLLM lines as a TP=2 server prints them (prefixes as in docs/engines.md), ANSI colour included."""
+    """vLLM lines as a TP=2 server prints them (prefixes: docs/engines.md), ANSI colour included."""
     base = (H200 / "ngram3" / "server.log").read_text()
     lines = [
         f"\x1b[1;36m({w} pid={4100 + i})\x1b[0;0m INFO 11-29 10:00:0{i} [gpu_model_runner.py:4512] "

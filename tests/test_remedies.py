@@ -115,23 +115,37 @@ def test_recorded_remedy_sweep_ran_the_plan_unchanged() -> None:
 
 
 def test_recorded_remedy_report_leads_with_before_and_after() -> None:
-    """The recorded before-and-after: as found (Triton MLA + n-gram, capture downgraded) a
-    LOSS against its own baseline, after (FlashAttention MLA + n-gram) a WIN against its own,
-    on both workloads, each with the interval that decided it; the box says what the headline
-    would (no headline), and the failed A/A check is page 1's red warning, not a footnote."""
+    """The recorded before-and-after: after the fix (FlashAttention MLA + n-gram) against as
+    found (Triton MLA + n-gram, capture downgraded), on the same restarts paired by block, in
+    decode tok/s and as one ratio with its range (about 271 → 892 tok/s on code, 3.3×); the
+    failed A/A check is page 1's red warning with its rule, and the WINs clear it."""
     from diagnostic.bundle.store import Bundle
     from diagnostic.report.build import report_context
 
     ctx = report_context(Bundle.open(REMEDY))
-    found = ctx.summary.as_found
-    assert found is not None and found.arm == "triton-ngram-k3"
-    assert found.after == "flash-attn-mla-spec" and "FLASH_ATTN_MLA" in found.head
-    for workload, line in zip(("code", "prose"), found.lines, strict=True):
-        before, after = line.split("; after ")
-        assert before.startswith(f"{workload}: as found") and before.endswith("LOSS")
-        assert "of flash-attn-mla-base [" in after and after.endswith("WIN.")
-    assert ctx.summary.headline == ""
+    answer = ctx.summary.answer
+    assert answer is not None
+    assert answer.head.startswith("As found: n-gram at k=3 (triton-ngram-k3).")
+    assert "After the fix: n-gram at k=3 (flash-attn-mla-spec)" in answer.head
+    assert "--attention-backend FLASH_ATTN_MLA" in answer.head
+    from diagnostic.analyse.core import analyse
+
+    a = analyse(Bundle.open(REMEDY))
+    pairs = {c.workload: c for c in a.before_after if c.concurrency == 1}
+    assert {c.arm for c in pairs.values()} == {"flash-attn-mla-spec"}
+    assert {c.baseline for c in pairs.values()} == {"triton-ngram-k3"}
+    assert pairs["code"].paired and pairs["code"].reference_tps is not None
+    assert abs(pairs["code"].reference_tps - 271) < 2
+    assert abs(pairs["code"].reference_tps * (pairs["code"].ratio or 0) - 892) < 3
+    for line in answer.lines:
+        c = pairs[line.workload]
+        assert (line.verdict, line.word) == ("WIN", "faster")
+        assert line.sentence.startswith(
+            f"On {line.workload} the fixed server decodes {c.ratio:.2f}× faster than as found, "
+            f"between {c.ci_low:.2f}× and {c.ci_high:.2f}×: "
+        )
     assert ctx.summary.warning.startswith("The A/A check failed")
+    assert "page 1 marks the others not confirmed" in ctx.summary.warning
     assert not any("A/A check failed" in c for c in ctx.summary.caveats)
     # the widest A/A interval (code) contains 1: the failed check names the one that does not
     band = ctx.variance.band
@@ -247,9 +261,9 @@ def test_mla_report_leads_with_before_and_after(tmp_path: Path) -> None:
     pages = [p.extract_text() for p in PdfReader(out).pages]
     page1 = " ".join(pages[0].split())
     assert "As found: n-gram at k=3 (triton-ngram-k3)" in page1
-    assert "(fa-ngram-k3) with" in page1 and "FLASH_ATTN_MLA" in page1
-    assert "code: as found 0.56× of no speculation" in page1  # the recorded sample's figures
-    assert "more recommendation(s)" in page1  # page 1's last line: the page holds it all
+    assert "After the fix: n-gram at k=3 (fa-ngram-k3) with" in page1 and "FLASH_ATTN_MLA" in page1
+    assert "On code the fixed server decodes" in page1 and "faster than as found" in page1
+    assert "Contents" in pages[1][:200]  # page 1 holds it all: page 2 opens with the contents
     chapter = next(
         p for p in pages if "Before and after" in p and "As found:" in p and p != pages[0]
     )

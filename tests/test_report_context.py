@@ -24,7 +24,7 @@ from diagnostic.schema.bundle import Engagement
 # Fields that may legitimately be empty: intervals not computed, optional notes.
 MAY_BE_EMPTY = {"decode_ci", "ratio_ci", "note", "footnote", "reason", "title", "where", "line"}
 # page 1: said only when they apply
-MAY_BE_EMPTY |= {"missing", "degenerate", "unmeasured", "telemetry_line", "warning"}
+MAY_BE_EMPTY |= {"missing", "degenerate", "unmeasured", "telemetry_line", "warning", "why"}
 
 
 @pytest.fixture(scope="module")

@@ -126,8 +126,10 @@ def test_no_word_breaks_and_no_cell_runs_into_the_next(rendered: dict[str, Any],
 
 
 def test_paths_break_at_separators_and_words_never() -> None:
-    out = str(breakable("/root/.cache/models/gemma-3-270m-q4_k_m.gguf CHANGED <b>"))
-    assert out.startswith("/<wbr>root/.<wbr>cache/<wbr>models/<wbr>gemma-")
+    out = str(breakable("/srv/.cache/models/gemma-3-270m-q4_k_m.gguf CHANGED <b>"))
+    assert out.startswith("/<wbr>srv/.<wbr>cache/<wbr>models/<wbr>gemma-")
+    home = str(breakable("/home/alice/models/m.gguf and /root/m"))  # a home folder is ~
+    assert home == "~/<wbr>models/<wbr>m.gguf and ~/<wbr>m"
     assert " CHANGED &lt;b&gt;" in out  # a word stays whole, markup stays text
     assert str(breakable("FULL_AND_PIECEWISE")) == "FULL_<wbr>AND_<wbr>PIECEWISE"
     hashed = str(breakable("k=3 " + "f" * 45))  # a hash: every 20 characters

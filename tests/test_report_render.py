@@ -206,8 +206,11 @@ def test_pdf_opens_and_reads_like_the_report(ctx: ReportContext, pdf: Path) -> N
     reader = PdfReader(pdf)
     pages = [_flat(p.extract_text()) for p in reader.pages]
     assert 8 <= len(pages) <= 30
-    assert _flat(ctx.summary.headline) in pages[0]  # the first page tells the story
+    assert ctx.summary.answer is not None
+    for line in ctx.summary.answer.lines:  # the first page tells the story
+        assert _flat(line.sentence) in pages[0]
     text = " ".join(pages)
+    assert _flat(ctx.summary.headline) in text  # the chapter's headline and verdict lines
     for line in ctx.summary.verdicts:
         assert _flat(line.sentence) in text
     assert f"Page 1 of {len(pages)}" in pages[0]

@@ -123,7 +123,7 @@ def test_sequential_alpha_keeps_the_overall_level_where_pocock_creeps_above() ->
 
 def test_pocock_looks_keep_the_false_positive_rate_near_five_percent() -> None:
     """Under no difference, peeking at 4, 8, 12 restarts at 95% calls a difference far more
-    often than 5%; the calibrated per-look level keeps it near 5% (docs/statistics.md: 16% vs 5%)."""
+    often than 5%; the calibrated per-look level keeps it near 5% (16% vs 5%)."""
     rng = np.random.default_rng(7)
     looks, sims = (4, 8, 12), 300
     naive = pocock = 0
