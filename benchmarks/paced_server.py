@@ -71,7 +71,7 @@ class Emits:
 
 
 def decode_rate(times: list[float], tokens: list[int]) -> float | None:
-    """(total tokens − first chunk's tokens) / (last − first chunk time): docs/architecture.md's decode
+    """(total tokens − first chunk's tokens) / (last − first chunk time): the documented decode
     throughput, applied to the server's own emit times. None with fewer than two chunks."""
     if len(times) < 2 or times[-1] <= times[0]:
         return None

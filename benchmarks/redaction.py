@@ -405,8 +405,9 @@ def leaked(case: dict[str, object]) -> list[str]:
 
 def ordinary_lines() -> Iterator[tuple[str, str]]:
     """(source, line) for every line of real text that holds no secret."""
-    folders = [ROOT / "tests" / "data" / "real-runs", ROOT / "tests" / "data" / "logs", ROOT / "samples"]
-    for prose in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:  # the project's own prose
+    data = ROOT / "tests" / "data"
+    folders = [data / "real-runs", data / "logs", ROOT / "samples"]
+    for prose in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:  # our own prose
         for line in prose.read_text(encoding="utf-8").splitlines():
             yield prose.name, line
     for folder in folders:
