@@ -27,7 +27,7 @@ NGRAM_FLAGS = (
 StartServer = Callable[..., str]
 # One thread per server: llama.cpp's threads wait for each other at every step, so on a
 # machine whose cores are busy two threads decoded at 1-17 tok/s against 23-29 with one (66
-# against 50 on an idle machine; two busy loops on 2 cores, scripts in the README), and the
+# against 50 on an idle machine; two busy loops on 2 cores, docs/development.md), and the
 # real-engine tests took hours instead of minutes. Plans in the tests use `-t 1` likewise.
 THREADS = {**os.environ, "DIAGNOSE_THREADS": "1"}
 _LOGS: dict[str, Path] = {}  # base URL -> the log scripts/real-server writes for it

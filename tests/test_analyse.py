@@ -65,7 +65,7 @@ def test_h200_one_restart_is_labelled_within_process(h200: Analysis) -> None:
 def test_h200_one_restart_per_arm_gets_no_verdict(h200: Analysis) -> None:
     # docs/statistics.md: one restart on a side — the interval is of one process, no verdict.
     for c in h200.comparisons:
-        assert c.withheld and c.verdict == "INCONCLUSIVE" and c.more_restarts_needed == 3
+        assert c.withheld and c.verdict == "WITHHELD" and c.more_restarts_needed == 3
     assert 1.7 < (_cmp(h200, "ngram3").ratio or 0) < 2.1
     assert (_cmp(h200, "eager").ratio or 1) < 0.25
     assert h200.family_size == 0  # nothing shares the error rate: nothing is decided
@@ -124,7 +124,7 @@ def test_h200_json_satisfies_the_design_contract(h200: Analysis) -> None:
     assert {"estimate", "ci_low", "ci_high", "n_requests", "n_restarts"} <= arm["decode_tps"].keys()
     for c in data["comparisons"]:
         assert {"arm", "baseline", "workload", "ratio", "ci_low", "ci_high", "verdict"} <= c.keys()
-        assert c["verdict"] in {"WIN", "LOSS", "EQUIVALENT", "INCONCLUSIVE"}
+        assert c["verdict"] in {"WIN", "LOSS", "EQUIVALENT", "INCONCLUSIVE", "WITHHELD"}
     assert "best_k" in data["sweep"] and data["sweep"]["workloads"][0]["points"]
     assert data["equivalence"][0]["rate"] == 1.0
     assert Analysis.model_validate(data) == h200

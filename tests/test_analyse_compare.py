@@ -82,7 +82,7 @@ def test_one_restart_each_is_within_process_and_gets_no_verdict() -> None:
     c = _one(arm, base)
     assert c.interval_method == "within-process" and c.within_process_only and c.withheld
     assert c.label == "within-process only; restart variance not measured"
-    assert c.verdict == "INCONCLUSIVE" and c.more_restarts_needed == 3
+    assert c.verdict == "WITHHELD" and c.more_restarts_needed == 3
     # One centre: the ratio of the two restart means, as every table shows it.
     assert c.ratio == pytest.approx((4005 / 4) / 600)
     assert c.ci_low is not None and c.ci_low > 1.02 and c.ci_level == 0.95
@@ -94,7 +94,7 @@ def test_one_restart_against_several_gets_no_verdict() -> None:
     base = _side("base", [[600.0, 610.0, 590.0], [820.0, 800.0, 805.0]])
     c = _one(arm, base)
     assert c.interval_method == "within-process" and c.withheld
-    assert c.verdict == "INCONCLUSIVE"
+    assert c.verdict == "WITHHELD"
 
 
 def _family(rng: np.random.Generator, blocked: bool, ratios: list[float], blocks: int = 5):  # type: ignore[no-untyped-def]
@@ -167,7 +167,7 @@ def test_fewer_than_three_restarts_a_side_get_no_verdict_and_leave_the_family() 
     _, family, _ = _family(rng, True, [1.5, 1.5], blocks=2)
     out = decide(family, delta=0.02, design=FIXED)
     for c in out:
-        assert c.withheld and c.verdict == "INCONCLUSIVE" and c.family_size == 1
+        assert c.withheld and c.verdict == "WITHHELD" and c.family_size == 1
         assert c.ci_level == 0.95 and c.ci_low < c.ratio < c.ci_high  # type: ignore[operator]
         assert c.label == "fewer than 3 restarts on a side: no verdict"
         assert c.more_restarts_needed == 3 and not c.headline
@@ -183,7 +183,7 @@ def test_the_all_workloads_row_is_derived_shown_and_never_in_the_family() -> Non
     ]
     code, pooled = decide(rows, delta=0.02, design=FIXED)
     assert code.verdict == "WIN" and code.family_size == 1 and code.ci_label == "95% CI"
-    assert pooled.withheld and pooled.verdict == "INCONCLUSIVE" and not pooled.headline
+    assert pooled.withheld and pooled.verdict == "WITHHELD" and not pooled.headline
     assert pooled.label is not None and pooled.label.startswith("derived: every workload pooled")
     assert pooled.ci_level == 0.95 and pooled.ci_low is not None
 

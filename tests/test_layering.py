@@ -1,5 +1,6 @@
-"""The one-way layering of the package (README "Where things are"): each folder is a stage or a
-shared layer; a module imports only from its own unit or from lower layers; nothing imports cli.
+"""The one-way layering of the package (docs/architecture.md "Where things are"): each folder
+is a stage or a shared layer; a module imports only from its own unit or from lower layers;
+nothing imports cli.
 
 A request travels measure.client → measure.collect → bundle → analyse → report; a log travels
 bundle → engines → logcheck → report. The numbers below say who may import whom.
@@ -114,18 +115,20 @@ def test_layers_name_real_folders() -> None:
         assert base.is_dir() or base.with_suffix(".py").is_file(), unit
 
 
-def test_the_readme_map_matches_the_tree() -> None:
-    """README "Where things are": one row per folder of diagnostic/, and every file it names
-    exists in that folder."""
-    readme = (PACKAGE.parent / "README.md").read_text()
+def test_the_architecture_map_matches_the_tree() -> None:
+    """docs/architecture.md "Where things are": one row per folder of diagnostic/, and every
+    file it names exists in that folder."""
+    readme = (PACKAGE.parent / "docs" / "architecture.md").read_text()
     section = readme.split("## Where things are", 1)[1].split("\n## ", 1)[0]
     rows = [r for r in section.splitlines() if r.startswith("| `diagnostic/")]
     folders = {r.split("`")[1].removeprefix("diagnostic/").rstrip("/") for r in rows}
     packages = {p.name for p in PACKAGE.iterdir() if (p / "__init__.py").is_file()}
-    assert packages <= folders, f"README lacks rows for {sorted(packages - folders)}"
+    assert packages <= folders, f"docs/architecture.md lacks rows for {sorted(packages - folders)}"
     for row in rows:
         folder = PACKAGE / row.split("`")[1].removeprefix("diagnostic/")
         base = folder if folder.is_dir() else PACKAGE
         for name in re.findall(r"`([\w/]+(?:\.py|/))`", row.split("|")[2]):
             found = [b / name for b in (base, PACKAGE, PACKAGE.parent) if (b / name).exists()]
-            assert found, f"README names {name} in the row of {folder.name}/: not in the tree"
+            assert found, (
+                f"docs/architecture.md names {name} in the row of {folder.name}/: not in the tree"
+            )

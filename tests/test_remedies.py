@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from real_runs import REAL_RUNS
 
-from diagnostic.engines.edit import edit_command, flag_value
+from diagnostic.engines.edit import edit_command, flag_value, same_launch
 from diagnostic.engines.flags import without_speculation
 from diagnostic.errors import PlanError
 from diagnostic.logcheck.rules import load_rules
@@ -313,3 +313,30 @@ def test_plan_command_prints_writes_and_refuses(tmp_path: Path) -> None:
     assert again.exit_code != 0 and "already exists" in again.output
     bad = CliRunner().invoke(main, ["plan", str(MLA), "--dry-run", "--time-left", "soon"])
     assert bad.exit_code != 0 and "3h, 45min" in bad.output
+
+
+def test_same_launch_reads_flags_in_any_order_and_spelling() -> None:
+    a = 'vllm serve m --port 8000 --x=1 --speculative-config \'{"method":"ngram","k":3}\''
+    b = 'vllm serve m --speculative_config \'{"k": 3, "method": "ngram"}\' --x 1 --port {port}'
+    assert same_launch(a, b)
+    assert not same_launch(a, b.replace("--x 1", "--x 2"))
+    assert not same_launch(a, b.replace("serve m", "serve n"))
+    assert not same_launch(a, "vllm serve m 'unbalanced")
+
+
+def test_plan_never_proposes_an_arm_the_bundle_measured() -> None:
+    """The SGLang sample measured the EAGLE3 flag (eagle3-head-k3) beside the wrong EAGLE flag
+    (the as-found arm): the flag's remedy arm is that same command, so the plan does not spend
+    hours measuring it again, and says what the measured arm gave."""
+    from diagnostic.bundle.store import Bundle
+
+    sample = ROOT / "samples" / "sglang-h200-gemma3"
+    planned = next_plan(sample)
+    measured = [a for a in Bundle.open(sample).manifest.plan.arms if a.launch and a.speculative]
+    arms = tomllib.loads(planned.text)["arms"]
+    for arm in arms:
+        if arm["name"] != planned.as_found and arm.get("launch"):
+            assert not any(same_launch(arm["launch"], m.launch or "") for m in measured), arm
+    said = [n for n in planned.notes if "is not proposed" in n]
+    assert len(said) == 1 and "measured the same command as eagle3-head-k3" in said[0]
+    assert "code 0.41× of base, LOSS" in said[0]

@@ -240,14 +240,15 @@ def test_planning_advice_is_bounded_by_a_day(contexts: dict[str, ReportContext])
             extension=[ExtensionPoint(restarts=r, added=k, assurance=p) for r, k, p in points],
         ),
     )
-    # The smallest extension that decides with 80% and fits the day, its cost and odds …
+    # The smallest extension that decides with 80%, its cost for the arms it restarts, odds …
     assert day.extension(c) == (
-        "9 more restarts per arm (12 in all, ≈ 3.0 h) would decide it with probability 82%"
+        "9 more restarts per arm (12 in all, ≈ 3.0 h for 2 arms) would decide it with "
+        "probability 82%"
     )
-    # … else the largest a day holds (7 per arm for five arms), with its lower odds.
+    # … the same figure for five arms (one figure per comparison), and that a day is too short.
     assert day.extension(c, arms=5) == (
-        "1 more restart per arm (4 in all, ≈ 50 min) (the most a day on site holds) would "
-        "decide it with probability 30%"
+        "9 more restarts per arm (12 in all, ≈ 7.5 h for 5 arms) would decide it with "
+        "probability 82%; a day on site holds 7 per arm for 5 arms"
     )
     cpu = [r.text for r in contexts["llamacpp-cpu-gemma3"].recommendations]
     assert any("Plan no more restarts" in t and "probability" in t for t in cpu)
@@ -271,7 +272,8 @@ def test_the_method_says_what_a_day_decides_at_high_noise(
     said = _day_row(ctx)
     assert len(said) == 1, ctx.summary.caveats
     m = re.fullmatch(
-        r"At the noise this bundle measured \(restart CV 13%\), a 6 h day holds (\d+) blocks "
+        r"At the restart-to-restart variation this bundle measured \(13%\), a 6 h day holds "
+        r"(\d+) blocks "
         r"of the 4 arms \(6 comparisons\): it decides a true \+10% with probability (\d+)% "
         r"and \+(\d+)% with 80%\. To decide \+10% with 80%: (.+)\.",
         said[0],

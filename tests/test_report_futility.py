@@ -155,8 +155,8 @@ def test_recommendations_plan_no_restarts_for_futile_comparisons(futile: Report)
         and c.workload in sel.workloads(futile.analysis)
     }
     assert open_arms == {"ngram-k3"}
-    assert [r.text.split(":")[0] for r in repeat] == [
-        "Extend the undecided comparisons of ngram-k3"
+    assert [r.text.split(";")[0] for r in repeat] == [
+        "Extend the undecided comparisons of ngram-k3 together"
     ]
     assert "on prose" in repeat[0].evidence and "on code" not in repeat[0].evidence
     assert "Serve code without speculation: n-gram at k=3 is unlikely to pay." in [

@@ -1,4 +1,4 @@
-"""Seals and the root hash (bundle/seal.py): what a run's seal covers, the digests as README
+"""Seals and the root hash (bundle/seal.py): what a run's seal covers, the digests as docs/verify.md
 "Seals and the root hash" defines them (recomputed here independently), and the seal collect and
 sweep record and print as each run ends."""
 
@@ -31,7 +31,7 @@ def _canonical(value: object) -> bytes:
 
 
 def _seal_by_the_readme(run_dir: Path, manifest: Path, bundle_id: str | None) -> str:
-    """A run's seal digest as README "Seals and the root hash" says, from the files alone."""
+    """A run's seal digest as docs/verify.md ("Seals") says, from the files alone."""
     data = json.loads(manifest.read_text())
     schedule = _sha(_canonical({"plan": data["plan"], "collected": data.get("collected", [])}))
     run = json.loads((run_dir / "run.json").read_text())

@@ -103,11 +103,6 @@ def test_loss_edge_is_the_reciprocal_of_the_win_edge() -> None:
     assert stats.verdict(0.90, 1 / 1.02 + 1e-9, 0.02) == "INCONCLUSIVE"
 
 
-def test_delta_from_aa_is_the_largest_distance_from_one_with_a_floor() -> None:
-    assert stats.delta_from_aa(0.97, 1.02) == pytest.approx(0.03)
-    assert stats.delta_from_aa(0.995, 1.004) == 0.01
-
-
 def test_bh_adjust_textbook_example() -> None:
     # Sorted p 0.005, 0.01, 0.03, 0.04 → m·p/i = 0.02, 0.02, 0.04, 0.04 (then monotone).
     assert stats.bh_adjust([0.01, 0.04, 0.03, 0.005]) == pytest.approx([0.02, 0.04, 0.04, 0.02])

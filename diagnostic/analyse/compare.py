@@ -290,7 +290,7 @@ def _finish(
     # The A/A check and a configuration's table row decide alone, at 95%.
     decides = deciding is not None or p.kind in ("aa", "config")
     withheld = p.withheld or not decides
-    verdict = stats.verdict(ci.low, ci.high, delta) if not withheld else "INCONCLUSIVE"
+    verdict = stats.verdict(ci.low, ci.high, delta) if not withheld else "WITHHELD"
     c = Comparison(
         arm=p.arm.name,
         baseline=p.base.name,

@@ -17,7 +17,6 @@ __all__ = [
     "MedianCI",
     "RatioCI",
     "bh_adjust",
-    "delta_from_aa",
     "drift_check",
     "futility_p",
     "means_ratio_ci",
@@ -225,11 +224,6 @@ def futility_p(ci: RatioCI, target: float) -> float | None:
         return None
     t = (math.log(ci.ratio) - math.log1p(target)) / ci.se_log
     return float(sps.t.cdf(t, ci.df))
-
-
-def delta_from_aa(low: float, high: float, floor: float = 0.01) -> float:
-    """Noise band from an A/A ratio interval: max(floor, largest distance of [L, U] from 1)."""
-    return max(floor, 1.0 - low, high - 1.0)
 
 
 def bh_adjust(p_values: Sequence[float]) -> list[float]:

@@ -48,6 +48,7 @@ LIST_KEYS: dict[str, tuple[str, ...]] = {
     "runs": ("restart",),
     "per_position": ("position",),
     "comparisons": ("arm", "baseline", "workload", "concurrency", "kind"),
+    "before_after": ("arm", "baseline", "workload", "concurrency"),
     "points": ("k",),
     "extension": ("added",),
     "predicted": ("k",),

@@ -1,5 +1,6 @@
 """Seals and the root hash: the sha256 of each file of a run, recorded in its run.json when the
-run ends, and one sha256 over the manifest and every run's seal (README "Seals and the root hash").
+run ends, and one sha256 over the manifest and every run's seal (docs/verify.md, "Seals" and
+"The root hash").
 
 A run's seal digest is the sha256 of the UTF-8 text
 

@@ -55,8 +55,8 @@ def command(bundle: Path, stored: Path | None, public_key: Path | None, show_all
                  from a tampered bundle show, whatever analysis.json the PDF embeds
       signature  the root's ed25519 signature, with --public-key
 
-    A bundle recorded before sealing (the samples) is said to be one: "recorded before
-    sealing: integrity not provable, consistency checked".
+    A bundle recorded before sealing (five of the samples in samples/) is said to be one:
+    "recorded before sealing: integrity not provable, consistency checked".
 
     Figures count as equal within a relative 1e-9; created_at, tool_version and bundle (the
     path) are not compared. Differences are named by path, e.g. `comparisons[arm=ngram-k3,
@@ -100,7 +100,9 @@ def _verdict(report: VerifyReport) -> str:
     code = report.exit_code
     if code:
         names = ", ".join(c.name for c in report.failures)
-        return f"{_VERDICT[code]} (failed: {names})."
+        other = next((c.summary for c in report.failures if c.fault == "another-bundle"), None)
+        which = f"; {other.removeprefix('the PDF came from another bundle: ')}" if other else ""
+        return f"{_VERDICT[code]} (failed: {names}{which})."
     if not report.root.sealed:
         return f"{_VERDICT[0]}, consistency only: the bundle was recorded before sealing."
     return f"{_VERDICT[0]}: every run sealed as it ended, and all that was checked holds."

@@ -8,6 +8,7 @@ config '{"cudagraph_mode": …}'`) is edited key by key (`compilation-config.cud
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import shlex
@@ -16,7 +17,14 @@ from collections.abc import Mapping
 from diagnostic.engines._command import flag_spans, words
 from diagnostic.engines.flags import without_speculation
 
-__all__ = ["EditError", "changed_flags", "edit_command", "flag_value", "shell_line"]
+__all__ = [
+    "EditError",
+    "changed_flags",
+    "edit_command",
+    "flag_value",
+    "same_launch",
+    "shell_line",
+]
 
 # Words the shell reads as they stand; `$NAME` stays unquoted so the shell expands it.
 _PLAIN = re.compile(r"[\w@%+=:,./$-]+")
@@ -121,3 +129,30 @@ def changed_flags(before: str, after: str, *, ignore: tuple[str, ...] = ("port",
             out.append(f"--{name}" if value is True else f"--{name} {value}")
     out += [f"without --{n}" for n in was if n not in now and n not in ignore]
     return out
+
+
+def _canonical(command: str, ignore: tuple[str, ...]) -> tuple[object, ...] | None:
+    """A command as what it asks for: its assignments and positional words in order, its
+    flags as a set (any order, `--a=b` as `--a b`), a JSON value by its keys in any order."""
+    argv = words(command)
+    if argv is None:
+        return None
+    spans = flag_spans(argv)
+    covered = {i for start, end, _, _ in spans for i in range(start, end)}
+    flags = set()
+    for _, _, name, value in spans:
+        if name in ignore:
+            continue
+        if isinstance(value, str) and value.lstrip().startswith("{"):
+            with contextlib.suppress(ValueError):
+                value = json.dumps(json.loads(value), sort_keys=True)
+        flags.add((name, value))
+    return tuple(a for i, a in enumerate(argv) if i not in covered), frozenset(flags)
+
+
+def same_launch(a: str, b: str, *, ignore: tuple[str, ...] = ("port",)) -> bool:
+    """Whether two launch commands start the same server: the same program, positional words
+    and flags, whatever the flags' order or spelling (`--k=v`, `--k v`, `_` for `-`, JSON keys
+    in any order); the port aside. False when either cannot be read."""
+    ca, cb = _canonical(a, ignore), _canonical(b, ignore)
+    return ca is not None and ca == cb

@@ -120,9 +120,11 @@ def _profile_recs(a: Analysis, describe: Describe, problems: bool) -> list[Recom
             else f"Serve {ws} without speculation: {name} is slower, and check found no "
             "configuration problem to fix.",
             "EQUIVALENT": f"Serve {ws} without speculation: it does not pay.",
-            "UNDECIDED": f"Decide {ws} with the odds on page 1: {name} is not yet shown faster "
+            "UNDECIDED": f"Decide {ws} with the odds in the before-and-after chapter: {name} is "
+            "not yet shown faster "
             "or slower; serving it is a bet on the estimate, not a measured win.",
             "FUTILE": f"Serve {ws} without speculation: {name} is unlikely to pay.",
+            "WITHHELD": f"Decide {ws} after more restarts: {name} has too few for a verdict.",
         }[kind]
         out.append(Recommendation(text=text, evidence="; ".join(_evidence(c) for c in comps)))
     return out
@@ -208,18 +210,20 @@ def _repeat_recs(a: Analysis, day: Day) -> list[Recommendation]:
         names = list(dict.fromkeys(c.arm for c in doable))
         out.append(
             Recommendation(
-                text=f"Extend the undecided comparisons of {f.join(names)}: "
+                text=f"Extend the undecided comparisons of {f.join(names)} together; the one "
+                f"that needs most, {hardest.arm} on {hardest.workload}: "
                 f"{day.extension(hardest, len(names) + 1)}.",
                 evidence="; ".join(_measured(c) for c in doable[:3]),
             )
         )
     if beyond:
         names = list(dict.fromkeys(f"{c.arm} on {c.workload}" for c in beyond))
-        text = day.extension(beyond[0], len(arms) + 1)
+        first = beyond[0]
+        text = day.extension(first, len(arms) + 1)
         out.append(
             Recommendation(
                 text=f"Plan no more restarts for {f.join(names)} on this visit"
-                + (f": {text}." if text else "."),
+                + (f"; {first.arm} on {first.workload}: {text}." if text else "."),
                 evidence="; ".join(_measured(c) for c in beyond[:3]),
             )
         )
@@ -281,11 +285,26 @@ def _equivalence_recs(a: Analysis) -> list[Recommendation]:
     return [Recommendation(text=text, evidence=evidence)]
 
 
+def _checked(a: Analysis, p: FindingView) -> str:
+    """A finding's advice, with what the measured arms say against it when they deny that it
+    explains the loss (an arm without the problem lost as much)."""
+    why = sel.denied(a, p.arm_ids)
+    if not why:
+        return p.advice
+    return f"{p.advice.rstrip('.')} — though it may not help: {why}."
+
+
 def recommendations(
     a: Analysis, problems: list[FindingView], describe: Describe, day: Day
 ) -> list[Recommendation]:
     """Numbered recommendations: fix what check found, then serving profiles, then method."""
-    recs = [Recommendation(text=p.advice, evidence=f"{p.message} ({p.rule})") for p in problems]
+    recs = [
+        Recommendation(
+            text=_checked(a, p),
+            evidence=f"{p.message} ({p.rule})",
+        )
+        for p in problems
+    ]
     recs += _profile_recs(a, describe, bool(problems)) + _sweep_recs(a) + _measurement_recs(a, day)
     unique = list({r.text: r for r in recs}.values())
     return unique or [

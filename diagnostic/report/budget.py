@@ -107,37 +107,34 @@ class Day:
         return math.floor(self.budget_s / (arms * self.restart_s))
 
     def extension(self, c: Comparison, arms: int = ARMS_COMPARED) -> str:
-        """The planned extension for an undecided comparison, its cost and its probability of
-        deciding (the analysis' outlook): the smallest that reaches ASSURANCE within a day
-        on site for `arms` arms, else the largest a day holds, with its lower assurance.
-        A withheld comparison: the restarts a verdict needs."""
+        """The planned extension that settles an undecided comparison, one figure wherever it
+        is quoted: the analysis' smallest extension that decides it with probability
+        ASSURANCE (its outlook), else the largest it considered, with its lower probability;
+        then its cost for `arms` arms, and whether a day on site holds it. A withheld
+        comparison: the restarts a verdict needs."""
         if c.withheld:
             need = max(0, defaults.MIN_RESTARTS - min(c.n_restarts_arm, c.n_restarts_baseline))
             return f"a verdict needs {defaults.MIN_RESTARTS} restarts per arm: {need} more"
         points = c.outlook.extension if c.outlook else []
+        if not points:
+            return ""
+        pick = next((p for p in points if p.assurance >= ASSURANCE), points[-1])
+        cost = (
+            f", ≈ {_hours(pick.added * arms * self.restart_s)} for {arms} arms"
+            if self.restart_s
+            else ""
+        )
+        held = " (the largest extension considered)" if pick.assurance < ASSURANCE else ""
         fit = self.restarts(arms)
-        inside = [p for p in points if fit is None or p.added <= fit]
-        pick = next((p for p in inside if p.assurance >= ASSURANCE), None)
-        if pick is None and not inside:
-            return (
-                f"a day on site holds {fit} restarts per arm for {arms} arms: too few to add "
-                "enough to decide it"
-                if points
-                else ""
-            )
-        pick = pick or inside[-1]
-        cost = f", ≈ {_hours(pick.added * arms * self.restart_s)}" if self.restart_s else ""
-        held = ""
-        if pick.assurance < ASSURANCE:
-            held = (
-                " (the most a day on site holds)"
-                if len(inside) < len(points)
-                else " (the largest extension considered)"
-            )
+        over = (
+            f"; a day on site holds {fit} per arm for {arms} arms"
+            if fit is not None and pick.added > fit
+            else ""
+        )
         more = f"{pick.added} more restart{'s' if pick.added != 1 else ''} per arm"
         return (
             f"{more} ({pick.restarts} in all{cost}){held} would decide it with probability "
-            f"{pick.assurance:.0%}"
+            f"{pick.assurance:.0%}{over}"
         )
 
     def decides(self, a: Analysis, plan: PlanSpec) -> str:
@@ -174,7 +171,8 @@ class Day:
         restart_cv = math.sqrt(max(pairing.pooled_noise(noise)[1], 0.0))
         spec = ", with one speculative arm added," if added else ","
         return (
-            f"At the noise this bundle measured (restart CV {restart_cv:.0%}){spec} {d.sentence()}"
+            f"At the restart-to-restart variation this bundle measured ({restart_cv:.0%}){spec} "
+            f"{d.sentence()}"
         )
 
     def plan(self, p: PlanningAdvice) -> str:

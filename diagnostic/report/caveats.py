@@ -51,6 +51,11 @@ def design_warning(inputs: Inputs) -> str:
     )
 
 
+def _alone(sensitivity: str | None) -> str:
+    """'INCONCLUSIVE against baseline alone (1.15×, …)' → 'INCONCLUSIVE' (page 1's words)."""
+    return (sensitivity or "").split(" against ")[0]
+
+
 def caveats(inputs: Inputs) -> list[str]:
     """What page 1 must add to its verdicts: comparisons without a verdict, a pooled
     reference's sensitivity, unmatched arms, runs and requests left out, and what a day on
@@ -75,11 +80,11 @@ def caveats(inputs: Inputs) -> list[str]:
         )
     sensitive = [c for c in a.comparisons if c.sensitivity and not c.derived]
     if sensitive:
+        alone = [f"{c.arm} on {c.workload} ({_alone(c.sensitivity)})" for c in sensitive]
         out.append(
             "Each block's reference pools the baseline and its A/A repeat (a design choice of "
-            "the plan; the A/A check cannot prove the two equal). Against the baseline alone: "
-            + "; ".join(f"{c.arm} on {c.workload}: {c.sensitivity}" for c in sensitive)
-            + "."
+            "the plan; the A/A check cannot prove the two equal). Against the baseline alone "
+            f"the verdict differs for {f.join(alone)}: see the before-and-after chapter."
         )
     unmatched = sorted({c.arm for c in a.comparisons if c.kind == "spec" and not c.matched})
     if unmatched:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from diagnostic import __version__
+from diagnostic import __version__, defaults
 from diagnostic.report import advice, answer, capture, quality, sections, summary, telemetry
 from diagnostic.report.inputs import Inputs
 from diagnostic.report.view import FindingView, ReportContext, Summary
@@ -20,6 +20,7 @@ def build_context(inputs: Inputs) -> ReportContext:
         cover=summary.cover(inputs),
         tool_version=__version__,
         margin=f"{a.noise_band.delta:.1%}",
+        min_restarts=defaults.MIN_RESTARTS,
         summary=_summary(inputs, [r.text for r in recommendations], problems).model_copy(
             update={"telemetry_line": telemetry.page_one_line(a)}
         ),

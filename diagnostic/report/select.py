@@ -124,3 +124,22 @@ def _on_plan_baseline(a: Analysis, comps: list[Comparison]) -> list[Comparison]:
     are any: a speedup over another matched baseline (an eager one, say) can be large and still
     slower in tokens/s than the plan's baseline."""
     return [c for c in comps if c.baseline == a.baseline] or comps
+
+
+def denied(a: Analysis, arms: list[str]) -> str:
+    """Why the measurements deny that a problem on `arms` explains their loss: a speculative
+    arm without it lost as much on the same workload (its ratio inside the range of the
+    problem's arm, both slower than the margin allows); '' when none did."""
+    floor = 1 / (1 + a.noise_band.delta)
+    for w in workloads(a):
+        comps = spec_comparisons(a, w)
+        mine = [c for c in comps if c.arm in arms and (c.ratio or 1.0) < floor]
+        for other in comps:
+            if other.arm in arms or (other.ratio or 1.0) >= floor:
+                continue
+            if any((other.ratio or 1.0) <= (c.ci_high or c.ratio or 1.0) for c in mine):
+                return (
+                    f"{other.arm}, without this problem, is {other.ratio:.2f}× of "
+                    f"{other.baseline} on {w} as well"
+                )
+    return ""

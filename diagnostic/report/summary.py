@@ -220,6 +220,7 @@ def _verdict_line(a: Analysis, workload: str, describe: Describe, day: Day) -> V
         "WIN": f"is {f.ratio(c.ratio)} as fast as {off}",
         "LOSS": f"is slower than {off}: {f.ratio(c.ratio)} its throughput",
         "EQUIVALENT": f"is no faster than {off} ({f.ratio(c.ratio)})",
+        "WITHHELD": f"is not yet decided against {off} ({f.ratio(c.ratio)})",
         "INCONCLUSIVE": f"is not yet decided against {off} ({f.ratio(c.ratio)}, "
         f"leans {c.lean or 'neither way'})",
     }[c.verdict]
@@ -466,7 +467,7 @@ def _root_box(inputs: Inputs, problems: list[FindingView]) -> tuple[list[Cause],
         for p in problems
         if set(p.arm_ids) & lost.keys() and not (better and better <= set(p.arm_ids))
     ]
-    denied = {id(p): w for p in candidates if (w := _denied(p, lost))}
+    denied = {id(p): w for p in candidates if (w := sel.denied(a, p.arm_ids))}
     explains = [p for p in candidates if id(p) not in denied]
     bears = [p for p in problems if p not in candidates and lead in p.arm_ids]
     others = len(problems) - len(candidates) - len(bears)
@@ -510,22 +511,6 @@ def _lost_and_better(a: Analysis) -> tuple[dict[str, Comparison], set[str]]:
             if slower and (c.arm not in lost or (c.ratio or 1.0) < (lost[c.arm].ratio or 1.0)):
                 lost[c.arm] = c
     return lost, spec - lost.keys()
-
-
-def _denied(p: FindingView, lost: dict[str, Comparison]) -> str:
-    """Why the measurements deny that a problem explains its arms' loss: an arm without the
-    problem lost as much (its ratio inside the range of the problem's arm); '' otherwise."""
-    mine = [c for arm in p.arm_ids if (c := lost.get(arm))]
-    for arm, other in lost.items():
-        if arm in p.arm_ids:
-            continue
-        same = [c for c in mine if c.workload == other.workload]
-        if any((other.ratio or 1.0) <= (c.ci_high or c.ratio or 1.0) for c in same):
-            return (
-                f"not what made it slower — {arm}, without this problem, is "
-                f"{f.ratio(other.ratio)} of {other.baseline} on {other.workload} as well."
-            )
-    return ""
 
 
 def _cause(p: FindingView, lost: dict[str, Comparison]) -> Cause:

@@ -202,7 +202,10 @@ def _spread(a: Analysis, o: RestartOutlier) -> str:
     rest = [m for r, m in means.items() if r != o.restart]
     if len(rest) < 2:
         return ""
-    return f" (restart CV {_cv(list(means.values())):.1%} with it, {_cv(rest):.1%} without it)"
+    return (
+        f" (restart-to-restart variation {_cv(list(means.values())):.1%} with it, "
+        f"{_cv(rest):.1%} without it)"
+    )
 
 
 def _cv(values: list[float]) -> float:

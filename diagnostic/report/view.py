@@ -386,6 +386,7 @@ class ReportContext(_View):
     cover: Cover = Field(description="Cover facts")
     tool_version: str = Field(description="diagnose version rendering the report")
     margin: str = Field("2.0%", description="The plan's margin δ, e.g. '2.0%'")
+    min_restarts: int = Field(description="Restarts a side needs for a verdict")
     summary: Summary = Field(description="Executive summary")
     capture_runs: list[CaptureRun] = Field(description="Per-run capture evidence")
     capture_note: str = Field(description="Text when no log evidence exists")

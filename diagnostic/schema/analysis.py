@@ -38,9 +38,11 @@ from diagnostic.schema.telemetry import TelemetryAnalysis
 #       (s1_sq, s2_sq, t2_sq, cv_within, cv_between were in tok/s); p2_sq added; the spec
 #       family's intervals simultaneous by max-|t| over moderated block variances (ci_level
 #       each one's own level), no verdict below 3 restarts a side or on a derived 'all' row.
-ANALYSIS_SCHEMA_VERSION = 3
+#   4 — 2026-12: verdict WITHHELD where there is no verdict (was INCONCLUSIVE with withheld
+#       set); before_after: the recommended configuration against the one as found.
+ANALYSIS_SCHEMA_VERSION = 4
 
-Verdict = Literal["WIN", "LOSS", "EQUIVALENT", "INCONCLUSIVE"]
+Verdict = Literal["WIN", "LOSS", "EQUIVALENT", "INCONCLUSIVE", "WITHHELD"]
 IntervalMethod = Literal["welch-log-restart-means", "paired-log-block-ratios", "within-process"]
 ComparisonKind = Literal["spec", "aa", "config", "after"]
 ALL_WORKLOADS = "all"
@@ -177,7 +179,10 @@ class Comparison(_Model):
         description="The interval in words: '95% CI', 'simultaneous 95% CI over 6 "
         "comparisons', 'Pocock-adjusted 95% CI, look 2 of 4'",
     )
-    verdict: Verdict = Field(description="WIN, LOSS, EQUIVALENT or INCONCLUSIVE vs the margin")
+    verdict: Verdict = Field(
+        description="WIN, LOSS, EQUIVALENT or INCONCLUSIVE against the margin; WITHHELD when "
+        "there is no verdict (fewer than 3 restarts a side, or a derived row: label says)"
+    )
     withheld: bool = Field(
         False,
         description="No verdict: fewer than 3 restarts on a side, or a derived row (label says)",

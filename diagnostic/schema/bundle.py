@@ -297,7 +297,7 @@ Sha256 = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]
 
 class RunSeal(Stored):
     """run.json `seal`: what the run's files were when the run ended (bundle/seal.py says how
-    the digest is made; README "Seals and the root hash")."""
+    the digest is made; docs/verify.md, "Seals" and "The root hash")."""
 
     format: Literal["diagnose-seal/1"] = Field(SEAL_FORMAT, description="How the digest is made")
     sealed_at: str = Field(default_factory=utc_now, description="UTC time the run was sealed")

@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from diagnostic import defaults
 from diagnostic.bundle.store import Bundle, run_id
 from diagnostic.common.progress import duration
-from diagnostic.engines.edit import EditError
+from diagnostic.engines.edit import EditError, same_launch
 from diagnostic.engines.flags import speculates
 from diagnostic.errors import PlanError
 from diagnostic.logcheck.rules import Rule, load_rules
@@ -23,6 +23,7 @@ from diagnostic.measure.plan.serialise import to_toml
 from diagnostic.measure.plan.spec import ArmTable, PlanFile, PlanTable, expand_plan, parse_plan
 from diagnostic.measure.sweep import planner
 from diagnostic.measure.sweep.remedy_arms import Candidate, candidates, template
+from diagnostic.schema.analysis import Analysis
 from diagnostic.schema.bundle import ArmSpec, Manifest
 from diagnostic.schema.logfacts import CheckReport
 
@@ -180,7 +181,41 @@ def _remedy_arms(
         )
         arms += got.arms
         notes += got.notes
-    return arms, notes
+    return _unmeasured(bundle, arms, notes, analysis)
+
+
+def _unmeasured(
+    bundle: Bundle, arms: list[Candidate], notes: list[str], analysis: Analysis | None
+) -> tuple[list[Candidate], list[str]]:
+    """The candidates the bundle has not measured already: a speculative one whose command
+    starts the same server as a measured arm (flag order, spelling and the port aside) with
+    the same environment is never proposed again, and the plan says what it gave. A baseline
+    stays: the next block measures its own, beside the arms it matches."""
+    measured = {r.arm for r in bundle.runs()}
+    specs = [a for a in bundle.manifest.plan.arms if a.launch and a.name in measured]
+    kept = []
+    for c in arms:
+        twin = next(
+            (a for a in specs if a.env == c.env and same_launch(a.launch or "", c.launch)), None
+        )
+        if twin is None or not c.speculative:
+            kept.append(c)
+            continue
+        if analysis is None:
+            from diagnostic.analyse.core import analyse  # scipy, pandas: only when needed
+
+            analysis = analyse(bundle)
+        gave = [
+            f"{x.workload} {x.ratio:.2f}× of {x.baseline}, "
+            f"{'no verdict' if x.withheld else x.verdict}"
+            for x in analysis.comparisons
+            if x.arm == twin.name and x.kind == "spec" and not x.derived and x.ratio
+        ]
+        notes.append(
+            f"{c.name} ({c.tests.split(':')[0]}) is not proposed: this bundle measured the same "
+            f"command as {twin.name}" + (f" ({'; '.join(gave)})." if gave else ".")
+        )
+    return kept, notes
 
 
 def _day_left(path: Path, bundle: Bundle) -> float:
