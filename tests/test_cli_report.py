@@ -29,7 +29,7 @@ def test_json_defaults_to_bundle_analysis_json(bundle: Path) -> None:
     data = json.loads((bundle / "analysis.json").read_text())
     analysis = Analysis.model_validate(data)
     (headline,) = [c for c in analysis.comparisons if c.workload == "all"]
-    assert (headline.arm, headline.baseline, headline.verdict) == ("ngram3", "base", "INCONCLUSIVE")
+    assert (headline.arm, headline.baseline, headline.verdict) == ("ngram3", "base", "WITHHELD")
     assert headline.within_process_only and headline.withheld  # one restart each: no verdict
     assert "analysis.json" in result.output
 

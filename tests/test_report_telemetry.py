@@ -46,7 +46,7 @@ def test_chapter_shows_chart_outliers_causes_and_associations(throttled: Bundle)
     assert line.startswith("Restart noise with a visible cause (sensitivity only; no restart")
     assert re.search(r"base-r4 on code ran at 70\.\d tok/s against 100\.\d in its other ", line)
     assert "(SM clock lower than in the other restarts, GPU held at its power cap)" in line
-    assert re.search(r"restart CV 1\d\.\d% with it, 0\.\d% without it", line)
+    assert re.search(r"restart-to-restart variation 1\d\.\d% with it, 0\.\d% without it", line)
 
 
 def test_page_one_says_so_in_the_pdf(throttled: Bundle, tmp_path: Path) -> None:

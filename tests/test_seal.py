@@ -31,16 +31,18 @@ def _canonical(value: object) -> bytes:
 
 
 def _seal_by_the_readme(run_dir: Path, manifest: Path, bundle_id: str | None) -> str:
-    """A run's seal digest as docs/verify.md ("Seals") says, from the files alone."""
+    """A run's seal digest as docs/verify.md ("Seals") says, from the files alone (format /2:
+    its sealed_at is covered)."""
     data = json.loads(manifest.read_text())
     schedule = _sha(_canonical({"plan": data["plan"], "collected": data.get("collected", [])}))
     run = json.loads((run_dir / "run.json").read_text())
-    run.pop("seal", None)
+    sealed_at = run.pop("seal")["sealed_at"]
     lines = {"run.json": _sha(_canonical(run))}
     for path in run_dir.rglob("*"):
         if path.is_file() and path.name != "run.json" and not path.name.startswith("."):
             lines[path.relative_to(run_dir).as_posix()] = _sha(path.read_bytes())
-    text = f"diagnose-seal/1\nbundle\t{bundle_id or '-'}\nschedule\t{schedule}\n"
+    text = f"diagnose-seal/2\nbundle\t{bundle_id or '-'}\nsealed_at\t{sealed_at}\n"
+    text += f"schedule\t{schedule}\n"
     text += "".join(f"{p}\t{d}\n" for p, d in sorted(lines.items()))
     return _sha(text.encode())
 
@@ -60,6 +62,19 @@ def test_a_seal_covers_every_file_of_the_run_as_the_readme_says(tmp_path: Path) 
             folder, bundle_path / "manifest.json", bundle_id
         )
         assert measured_seal(bundle, run, bundle_id=bundle_id).digest == run.seal.digest
+
+
+def test_the_manifest_seal_as_the_readme_says(tmp_path: Path) -> None:
+    """manifest.json's own seal covers every other field of it, as docs/verify.md says."""
+    bundle_path = sealed_copy(MLA, tmp_path / "b")
+    data = json.loads((bundle_path / "manifest.json").read_text())
+    seal = data.pop("seal")
+    assert data["sealing"] == "diagnose-seal/2" and seal["format"] == "diagnose-manifest/1"
+    text = (
+        f"diagnose-manifest/1\nsealed_at\t{seal['sealed_at']}\n"
+        f"manifest\t{_sha(_canonical(data))}\n"
+    )
+    assert seal["digest"] == _sha(text.encode())
 
 
 def test_the_root_hash_as_the_readme_says(tmp_path: Path) -> None:

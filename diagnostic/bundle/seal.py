@@ -4,8 +4,9 @@ run ends, and one sha256 over the manifest and every run's seal (docs/verify.md,
 
 A run's seal digest is the sha256 of the UTF-8 text
 
-    diagnose-seal/1
+    diagnose-seal/2
     bundle<TAB><the manifest's bundle_id, or ->
+    sealed_at<TAB><the seal's sealed_at>                 (format /2 only: /1 left it out)
     schedule<TAB><sha256 of {"plan": …, "collected": […]} from manifest.json, canonical JSON>
     <path in the run folder><TAB><sha256 of the file>      one line per file, sorted by path,
                                                          run.json's line the hash of run.json
@@ -32,9 +33,10 @@ from pathlib import Path
 from typing import Any
 
 from diagnostic.bundle.gate import bundle_files, parse_json
+from diagnostic.bundle.manifest_seal import canonical_json
 from diagnostic.bundle.store import MANIFEST, RUN_JSON, Bundle, run_id, run_record
 from diagnostic.errors import BundleError
-from diagnostic.schema.bundle import SEAL_FORMAT, RunInfo, RunSeal
+from diagnostic.schema.bundle import SEAL_FORMAT, RunInfo, RunSeal, SealFormat, utc_now
 
 __all__ = [
     "ROOT_FORMAT",
@@ -63,12 +65,6 @@ def file_sha256(path: Path) -> str:
         while chunk := fh.read(_CHUNK):
             digest.update(chunk)
     return digest.hexdigest()
-
-
-def canonical_json(value: Any) -> bytes:
-    """One byte string per JSON value, whatever the file's spacing or key order."""
-    text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return text.encode("utf-8")
 
 
 def _sha256(data: bytes) -> str:
@@ -104,10 +100,20 @@ def _line(path: str, digest: str) -> str:
 
 
 def seal_digest(
-    *, bundle_id: str | None, schedule: str, files: Mapping[str, str], run_json: str
+    *,
+    bundle_id: str | None,
+    schedule: str,
+    files: Mapping[str, str],
+    run_json: str,
+    sealed_at: str,
+    format: SealFormat = SEAL_FORMAT,
 ) -> str:
-    """The digest of a seal's fields (the module docstring gives the text)."""
-    lines = [f"{SEAL_FORMAT}\n", f"bundle\t{bundle_id or '-'}\n", f"schedule\t{schedule}\n"]
+    """The digest of a seal's fields (the module docstring gives the text); format /1, that
+    of bundles sealed before February 2027, leaves `sealed_at` out."""
+    lines = [f"{format}\n", f"bundle\t{bundle_id or '-'}\n"]
+    if format != "diagnose-seal/1":
+        lines.append(_line("sealed_at", sealed_at))
+    lines.append(f"schedule\t{schedule}\n")
     lines += [_line(p, d) for p, d in sorted({**files, RUN_JSON: run_json}.items())]
     return _sha256("".join(lines).encode("utf-8"))
 
@@ -134,9 +140,17 @@ def _seal(
     files = {p: file_sha256(path) for p, path in run_files(bundle, run.arm, run.restart).items()}
     schedule = schedule_sha256(_raw(bundle.path / MANIFEST))
     run_json = run_json_sha256(record)
-    digest = seal_digest(bundle_id=bundle_id, schedule=schedule, files=files, run_json=run_json)
+    now = utc_now()
+    digest = seal_digest(
+        bundle_id=bundle_id, schedule=schedule, files=files, run_json=run_json, sealed_at=now
+    )
     return RunSeal(
-        bundle_id=bundle_id, schedule=schedule, files=files, run_json=run_json, digest=digest
+        sealed_at=now,
+        bundle_id=bundle_id,
+        schedule=schedule,
+        files=files,
+        run_json=run_json,
+        digest=digest,
     )
 
 

@@ -40,8 +40,9 @@ def answer(inputs: Inputs, problems: list[FindingView]) -> Answer | None:
         if (c := sel.lead_comparison(a, w)) is not None
     ]
     if not lines:
-        return None
+        return _noise_only(a)
     return Answer(
+        label="The answer: the best measured setting against no speculation",
         head="This bundle names no configuration as found, so each line compares the best "
         "measured speculative setting with the same server without speculation.",
         lines=lines,
@@ -92,6 +93,34 @@ def _as_found(inputs: Inputs, name: str, problems: list[FindingView]) -> Answer:
         note=_note(a, lines),
         why=f"Why as found was slow: {why.title or why.message}" if why else "",
         quote=telling_line(why.evidence) if why else None,
+    )
+
+
+def _noise_only(a: Analysis) -> Answer | None:
+    """A bundle without a speculative arm (a noise study): the A/A repeat against its
+    baseline per workload, which is the restart noise a speculative arm will be judged by."""
+    level = sel.low_level(a)
+    checks = [
+        c
+        for w in sel.workloads(a)
+        for c in a.comparisons
+        if c.checks_design and c.workload == w and c.concurrency == level
+    ]
+    if not checks:
+        return None
+    lines = []
+    for c in checks:
+        line = _line(a, c.workload, c, "than the first start of it", "a second start of it")
+        same = (c.ci_low or 1.0) <= 1.0 <= (c.ci_high or 1.0)
+        word = "within noise" if same else "differs"
+        lines.append(line.model_copy(update={"verdict": "AA", "word": word}))
+    return Answer(
+        label="Restart noise: the same server started twice",
+        head="This bundle measures no speculative setting: it starts the same configuration "
+        "twice per block, so each line is the difference restarts alone make, the noise that "
+        "any speculative setting added later is judged against.",
+        lines=lines,
+        note=_note(a, lines),
     )
 
 

@@ -105,6 +105,7 @@ class AnswerLine(_View):
 class Answer(_View):
     """Page 1's answer box: the before-and-after, or what page 1 compares instead."""
 
+    label: str = Field("The answer: as found → after the fix", description="The box's title")
     head: str = Field(description="What is compared: as found and after, or why not")
     lines: list[AnswerLine] = Field(description="One per workload")
     note: str = Field("", description="What a range means, in plain words")

@@ -34,14 +34,19 @@ from diagnostic.schema.telemetry import TelemetrySource
 #       "newer than this diagnose reads" instead of a field it does not know.
 #   (3, an optional field) 2026-12: run.json `telemetry` and runs/<run>/telemetry/<source>.csv
 #       (schema/telemetry.py: the CSV's own format line, diagnose-telemetry/1).
+#   (3, optional fields) 2027-02: manifest.json `sealing` (written when the bundle is created:
+#       its runs are sealed, so a run without a seal is a seal removed) and `seal` (the
+#       manifest's own digest, taken at each write); seals of format diagnose-seal/2, whose
+#       digest covers `sealed_at` too (bundle/seal.py).
 SCHEMA_VERSION = 3
 MAIN_SOURCE = "server"  # the log source of the server process itself (its stdout, --log PATH)
 _SOURCE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+=-]*$")
 
 RunStatus = Literal["running", "ok", "failed", "interrupted"]
-SEAL_FORMAT: Literal["diagnose-seal/1"] = (
-    "diagnose-seal/1"  # the first line of the text a seal's digest is taken over
-)
+# The first line of the text a seal's digest is taken over: /2 (today) covers sealed_at too.
+SealFormat = Literal["diagnose-seal/1", "diagnose-seal/2"]
+SEAL_FORMAT: SealFormat = "diagnose-seal/2"
+MANIFEST_SEAL_FORMAT: Literal["diagnose-manifest/1"] = "diagnose-manifest/1"
 TokenSource = Literal["usage", "chunks", "tokenizer"]
 
 
@@ -248,6 +253,19 @@ class TimePlan(Stored):
     )
 
 
+class ManifestSeal(Stored):
+    """manifest.json `seal`: the digest of every other field of the manifest as written
+    (bundle/manifest_seal.py says how), so that a field edited by hand shows."""
+
+    format: Literal["diagnose-manifest/1"] = Field(
+        MANIFEST_SEAL_FORMAT, description="How the digest is made"
+    )
+    sealed_at: str = Field(description="UTC time the manifest was written")
+    digest: str = Field(
+        pattern=r"^[0-9a-f]{64}$", description="sha256 of the manifest's seal text"
+    )
+
+
 class Manifest(Stored):
     """manifest.json: the bundle's identity and plan."""
 
@@ -268,6 +286,14 @@ class Manifest(Stored):
         default_factory=list,
         description="collect: every run (<arm>-r<restart>) it was asked to measure, in order: "
         "the schedule of a bundle measured by hand",
+    )
+    sealing: SealFormat | None = Field(
+        None,
+        description="How the bundle's runs are sealed, written when the bundle is created "
+        "(None: recorded before this field; verify then judges by bundle_id and the seals)",
+    )
+    seal: ManifestSeal | None = Field(
+        None, description="The manifest's own digest, taken each time diagnose writes it"
     )
 
 
@@ -299,7 +325,7 @@ class RunSeal(Stored):
     """run.json `seal`: what the run's files were when the run ended (bundle/seal.py says how
     the digest is made; docs/verify.md, "Seals" and "The root hash")."""
 
-    format: Literal["diagnose-seal/1"] = Field(SEAL_FORMAT, description="How the digest is made")
+    format: SealFormat = Field(SEAL_FORMAT, description="How the digest is made")
     sealed_at: str = Field(default_factory=utc_now, description="UTC time the run was sealed")
     bundle_id: str | None = Field(
         None, description="manifest.json bundle_id of the bundle the run was recorded into"
