@@ -346,3 +346,21 @@ def facts_words(facts: LogFacts) -> set[str]:
     found = {facts.engine, facts.capture.resolved}
     found |= {w for w in (facts.version, facts.spec.method, facts.capture.configured) if w}
     return found
+
+
+def test_an_earlier_start_attempt_is_read_but_is_no_run(tmp_path: Path) -> None:
+    """The noise sample's base-r0 started twice (a first attempt's log ends before capture):
+    that log is read and shown, counted apart from the 10 runs, and draws no finding, since
+    the server it started never served the run."""
+    from diagnostic.schema.logfacts import EARLIER_ATTEMPT
+
+    sample = SAMPLES / "vllm-h200-gemma3-noise"
+    report = check_paths([sample], write=False)
+    attempts = [r for r in report.runs if r.source == EARLIER_ATTEMPT]
+    assert [r.label for r in attempts] == ["base-r0/server.attempt1.log"]
+    assert len(report.runs) - len(attempts) == len(Bundle.open(sample).runs()) == 10
+    assert not any(f.run == attempts[0].path for f in report.findings)
+    copy = tmp_path / "noise"
+    shutil.copytree(sample, copy)  # check writes findings.json into the bundle it reads
+    out = CliRunner().invoke(main, ["check", str(copy)])
+    assert "10 run(s) and 1 earlier start attempt(s)" in " ".join(out.output.split())

@@ -15,7 +15,14 @@ from diagnostic.common.resources import checklists_dir
 from diagnostic.engines import ENGINES
 from diagnostic.logcheck.sources import SourceRow, source_rows
 from diagnostic.logcheck.stage import check_paths
-from diagnostic.schema.logfacts import CheckReport, Evidence, Finding, LogFacts, draft_length
+from diagnostic.schema.logfacts import (
+    EARLIER_ATTEMPT,
+    CheckReport,
+    Evidence,
+    Finding,
+    LogFacts,
+    draft_length,
+)
 
 _SEVERITY = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 _SHOWN_EVIDENCE = 4
@@ -123,9 +130,11 @@ def _print(report: CheckReport) -> None:
     for finding, runs in _same_findings(report.findings, labels):
         _print_finding(finding, runs, every)
     counts = {s: sum(f.severity == s for f in report.findings) for s in _SEVERITY}
+    attempts = sum(r.source == EARLIER_ATTEMPT for r in report.runs)
+    also = f" and {attempts} earlier start attempt(s)" if attempts else ""
     console.print(
-        f"{len(report.runs)} run(s): {counts['error']} error(s), {counts['warning']} "
-        f"warning(s), {counts['info']} note(s)",
+        f"{len(report.runs) - attempts} run(s){also}: {counts['error']} error(s), "
+        f"{counts['warning']} warning(s), {counts['info']} note(s)",
         highlight=False,
     )
 

@@ -23,6 +23,7 @@ from diagnostic.logcheck.pairs import pair_runs
 from diagnostic.logcheck.remedies import Remedy
 from diagnostic.logcheck.render import lookup, render
 from diagnostic.schema.logfacts import (
+    EARLIER_ATTEMPT,
     MAX_EVIDENCE,
     Comparison,
     Evidence,
@@ -226,7 +227,9 @@ def apply_rules(
     rules = list(rules)
     findings: list[Finding] = []
     for facts in runs:
-        if facts.engine == "unknown":
+        # an earlier attempt's server never served the run: its configuration is not the one
+        # measured, and a log that stops before capture is how a failed start looks
+        if facts.engine == "unknown" or facts.source == EARLIER_ATTEMPT:
             continue
         for rule in rules:
             if rule.scope == "run" and (not rule.engines or facts.engine in rule.engines):

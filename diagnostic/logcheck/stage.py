@@ -15,7 +15,7 @@ from diagnostic.errors import DiagnosticError
 from diagnostic.logcheck.rules import apply_rules, line_patterns, load_rules
 from diagnostic.logcheck.sources import run_sources
 from diagnostic.schema.bundle import MAIN_SOURCE
-from diagnostic.schema.logfacts import CheckReport, Evidence, Finding, LogFacts
+from diagnostic.schema.logfacts import EARLIER_ATTEMPT, CheckReport, Evidence, Finding, LogFacts
 
 __all__ = ["FINDINGS_FILE", "STDIN", "check_paths"]
 
@@ -139,9 +139,9 @@ def _bundle_logs(path: Path, reporter: Reporter) -> list[_Log]:
             label = rid if main else f"{rid}/{source}"
             out.append(_Log(log, label, bundle, command, run_id=rid, source=source))
         others = [bundle.run_file(run.arm, run.restart, n) for n in run.logs if n.endswith(".log")]
-        for log in others:  # earlier attempts, kept apart: each checked on its own
+        for log in others:  # earlier attempts: read and shown, never counted as runs
             if log.is_file() and log not in sources.values():
-                out.append(_Log(log, f"{rid}/{log.name}", bundle))
+                out.append(_Log(log, f"{rid}/{log.name}", bundle, source=EARLIER_ATTEMPT))
     if not out:
         raise DiagnosticError(
             f"{path}: no run of this bundle has a {SERVER_LOG} or logs/*.log; copy the server's "

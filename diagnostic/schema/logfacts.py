@@ -154,6 +154,9 @@ def draft_length(engine: str, num_draft_tokens: int | None) -> int | None:
     return num_draft_tokens - 1 if engine == "sglang" else num_draft_tokens
 
 
+EARLIER_ATTEMPT = "earlier attempt"  # LogFacts.source of a failed start's log: not a run
+
+
 class LogFacts(Strict):
     """Everything one server log says about the run (one entry of check's `runs[]`)."""
 
@@ -161,7 +164,9 @@ class LogFacts(Strict):
     label: str | None = Field(None, description="Run name (bundle run id or folder name)")
     run_id: str | None = Field(None, description="Bundle run (<arm>-r<restart>) of the log")
     source: str | None = Field(
-        None, description="Log source within that run: server, a node, a worker"
+        None,
+        description="Log source within that run: server, a node, a worker; EARLIER_ATTEMPT "
+        "for the log of a start that failed before the run's measured one",
     )
     engine: EngineName = Field("unknown", description="vllm, sglang, llamacpp or unknown")
     version: str | None = Field(None, description="Engine version from the log")
