@@ -352,3 +352,21 @@ def test_sigterm_stops_the_server_and_marks_the_run_interrupted(tmp_path: Path) 
     assert run.launch is not None and run.launch.pid
     with pytest.raises(ProcessLookupError):
         os.killpg(run.launch.pid, 0)
+
+
+def test_dry_run_names_the_shell_variables_a_launch_needs_and_nothing_sets(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The CPU plan's launch names $LLAMA_SERVER and $MODEL: unset, the dry run says so before
+    the day starts, naming the arms; set, it says nothing."""
+    monkeypatch.delenv("LLAMA_SERVER", raising=False)
+    monkeypatch.delenv("MODEL", raising=False)
+    code, out = _invoke(str(SAMPLE), "--dry-run")
+    out = " ".join(out.split())
+    assert code == 0, out
+    assert "$LLAMA_SERVER is not set (named by the launch of baseline, baseline-aa," in out
+    assert "$MODEL is not set" in out
+    monkeypatch.setenv("LLAMA_SERVER", "/opt/llama-server")
+    monkeypatch.setenv("MODEL", "/opt/m.gguf")
+    code, out = _invoke(str(SAMPLE), "--dry-run")
+    assert code == 0 and "is not set" not in out

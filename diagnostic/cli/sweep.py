@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
 import sys
 from collections.abc import Iterator
@@ -32,8 +33,9 @@ from diagnostic.cli._common import (
 from diagnostic.cli._preset import no_preset_options
 from diagnostic.cli._preset import preset as preset_plan
 from diagnostic.common.progress import duration
+from diagnostic.measure.launch import shell_variables
 from diagnostic.measure.plan.presets import ENGINES, GRAPHS
-from diagnostic.measure.plan.spec import load_plan
+from diagnostic.measure.plan.spec import Plan, load_plan
 from diagnostic.measure.schedule import EstimateAssumptions
 from diagnostic.measure.sweep import OVERALL, SweepResult, sweep
 from diagnostic.measure.sweep.planner import Power
@@ -246,6 +248,8 @@ def command(
         pilot=pilot,
         engagement=engagement,
     )
+    for warning in _unset_variables(plan):
+        print_labelled(console_err, "Warning:", "yellow", warning)
     if dry_run:
         planned = sweep(plan, dry_run=True, power=True, **options.kwargs())
         for warning in planned.warnings[len(plan.warnings) :]:  # the stage's own doubts
@@ -280,6 +284,21 @@ class SweepOptions(BaseModel):
     def kwargs(self) -> dict[str, Any]:
         """Keyword arguments of `sweep`."""
         return {name: getattr(self, name) for name in type(self).model_fields}
+
+
+def _unset_variables(plan: Plan) -> list[str]:
+    """The shell variables ($MODEL, ${LLAMA_SERVER}) an arm's launch names that neither its
+    env nor this shell sets: the launch would start the server without them."""
+    missing: dict[str, list[str]] = {}
+    for arm in plan.arms:
+        for name in shell_variables(arm.launch):
+            if name not in arm.env and name not in os.environ:
+                missing.setdefault(name, []).append(arm.name)
+    return [
+        f"${name} is not set (named by the launch of {', '.join(arms)}): export it, or set it "
+        "in the arm's env, before the sweep starts"
+        for name, arms in missing.items()
+    ]
 
 
 def _print_schedule(summary: SweepResult) -> None:
