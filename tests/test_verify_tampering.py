@@ -28,6 +28,7 @@ from verify_bundles import (
 )
 
 from diagnostic.analyse.core import analyse
+from diagnostic.bundle.pdfsign import sign_pdf_file
 from diagnostic.bundle.signing import private_key
 from diagnostic.bundle.store import Bundle
 from diagnostic.cli import main
@@ -94,6 +95,7 @@ def genuine_pdf(genuine: Path, keys: Keys) -> Path:
     build_report(
         genuine, out, "pdf", engagement=people, title="Speculation review", signing_key=key
     )
+    sign_pdf_file(out, key)  # as `report --sign-key` does once the PDF is written
     return out
 
 
@@ -106,12 +108,22 @@ def _tampered(genuine: Path, tmp_path: Path) -> Path:
 
 @pytest.mark.slow
 def test_the_genuine_deliverable_verifies(genuine: Path, genuine_pdf: Path, keys: Keys) -> None:
-    code, out = _verify(genuine, genuine_pdf, "--public-key", keys.public)
+    code, out = _verify(genuine, genuine_pdf, "--key", keys.public)
     assert code == 0, out
-    for name in ("seals", "schedule", "findings", "root", "analysis", "pages", "signature"):
+    for name in (
+        "seals",
+        "schedule",
+        "findings",
+        "root",
+        "analysis",
+        "pages",
+        "document",
+        "signature",
+    ):
         assert f"OK   {name}" in out, name
     assert "12 runs sealed as they ended" in out
-    assert "VERIFIED: every run sealed as it ended" in out
+    assert "VERIFIED: the report is byte for byte the one the key given signed" in out
+    assert "(every run sealed as it ended)" in out
 
 
 def test_raw_requests_edited_consistently_and_the_analysis_regenerated(
@@ -198,7 +210,8 @@ def test_forged_pages_carrying_the_genuine_attachments(
     genuine: Path, genuine_pdf: Path, tmp_path: Path
 ) -> None:
     """Pages rendered from a tampered bundle, the genuine analysis.json (and deliverable.json)
-    embedded: the analysis matches, the pages and the root hash they print do not."""
+    embedded: the analysis matches, the pages and the root hash they print do not, and the
+    genuine record's signed root says the PDF was signed: its bytes no longer are."""
     forged_bundle = _tampered(genuine, tmp_path)
     speed_up(forged_bundle)
     seal_all(forged_bundle)
@@ -211,7 +224,8 @@ def test_forged_pages_carrying_the_genuine_attachments(
     )
     forged = graft(forged_render, genuine_pdf, tmp_path / "forged.pdf")
     code, out = _verify(genuine, forged)
-    assert code == 1, out
+    assert code == 3, out
+    assert "FAIL signature" in out and "but its bytes carry none: the PDF was rewritten" in out
     assert "OK   analysis" in out  # the genuine attachment: what a figure-only check saw
     assert "deliverable.json: names root" in out and "(forged pages?)" in out
     assert "FAIL pages" in out and "the PDF reads" in out
@@ -298,7 +312,8 @@ def test_the_recorded_samples_say_they_predate_sealing(name: str) -> None:
         "NOTE seals     recorded before sealing: integrity not provable, consistency checked" in out
     )
     assert "OK   schedule" in out and "OK   findings" in out
-    assert "VERIFIED, consistency only: the bundle was recorded before sealing." in out
+    assert "CONSISTENT, NOT PROVEN: the bundle, recorded before sealing, and what" in out
+    assert "anyone could have produced a consistent bundle" in out
     assert {p: p.stat().st_mtime_ns for p in sample.rglob("*")} == before  # nothing written
     if name == "llamacpp-cpu-adaptive":  # the arm stopped at a look: absent with its reason
         assert "runs/selfdraft-k4-r4: not run: selfdraft-k4 stopped at look 1 (LOSS)" in out
@@ -313,7 +328,7 @@ def test_the_sealed_cpu_vllm_sample_verifies_its_integrity() -> None:
     code, out = _verify(sample)
     assert code == 0, out
     assert "OK   seals     6 runs sealed as they ended" in out
-    assert "VERIFIED: every run sealed as it ended, and all that was checked holds." in out
+    assert "CONSISTENT, NOT PROVEN: the bundle and what was made from it agree" in out
     assert {p: p.stat().st_mtime_ns for p in sample.rglob("*")} == before  # nothing written
 
 
@@ -326,7 +341,8 @@ def test_the_signature_checks_only_with_the_consultancys_key(
     assert good is not None and good.status == "ok"
     bad = check_report_signature(pdf, keys.other)
     assert bad is not None and bad.status == "failed" and bad.fault == "integrity"
-    assert "does not check with the key given (SHA256:" in bad.problems[0]
-    assert "the report says it was signed with SHA256:" in bad.problems[0]
+    assert "not by the key given (SHA256:" in bad.problems[0]
+    assert "does not check with the key given (SHA256:" in bad.problems[1]
+    assert "the report says it was signed with SHA256:" in bad.problems[1]
     note = check_report_signature(pdf, None)
-    assert note is not None and note.status == "note" and "pass --public-key" in note.summary
+    assert note is not None and note.status == "note" and "pass --key KEY.pub" in note.summary

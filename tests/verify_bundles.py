@@ -15,6 +15,7 @@ from diagnostic.analyse.core import analyse
 from diagnostic.analyse.verify import ANALYSIS_FILE
 from diagnostic.bundle.seal import seal_run
 from diagnostic.bundle.store import Bundle
+from diagnostic.schema.bundle import SEAL_FORMAT
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
 MLA = SAMPLES / "vllm-h200-mla"
@@ -28,11 +29,12 @@ def copy(sample: Path, dest: Path) -> Path:
 
 
 def seal_all(path: Path) -> Path:
-    """Seal every run as collect and sweep do when a run ends (a bundle_id first, as a bundle
-    created today has one)."""
+    """Seal every run as collect and sweep do when a run ends (a bundle_id and `sealing` first,
+    as a bundle created today has them)."""
     bundle = Bundle.open(path, strict=False)
     if bundle.manifest.bundle_id is None:
-        bundle.write_manifest(bundle.manifest.model_copy(update={"bundle_id": uuid.uuid4().hex}))
+        update = {"bundle_id": uuid.uuid4().hex, "sealing": SEAL_FORMAT}
+        bundle.write_manifest(bundle.manifest.model_copy(update=update))
     for run in bundle.runs():
         seal_run(bundle, run.arm, run.restart)
     return path

@@ -127,25 +127,42 @@ def run_files(bundle: Bundle, arm: str, restart: int) -> dict[str, Path]:
     return found
 
 
-def measured_seal(bundle: Bundle, run: RunInfo, *, bundle_id: str | None = None) -> RunSeal:
-    """The seal the run's files give now, run.json as stored (not written anywhere)."""
+def measured_seal(
+    bundle: Bundle, run: RunInfo, *, bundle_id: str | None = None, like: RunSeal | None = None
+) -> RunSeal:
+    """The seal the run's files give now, run.json as stored (not written anywhere): in the
+    format and at the time of `like` (a run's recorded seal), else in format /1, which leaves
+    the time out (an unsealed run's digest in the root depends on its files alone)."""
     raw = _raw(bundle.run_file(run.arm, run.restart, RUN_JSON))
     record = raw if isinstance(raw, dict) else {}
-    return _seal(bundle, run, record, bundle_id)
+    if like is None:
+        return _seal(bundle, run, record, bundle_id, "diagnose-seal/1", "-")
+    return _seal(bundle, run, record, bundle_id, like.format, like.sealed_at)
 
 
 def _seal(
-    bundle: Bundle, run: RunInfo, record: Mapping[str, Any], bundle_id: str | None
+    bundle: Bundle,
+    run: RunInfo,
+    record: Mapping[str, Any],
+    bundle_id: str | None,
+    format: SealFormat = SEAL_FORMAT,
+    sealed_at: str | None = None,
 ) -> RunSeal:
     files = {p: file_sha256(path) for p, path in run_files(bundle, run.arm, run.restart).items()}
     schedule = schedule_sha256(_raw(bundle.path / MANIFEST))
     run_json = run_json_sha256(record)
-    now = utc_now()
+    sealed_at = sealed_at or utc_now()
     digest = seal_digest(
-        bundle_id=bundle_id, schedule=schedule, files=files, run_json=run_json, sealed_at=now
+        bundle_id=bundle_id,
+        schedule=schedule,
+        files=files,
+        run_json=run_json,
+        sealed_at=sealed_at,
+        format=format,
     )
     return RunSeal(
-        sealed_at=now,
+        format=format,
+        sealed_at=sealed_at,
         bundle_id=bundle_id,
         schedule=schedule,
         files=files,

@@ -22,6 +22,8 @@ if TYPE_CHECKING:
 __all__ = [
     "check_signature",
     "key_id",
+    "openssh_public_key",
+    "parse_openssh",
     "private_key",
     "public_key",
     "sign_root",
@@ -95,11 +97,25 @@ def _key_bytes(path: Path | None, env: str | None) -> tuple[bytes, str]:
         raise DiagnosticError(f"{path}: cannot read the key ({exc.strerror or exc})") from None
 
 
-def _openssh(key: Ed25519PublicKey) -> str:
+def openssh_public_key(key: Ed25519PublicKey) -> str:
+    """A public key in OpenSSH form (ssh-ed25519 AAAA…)."""
     from cryptography.hazmat.primitives import serialization
 
     raw = key.public_bytes(serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH)
     return raw.decode("ascii")
+
+
+def parse_openssh(text: str) -> Ed25519PublicKey | None:
+    """An ed25519 public key from its OpenSSH line; None when the line is no such key."""
+    from cryptography.exceptions import UnsupportedAlgorithm
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
+    try:
+        key = serialization.load_ssh_public_key(text.strip().encode("ascii"))
+    except (ValueError, UnsupportedAlgorithm, UnicodeEncodeError):
+        return None
+    return key if isinstance(key, Ed25519PublicKey) else None
 
 
 def key_id(openssh: str) -> str:
@@ -110,7 +126,7 @@ def key_id(openssh: str) -> str:
 
 def sign_root(key: Ed25519PrivateKey, root: str) -> RootSignature:
     """Sign a root hash; the signature names the public key that checks it."""
-    openssh = _openssh(key.public_key())
+    openssh = openssh_public_key(key.public_key())
     signature = base64.b64encode(key.sign(signed_message(root))).decode("ascii")
     return RootSignature(public_key=openssh, key_id=key_id(openssh), signature=signature)
 
@@ -119,7 +135,7 @@ def check_signature(signature: RootSignature, root: str, key: Ed25519PublicKey) 
     """None when `signature` signs `root` with `key`; else why not, in words."""
     from cryptography.exceptions import InvalidSignature
 
-    given = key_id(_openssh(key))
+    given = key_id(openssh_public_key(key))
     try:
         raw = base64.b64decode(signature.signature, validate=True)
         key.verify(raw, signed_message(root))

@@ -24,6 +24,7 @@ from diagnostic.bundle.gate import (
     parse_json,
     plain_json,
 )
+from diagnostic.bundle.manifest_seal import sealed_manifest_text
 from diagnostic.bundle.redact import (
     LineRedactor,
     redact_echoes,
@@ -35,6 +36,7 @@ from diagnostic.bundle.upgrade import SERVER_LOG, upgrade, v1_sources
 from diagnostic.errors import BundleError
 from diagnostic.schema.bundle import (
     SCHEMA_VERSION,
+    SEAL_FORMAT,
     LenientRequestRecord,
     Manifest,
     RequestRecord,
@@ -274,7 +276,9 @@ class Bundle:
         with writing(path):
             (path / "runs").mkdir(parents=True, exist_ok=True)
         if manifest.bundle_id is None:  # every run's seal names it: a run copied in shows
-            manifest = manifest.model_copy(update={"bundle_id": uuid.uuid4().hex})
+            # `sealing` says from the start that its runs are sealed: a stripped seal shows.
+            update = {"bundle_id": uuid.uuid4().hex, "sealing": SEAL_FORMAT}
+            manifest = manifest.model_copy(update=update)
         bundle = cls(path, manifest)
         bundle.write_manifest(manifest)
         return bundle
@@ -303,7 +307,8 @@ class Bundle:
         check_output(self.path)
         _check_names(manifest)
         self.manifest = manifest
-        atomic_write_text(self.path / MANIFEST, _dump_redacted(manifest))
+        text = sealed_manifest_text(_dump_redacted(manifest.model_copy(update={"seal": None})))
+        atomic_write_text(self.path / MANIFEST, text)
 
     # -- runs --------------------------------------------------------------------------
     def run_dir(self, arm: str, restart: int) -> Path:

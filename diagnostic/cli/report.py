@@ -67,8 +67,9 @@ def _format(fmt: str | None, out: str | None) -> str:
     "--sign-key",
     type=click.Path(path_type=Path, dir_okay=False),
     default=None,
-    help="Sign the bundle's root hash with this ed25519 private key (PEM or OpenSSH); the PDF "
-    "carries the signature and the public key, the key itself is stored nowhere.",
+    help="Sign the PDF, byte for byte, and the bundle's root hash with this ed25519 private "
+    "key (PEM or OpenSSH); the PDF carries the signatures and the public key, the key itself "
+    "is stored nowhere.",
 )
 @click.option(
     "--sign-key-env",
@@ -95,8 +96,8 @@ def command(
     restarts.csv (the restart summaries), comparisons.csv (ratios, intervals, verdicts) and,
     when the runs recorded telemetry, telemetry.csv (median and worst per run and window).
 
-    The report prints the bundle's root hash (over every run's seal); --sign-key signs it, and
-    `diagnose verify BUNDLE report.pdf --public-key KEY.pub` checks the signature.
+    The report prints the bundle's root hash (over every run's seal); --sign-key signs it and
+    the PDF's bytes, and `diagnose verify BUNDLE report.pdf --key KEY.pub` checks both.
 
     \b
     Examples:
@@ -139,6 +140,10 @@ def command(
                     signing_key=key,
                 )
             ]
+        if key is not None:  # the PDF's bytes, once written: any change after this shows
+            from diagnostic.bundle.pdfsign import sign_pdf_file
+
+            sign_pdf_file(written[0], key)
     else:
         analysis = analyse(opened, title=title, client=engagement.client)
         written = (

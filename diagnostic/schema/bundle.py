@@ -261,9 +261,7 @@ class ManifestSeal(Stored):
         MANIFEST_SEAL_FORMAT, description="How the digest is made"
     )
     sealed_at: str = Field(description="UTC time the manifest was written")
-    digest: str = Field(
-        pattern=r"^[0-9a-f]{64}$", description="sha256 of the manifest's seal text"
-    )
+    digest: str = Field(pattern=r"^[0-9a-f]{64}$", description="sha256 of the manifest's seal text")
 
 
 class Manifest(Stored):

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 from diagnostic.bundle.gate import parse_json
+from diagnostic.bundle.manifest_seal import manifest_seal_problem
 from diagnostic.bundle.seal import (
     measured_seal,
     schedule_sha256,
@@ -12,7 +16,7 @@ from diagnostic.bundle.store import MANIFEST, RUN_JSON, Bundle, run_id
 from diagnostic.schema.bundle import RunInfo, RunSeal
 from diagnostic.verify.outcome import Check
 
-__all__ = ["UNSEALED", "check_seals"]
+__all__ = ["UNSEALED", "check_seals", "sealing_evidence"]
 
 UNSEALED = "recorded before sealing: integrity not provable, consistency checked"
 
@@ -45,7 +49,12 @@ def _run(bundle: Bundle, run: RunInfo, seal: RunSeal, schedule: str | None) -> l
     where = f"runs/{run_id(run.arm, run.restart)}"
     out = []
     fields = seal_digest(
-        bundle_id=seal.bundle_id, schedule=seal.schedule, files=seal.files, run_json=seal.run_json
+        bundle_id=seal.bundle_id,
+        schedule=seal.schedule,
+        files=seal.files,
+        run_json=seal.run_json,
+        sealed_at=seal.sealed_at,
+        format=seal.format,
     )
     if fields != seal.digest:
         out.append(
@@ -63,7 +72,7 @@ def _run(bundle: Bundle, run: RunInfo, seal: RunSeal, schedule: str | None) -> l
             f"{where}: sealed under another schedule than manifest.json's: the manifest's plan "
             "(arms, restarts, order, seed, design) was edited after the run ended"
         )
-    now = measured_seal(bundle, run, bundle_id=seal.bundle_id)
+    now = measured_seal(bundle, run, bundle_id=seal.bundle_id, like=seal)
     if now.run_json != seal.run_json:
         out.append(
             f"{where}/{RUN_JSON}: changed after the run was sealed (its status, block, engine, "
@@ -102,30 +111,88 @@ def _strays(bundle: Bundle, runs: list[RunInfo]) -> list[str]:
     ]
 
 
+def _raw(path: Path) -> dict[str, Any]:
+    """A JSON file as stored, before any upgrade (an object, else empty)."""
+    try:
+        data = parse_json(path.read_bytes(), str(path))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def sealing_evidence(bundle: Bundle, runs: list[RunInfo], raw: dict[str, Any]) -> str | None:
+    """Why the bundle's ended runs must each carry a seal (what in it says it was recorded by
+    a diagnose that seals); None for a bundle recorded before sealing (format 1 or 2, no
+    bundle_id, no seal anywhere). Stripping every seal does not make a bundle look older:
+    all of these would have to go, which makes it a forgery of an old bundle."""
+    if raw.get("sealing") is not None:
+        return f"manifest.json says its runs are sealed (sealing {raw['sealing']})"
+    if raw.get("seal") is not None:
+        return "manifest.json carries a seal"
+    if raw.get("bundle_id") is not None:
+        return "manifest.json has a bundle_id, which diagnose gives only to bundles it seals"
+    version = raw.get("schema_version")
+    if isinstance(version, int) and version >= 3:
+        return f"manifest.json is of bundle format {version}, whose runs are sealed"
+    for run in runs:
+        if run.seal is not None:
+            return f"runs/{run_id(run.arm, run.restart)} carries a seal"
+        stored = _raw(bundle.run_file(run.arm, run.restart, RUN_JSON)).get("schema_version")
+        if isinstance(stored, int) and stored >= 3:
+            rid = run_id(run.arm, run.restart)
+            return f"runs/{rid}/{RUN_JSON} is of bundle format {stored}, whose runs are sealed"
+    return None
+
+
+def _formats(runs: list[RunInfo], raw: dict[str, Any]) -> list[str]:
+    """Seals of another format than the one the manifest says the bundle's runs are sealed in
+    (a seal made by hand, or the run sealed again by an older diagnose)."""
+    want = raw.get("sealing")
+    if want is None:
+        return []
+    return [
+        f"runs/{run_id(r.arm, r.restart)}/{RUN_JSON}: its seal is of format {r.seal.format}, "
+        f"the bundle's runs are sealed in {want}: the seal was made elsewhere"
+        for r in runs
+        if r.seal is not None and r.seal.format != want
+    ]
+
+
 def check_seals(bundle: Bundle, runs: list[RunInfo]) -> Check:
-    """Every sealed run against its seal; the runs without one named (a run still running, or
-    a bundle recorded before sealing, which says so and is checked for consistency only)."""
+    """Every sealed run against its seal, the manifest against its own; the runs without one
+    named (a run still running, or a bundle recorded before sealing, which says so and is
+    checked for consistency only). A bundle recorded with seals whose seals were removed is a
+    tamper, not an older bundle."""
+    raw = _raw(bundle.path / MANIFEST)
     sealed = [r for r in runs if r.seal is not None]
     schedules = _schedules(bundle, sealed)
     problems = _strays(bundle, runs)
+    manifest = manifest_seal_problem(raw)
+    problems += [manifest] if manifest else []
+    problems += _formats(sealed, raw)
     for run in sealed:
         assert run.seal is not None
         problems += _run(bundle, run, run.seal, schedules[run_id(run.arm, run.restart)])
     unsealed = [r for r in runs if r.seal is None]
-    if not sealed:
+    evidence = sealing_evidence(bundle, runs, raw)
+    if evidence is None:
         check = Check("seals", "note", f"{UNSEALED} ({len(runs)} runs carry no seal)")
         if problems:
             check = Check.failed("seals", "integrity", check.summary, problems)
         return check
     ended = [r for r in unsealed if r.status != "running"]
     problems += [
-        f"runs/{run_id(r.arm, r.restart)}: ended ({r.status}) but carries no seal, in a bundle "
-        "whose other runs are sealed: its seal was removed"
+        f"runs/{run_id(r.arm, r.restart)}: ended ({r.status}) but carries no seal, though "
+        f"{evidence}: its seal was removed"
         for r in ended
-        if bundle.manifest.bundle_id is not None
     ]
     files = sum(len(r.seal.files) + 1 for r in sealed if r.seal)
     summary = f"{len(sealed)} runs sealed as they ended, {files} files checked against the seals"
+    if not sealed and ended:
+        summary = (
+            f"no run carries a seal, though {evidence}: the seals were removed (a bundle "
+            "recorded with seals cannot pass for one recorded before them)"
+        )
     running = [run_id(r.arm, r.restart) for r in unsealed if r.status == "running"]
     details = [
         f"runs/{rid}: never ended (left running: killed), so never sealed" for rid in running

@@ -10,15 +10,17 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from diagnostic.analyse.verify import ANALYSIS_FILE
 from diagnostic.bundle.seal import Root
 from diagnostic.bundle.store import Bundle
 from diagnostic.errors import DiagnosticError
 from diagnostic.schema.analysis import Analysis
+from diagnostic.schema.bundle import Engagement
 from diagnostic.schema.logfacts import CheckReport
 from diagnostic.schema.seal import DELIVERABLE_FILE, Deliverable
 from diagnostic.verify.outcome import Check
 
-__all__ = ["PdfReport", "check_pages", "check_root", "read_pdf", "rerender"]
+__all__ = ["PdfReport", "Rendered", "check_pages", "check_root", "read_pdf", "rerender"]
 
 ROOT_LABEL = "Bundle root hash (sha256)"
 LEGACY_LABEL = "Bundle hash (sha256)"  # reports rendered before seals: Bundle.content_hash
@@ -32,6 +34,7 @@ class PdfReport:
     path: Path
     pages: list[str]
     made_from: Deliverable | None  # deliverable.json; None in reports rendered before seals
+    data: bytes = b""  # the file's bytes
 
     def printed(self, label: str) -> tuple[int, str] | None:
         """(page, value) of the environment row `label`, as the text layer reads it."""
@@ -49,10 +52,11 @@ def read_pdf(path: Path) -> PdfReport:
     from pypdf.errors import PyPdfError
 
     try:
-        reader = PdfReader(path)
+        data = Path(path).read_bytes()
+        reader = PdfReader(io.BytesIO(data))
         pages = [page.extract_text() or "" for page in reader.pages]
         found = reader.attachments.get(DELIVERABLE_FILE, [])
-    except (PyPdfError, ValueError, KeyError, TypeError, OSError) as exc:
+    except (PyPdfError, ValueError, KeyError, TypeError, OSError, RecursionError) as exc:
         raise DiagnosticError(f"{path}: not a readable PDF ({exc})") from None
     made_from = None
     if len(found) == 1:
@@ -60,7 +64,7 @@ def read_pdf(path: Path) -> PdfReport:
             made_from = Deliverable.model_validate(json.loads(found[0]))
         except ValueError as exc:
             raise DiagnosticError(f"{path}: its {DELIVERABLE_FILE} is damaged ({exc})") from None
-    return PdfReport(Path(path), pages, made_from)
+    return PdfReport(Path(path), pages, made_from, data)
 
 
 def _identity(pdf: PdfReport) -> tuple[str | None, str | None]:
@@ -93,6 +97,7 @@ def _changed_runs(made_from: Deliverable, root: Root) -> list[str]:
     out += [
         f"runs/{rid}: in the report's bundle, not in this one"
         for rid in sorted(set(then) - set(now))
+        if rid in made_from.unsealed  # a sealed one is named by _lost_runs
     ]
     out += [
         f"runs/{rid}: in this bundle, not in the report's" for rid in sorted(set(now) - set(then))
@@ -147,9 +152,36 @@ def check_root(pdf: PdfReport, bundle: Bundle, root: Root, *, seals_hold: bool) 
     )
     problems.insert(0, f"page {page} prints root {value}; {bundle.path} has root {now}: {why}")
     if made_from is not None and made_from.root == value:
-        problems += _changed_runs(made_from, root)
+        lost = _lost_runs(made_from, root)
+        problems += lost + _changed_runs(made_from, root)
+        if lost:
+            summary = (
+                f"this bundle holds {len(lost)} sealed runs fewer than the one the report was "
+                "made from: rolled back to an earlier copy, or runs removed"
+            )
+            return Check.failed("root", "integrity", summary, problems)
     summary = "the PDF's pages were made from another state of this bundle"
     return Check.failed("root", "deliverable", summary, problems)
+
+
+def _lost_runs(made_from: Deliverable, root: Root) -> list[str]:
+    """The runs sealed in the bundle the report was made from that this bundle lacks, or holds
+    without a seal (a copy taken before they ended, or the runs deleted)."""
+    then = set(made_from.runs) - set(made_from.unsealed)
+    now = set(root.runs) - set(root.unsealed)
+    return [
+        f"runs/{rid}: sealed in the bundle the report was made from, "
+        + ("unsealed here" if rid in root.runs else "absent here")
+        for rid in sorted(then - now)
+    ]
+
+
+@dataclass
+class Rendered:
+    """The report rendered again from the bundle: its bytes and each page's text."""
+
+    pdf: bytes
+    pages: list[str]
 
 
 def rerender(
@@ -157,15 +189,14 @@ def rerender(
     analysis: Analysis,
     check: CheckReport | None,
     made_from: Deliverable | None,
-) -> list[str]:
-    """The text of each page of the report rendered from `bundle` now, with the options the
-    PDF records (client, site, consultant, title, signature): what its pages must read."""
+) -> Rendered:
+    """The report rendered from `bundle` now, with the options the PDF records (client, site,
+    consultant, title, signature): what its pages and their drawing must be."""
     from pypdf import PdfReader
 
     from diagnostic.common.pdf import html_to_pdf  # imported here: WeasyPrint loads slowly
     from diagnostic.report.build import report_context
     from diagnostic.report.render import render_html, report_templates
-    from diagnostic.schema.bundle import Engagement
 
     engagement = made_from.engagement if made_from else Engagement(client=analysis.client)
     ctx = report_context(
@@ -176,8 +207,26 @@ def rerender(
         title=made_from.title if made_from else analysis.title,
         signature=made_from.signature if made_from else None,
     )
-    pdf = html_to_pdf(render_html(ctx), report_templates())
-    return [page.extract_text() or "" for page in PdfReader(io.BytesIO(pdf)).pages]
+    attachments = {
+        ANALYSIS_FILE: analysis.model_dump_json(indent=2) + "\n",
+        DELIVERABLE_FILE: _record(bundle, engagement, made_from, analysis.title),
+    }
+    pdf = html_to_pdf(render_html(ctx), report_templates(), attachments)
+    return Rendered(pdf, [page.extract_text() or "" for page in PdfReader(io.BytesIO(pdf)).pages])
+
+
+def _record(
+    bundle: Bundle, engagement: Engagement | None, made_from: Deliverable | None, title: str | None
+) -> str:
+    """deliverable.json as the report would record it from the bundle now (the folder's name
+    and the signature, which needs the key, as the PDF recorded them)."""
+    from diagnostic.report.build import deliverable
+
+    record = deliverable(bundle, engagement=engagement, title=title)
+    if made_from is not None:
+        same = {"bundle": made_from.bundle, "signature": made_from.signature}
+        record = record.model_copy(update={"title": made_from.title, **same})
+    return record.model_dump_json(indent=2) + "\n"
 
 
 def _lines(text: str) -> list[str]:

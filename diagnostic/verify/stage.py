@@ -16,15 +16,17 @@ from diagnostic.common.progress import NullReporter, Reporter
 from diagnostic.errors import DiagnosticError
 from diagnostic.schema.analysis import Analysis
 from diagnostic.schema.logfacts import CheckReport
+from diagnostic.verify.document import check_document
 from diagnostic.verify.findings import check_findings, recompute_findings
 from diagnostic.verify.integrity import check_seals
 from diagnostic.verify.outcome import Check, VerifyReport
-from diagnostic.verify.pages import PdfReport, check_pages, check_root, read_pdf, rerender
+from diagnostic.verify.pages import check_pages, check_root, read_pdf, rerender
 from diagnostic.verify.schedule import check_schedule
+from diagnostic.verify.signature import check_report_signature
 
 __all__ = ["check_report_signature", "verify_bundle"]
 
-STEPS = 5  # the reporter's steps: integrity, findings, analysis, root, pages
+STEPS = 5  # the reporter's steps: integrity, findings, analysis, root, pages and document
 
 
 def _is_pdf(path: Path) -> bool:
@@ -75,41 +77,6 @@ def _check_analysis(stored_path: Path, stored: dict[str, Any], analysis: Analysi
     return Check.failed("analysis", "deliverable", summary, [str(d) for d in result.differences])
 
 
-def check_report_signature(pdf: PdfReport | None, public_key: Path | None) -> Check | None:
-    """The report's signature of the root, checked with `public_key` when given; None when
-    there is neither a signature nor a key."""
-    from diagnostic.bundle.signing import check_signature
-    from diagnostic.bundle.signing import public_key as load_key
-
-    signature = pdf.made_from.signature if pdf and pdf.made_from else None
-    if signature is None:
-        if public_key is None:
-            return (
-                None if pdf is None else Check("signature", "skipped", "the report is not signed")
-            )
-        return Check.failed(
-            "signature",
-            "integrity",
-            "a public key was given, but the report carries no signature",
-            [f"{pdf.path if pdf else 'no report PDF given'}: not signed"],
-        )
-    assert pdf is not None and pdf.made_from is not None
-    if public_key is None:
-        return Check(
-            "signature",
-            "note",
-            f"signed by {signature.key_id} ({signature.public_key}); pass --public-key to check it",
-        )
-    why = check_signature(signature, pdf.made_from.root, load_key(public_key))
-    if why is not None:
-        return Check.failed("signature", "integrity", "the signature does not check", [why])
-    return Check(
-        "signature",
-        "ok",
-        f"root {pdf.made_from.root} signed by {signature.key_id}, checked with {public_key}",
-    )
-
-
 def verify_bundle(
     bundle_path: Path,
     stored_path: Path | None = None,
@@ -129,8 +96,8 @@ def verify_bundle(
     bundle = Bundle.open(Path(bundle_path), strict=False)
     if public_key is not None and (stored_path is None or not _is_pdf(stored_path)):
         raise DiagnosticError(
-            f"--public-key checks the signature a report PDF carries: give it, e.g. "
-            f"`diagnose verify {bundle_path} report.pdf --public-key {public_key}`"
+            f"--key checks the signatures a report PDF carries: give it, e.g. "
+            f"`diagnose verify {bundle_path} report.pdf --key {public_key}`"
         )
     reporter.start("verify", STEPS)
     runs = bundle.runs()
@@ -189,7 +156,9 @@ def _deliverable(
             )
         )
     else:
-        report.checks.append(check_pages(pdf, rerender(bundle, analysis, check, pdf.made_from)))
+        rendered = rerender(bundle, analysis, check, pdf.made_from)
+        report.checks.append(check_pages(pdf, rendered.pages))
+        report.checks.append(check_document(pdf.data, rendered.pdf, path=str(pdf.path)))
     reporter.advance("verify", status="pages compared")
     signature = check_report_signature(pdf, public_key)
     if signature is not None:
