@@ -29,9 +29,19 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from diagnostic.bundle.redact import MASK, redact_file_text  # noqa: E402
+from diagnostic.bundle.redact import (  # noqa: E402
+    MASK,
+    redact_command,
+    redact_env,
+    redact_file_text,
+    redact_url,
+)
+
+sys.path.insert(0, str(ROOT / "benchmarks"))
+import redaction_shapes  # noqa: E402
 
 SHAPES = ROOT / "tests" / "data" / "secrets" / "shapes.jsonl"
+STRUCTURED = ROOT / "tests" / "data" / "secrets" / "structured.jsonl"
 OLD = ROOT / "tests" / "data" / "secrets" / "corpus.jsonl"
 ALNUM = string.ascii_letters + string.digits
 LOWER_ALNUM = string.ascii_lowercase + string.digits
@@ -385,21 +395,44 @@ def generate(seed: int = 34) -> list[dict[str, object]]:
     add("token after the word token", f"Logged in with token {k}", k)
     k = "AGE-SECRET-KEY-1" + r("QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L", 58)
     add("age secret key", f"key: {k}", k)
+    cases += redaction_shapes.free_text(r)
     return cases
 
 
+def generate_structured(seed: int = 46) -> list[dict[str, object]]:
+    """The launch commands, environments and URLs redacted by construction."""
+    rng = random.Random(seed)
+    return redaction_shapes.structured(lambda alphabet, n: _r(rng, alphabet, n))
+
+
 def load_corpus() -> list[dict[str, object]]:
-    """The corpus: shapes.jsonl and the older corpus.jsonl (one secret each)."""
+    """The corpus: shapes.jsonl, the older corpus.jsonl (one secret each) and the launch
+    commands, environments and URLs of structured.jsonl."""
     cases = [json.loads(line) for line in SHAPES.read_text().splitlines()]
     for line in OLD.read_text().splitlines():
         old = json.loads(line)
         cases.append({"shape": old["shape"], "text": old["text"], "secrets": [old["secret"]]})
+    if STRUCTURED.is_file():
+        cases += [json.loads(line) for line in STRUCTURED.read_text().splitlines()]
     return cases
+
+
+def redacted(case: dict[str, object]) -> str:
+    """The case's text as the bundle stores it: by the path its structure takes (a command,
+    an environment, a URL) or as free text."""
+    text, path = str(case["text"]), case.get("path", "text")
+    if path == "command":
+        return redact_command(text)
+    if path == "env":
+        return json.dumps(redact_env(json.loads(text)))
+    if path == "url":
+        return redact_url(text)
+    return redact_file_text(text)
 
 
 def leaked(case: dict[str, object]) -> list[str]:
     """The case's secret strings that survive redaction."""
-    out = redact_file_text(str(case["text"]))
+    out = redacted(case)
     return [s for s in case["secrets"] if str(s) in out]  # type: ignore[union-attr]
 
 
@@ -433,6 +466,9 @@ def main() -> None:
         cases = generate()
         SHAPES.write_text("".join(json.dumps(c) + "\n" for c in cases))
         print(f"wrote {len(cases)} shapes to {SHAPES.relative_to(ROOT)}")
+        structured = generate_structured()
+        STRUCTURED.write_text("".join(json.dumps(c) + "\n" for c in structured))
+        print(f"wrote {len(structured)} shapes to {STRUCTURED.relative_to(ROOT)}")
         return
     corpus = load_corpus()
     missed = [(c["shape"], leaked(c)) for c in corpus]

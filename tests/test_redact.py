@@ -69,7 +69,7 @@ def test_environment_values_masked_by_name() -> None:
         "HF_TOKEN": MASK,
         "MY_KEY": MASK,
         "CUDA_VISIBLE_DEVICES": "0",
-        "URL": f"http://u:{MASK}@h",
+        "URL": f"http://{MASK}@h",  # a URL keeps no userinfo, not even the user
     }
 
 

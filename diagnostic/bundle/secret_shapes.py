@@ -161,7 +161,39 @@ _STRONG = {
     "CREDENTIALS",
     "CREDS",
     "PRIVATEKEY",
+    "PRIVKEY",
+    "PASSCODE",
+    "OTP",
+    "TOTP",
+    "HOTP",
+    "SALT",
+    "HMAC",
+    "PIN",
 }
+# Parts that are a secret's only beside one of these (ACCESS_CODE, OTP_SEED), a word otherwise
+# (status_code, random_seed).
+_STRONG_WITH = {
+    "CODE": {
+        "ACCESS",
+        "AUTH",
+        "AUTHORIZATION",
+        "VERIFICATION",
+        "RECOVERY",
+        "BACKUP",
+        "PAIRING",
+        "INVITE",
+        "ACTIVATION",
+        "LICENSE",
+        "SECURITY",
+        "MFA",
+        "SMS",
+        "LOGIN",
+        "UNLOCK",
+    },
+    "SEED": {"OTP", "TOTP", "HOTP", "MFA", "TWOFA", "MNEMONIC", "WALLET", "RECOVERY"},
+}
+# A PIN beside these is the verb (pin_memory, PIN_THREADS).
+_PIN_WORDS = {"MEMORY", "MEM", "THREADS", "THREAD", "CPU", "CPUS", "VERSION", "NUMA", "CORES"}
 _WEAK = {
     "KEY",
     "APIKEY",
@@ -177,6 +209,7 @@ _WEAK = {
     "SIG",
     "SIGNATURE",
     "SAS",
+    "TOK",
 }
 # Parts beside TOKEN or KEY that make the name something else: bos_token, token_ids,
 # kv_cache_key, sort_key, max_token_len.
@@ -267,7 +300,11 @@ def name_strength(name: str) -> str | None:
     for i, part in enumerate(parts):
         before = parts[i - 1] if i else ""
         after = parts[i + 1] if i + 1 < len(parts) else ""
+        if part == "PIN" and (after in _PIN_WORDS or before in _PIN_WORDS):
+            continue
         if (part in _STRONG or part.endswith(("PASSWORD", "SECRET"))) and after != "THROUGH":
+            return "strong"
+        if before in _STRONG_WITH.get(part, ()):
             return "strong"
         weak = part in _WEAK or part.endswith(("TOKEN", "APIKEY"))
         # a key's id names a key (private_key_id, aws_access_key_id); a token's is a number

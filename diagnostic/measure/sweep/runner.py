@@ -13,7 +13,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from diagnostic import defaults
-from diagnostic.bundle.redact import redact_mapping, redact_text
+from diagnostic.bundle.redact import redact_command, redact_env, redact_variables
 from diagnostic.bundle.seal import seal_line, seal_run
 from diagnostic.bundle.store import Bundle, log_file, metrics_files
 from diagnostic.common.progress import Reporter, WithOverall
@@ -239,9 +239,9 @@ class StartRunner:
         )
         launch = self._commands(info).launch
         info.launch = LaunchInfo(
-            command=redact_text(launch),
-            env=redact_mapping(arm.env),
-            variables=redact_mapping(_values(launch, arm.env)),
+            command=redact_command(launch),
+            env=redact_env(arm.env),
+            variables=redact_variables(launch, _values(launch, arm.env)),
         )
         self.bundle.write_run(info)
         return info

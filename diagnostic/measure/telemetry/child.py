@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from diagnostic import defaults
-from diagnostic.bundle.redact import redact_text
+from diagnostic.bundle.redact import redact_command
 from diagnostic.bundle.telemetry import TelemetryWriter
 from diagnostic.measure.telemetry.recorder import HOST, TelemetrySettings
 from diagnostic.measure.telemetry.samplers import (
@@ -132,7 +132,9 @@ def _report(
             kind=settings.kind(name),
             file=telemetry_file(name) if writer is not None else None,
             interval_s=_interval(settings, name),
-            command=redact_text(settings.remote[name]) if name in settings.remote else None,
+            command=redact_command(settings.remote[name], launch=False)
+            if name in settings.remote
+            else None,
             samples=writer.rows if writer is not None else 0,
             absent=absent,
             errors=source.errors,
