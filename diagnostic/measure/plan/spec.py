@@ -12,7 +12,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from diagnostic import defaults
-from diagnostic.bundle.redact import redact_mapping, redact_text
+from diagnostic.bundle.redact import redact_command, redact_commands, redact_env
 from diagnostic.engines.flags import infer_speculative
 from diagnostic.errors import PlanError
 from diagnostic.measure.plan.commands import Commands
@@ -60,14 +60,14 @@ class Arm(BaseModel):
         shown = self.commands.shown()
         return ArmSpec(
             name=self.name,
-            launch=redact_text(self.launch),
-            env=redact_mapping(self.env),
+            launch=redact_command(self.launch),
+            env=redact_env(self.env),
             params=self.params,
             speculative=self.speculative,
             aa_of=self.aa_of,
-            stop=redact_text(shown.stop) if shown.stop else None,
-            health=redact_text(shown.health) if shown.health else None,
-            logs=redact_mapping(shown.logs),
+            stop=redact_command(shown.stop, launch=False) if shown.stop else None,
+            health=redact_command(shown.health, launch=False) if shown.health else None,
+            logs=redact_commands(shown.logs),
         )
 
 
