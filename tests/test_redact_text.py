@@ -54,7 +54,7 @@ def test_a_secret_found_in_the_reading_is_masked_where_it_is_written() -> None:
     out = redact_text(text)
     assert "Zx9Kq2vB7mN4pL8wR3tY" not in out and out.endswith("\x1b[0m done")
     assert read("pаsswоrd＝x").text == "password=x"  # Cyrillic а о, fullwidth =
-    assert read("a%3Db\\u003dc\\\"").text == 'a=b=c"'
+    assert read('a%3Db\\u003dc\\"').text == 'a=b=c"'
 
 
 def test_detect_secrets_covers_its_kinds_and_leaves_quoted_words() -> None:

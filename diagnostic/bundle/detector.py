@@ -66,6 +66,14 @@ def _filters() -> tuple[Any, ...]:
     )
 
 
+def _an_id(value: str, line: str) -> bool:
+    """detect-secrets' heuristic of an identifier: the value right after `id`, `_id` (a
+    completion's "id":"chatcmpl-…" is random, and no secret)."""
+    from detect_secrets.filters.heuristic import is_likely_id_string
+
+    return bool(is_likely_id_string(value, line))
+
+
 @functools.cache
 def _plugins() -> tuple[Any, ...]:
     import importlib
@@ -90,8 +98,11 @@ def detected(text: str) -> list[str]:
                 continue
             if limit is not None and plugin.calculate_shannon_entropy(value) <= limit:
                 continue  # the high-entropy detectors yield every quoted string
-            if not any(rule(value) for rule in _filters()):
-                values.add(value)
+            if any(rule(value) for rule in _filters()):
+                continue
+            if limit is not None and _an_id(value, text):
+                continue  # a random identifier, quoted after its `id` key
+            values.add(value)
     return sorted(values, key=lambda v: (-len(v), v))
 
 

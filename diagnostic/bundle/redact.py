@@ -9,6 +9,7 @@ run.json, findings.json, analysis.json, checklist.json and the report's attachme
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -26,6 +27,7 @@ __all__ = [
     "MASK",
     "LineRedactor",
     "is_secret_name",
+    "redact_attachment",
     "redact_command",
     "redact_commands",
     "redact_echoes",
@@ -120,6 +122,20 @@ def redact_json(value: Any) -> Any:
     if isinstance(value, str):
         return redact_text(value)
     return value
+
+
+def redact_attachment(text: str) -> str:
+    """A file a report embeds (analysis.json, deliverable.json) redacted like the bundle's
+    JSON files: by its keys when it is JSON, as free text otherwise; returned unchanged,
+    byte for byte, when it held nothing to mask."""
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return redact_text(text)
+    redacted = redact_json(value)
+    if redacted == value:
+        return text
+    return json.dumps(redacted, indent=2, ensure_ascii=False) + "\n"
 
 
 def _keyed(parent: Mapping[str, Any], key: str, value: Any) -> Any:

@@ -10,7 +10,7 @@ from typing import Any
 import jinja2
 from markupsafe import Markup, escape
 
-from diagnostic.bundle.redact import redact_text
+from diagnostic.bundle.redact import redact_attachment, redact_text
 from diagnostic.bundle.store import atomic_write_bytes
 from diagnostic.common.resources import templates_dir
 from diagnostic.errors import DiagnosticError
@@ -118,9 +118,12 @@ def render_html(ctx: ReportContext) -> str:
 
 def render_pdf(html: str, out: Path, attachments: Mapping[str, str] | None = None) -> Path:
     """Write `html` to `out` as a PDF; WeasyPrint may read only the templates folder.
-    `attachments` (name → text, e.g. the analysis.json the report shows) are embedded."""
+    `attachments` (name → text, e.g. the analysis.json the report shows) are embedded,
+    redacted as the bundle's files are (unchanged when they hold nothing to mask)."""
     from diagnostic.common.pdf import html_to_pdf  # imported here: WeasyPrint is slow to load
 
+    if attachments is not None:
+        attachments = {name: redact_attachment(text) for name, text in attachments.items()}
     pdf = html_to_pdf(html, report_templates(), attachments)
     try:
         atomic_write_bytes(Path(out), pdf)
