@@ -146,6 +146,33 @@ def _workload_names(value: str | None) -> list[str] | None:
     dest="timeout_s",
     maximum=defaults.LIMIT_TIMEOUT_S,
 )
+@number_option(
+    "--first-token-timeout",
+    defaults.FIRST_TOKEN_TIMEOUT_S,
+    0.1,
+    "Seconds from sending a request to its first token; past it the server has stalled and "
+    "the run stops (failed; --resume continues it).",
+    dest="first_token_timeout_s",
+    maximum=defaults.LIMIT_TIMEOUT_S,
+)
+@number_option(
+    "--token-timeout",
+    defaults.TOKEN_TIMEOUT_S,
+    0.1,
+    "Seconds between two tokens of a stream; past it the server has stalled and the run "
+    "stops (failed; --resume continues it).",
+    dest="token_timeout_s",
+    maximum=defaults.LIMIT_TIMEOUT_S,
+)
+@number_option(
+    "--run-timeout",
+    defaults.RUN_TIMEOUT_S,
+    1,
+    "Seconds the run's requests may take in all; past it the run stops (failed; --resume "
+    "continues it).",
+    dest="run_timeout_s",
+    maximum=defaults.LIMIT_TIMEOUT_S,
+)
 @click.option(
     "--as-found",
     is_flag=True,
@@ -175,6 +202,9 @@ def command(
     telemetry_interval_s: float,
     api_key_env: str | None,
     timeout_s: float,
+    first_token_timeout_s: float,
+    token_timeout_s: float,
+    run_timeout_s: float,
     as_found: bool,
     resume: bool,
     force: bool,
@@ -218,6 +248,9 @@ def command(
         resume=resume,
         force=force,
         timeout_s=timeout_s,
+        first_token_timeout_s=first_token_timeout_s,
+        token_timeout_s=token_timeout_s,
+        run_timeout_s=run_timeout_s,
         engagement=engagement_from(engagement),
         telemetry=_telemetry(telemetry, telemetry_remote, telemetry_interval_s),
         as_found=as_found,

@@ -45,6 +45,14 @@ class ClientOptions(BaseModel):
     total_timeout_s: float = Field(
         defaults.REQUEST_TIMEOUT_S, gt=0, description="Longest time for one request"
     )
+    first_token_timeout_s: float = Field(
+        defaults.FIRST_TOKEN_TIMEOUT_S,
+        gt=0,
+        description="Longest time from sending a request to its first token",
+    )
+    token_timeout_s: float = Field(
+        defaults.TOKEN_TIMEOUT_S, gt=0, description="Longest wait between two tokens"
+    )
     max_output_bytes: int = Field(
         defaults.MAX_OUTPUT_BYTES,
         ge=1024,

@@ -36,6 +36,7 @@ from multiprocessing.queues import Queue
 
 from diagnostic import defaults
 from diagnostic.errors import WorkerFailed
+from diagnostic.measure.client.deadlines import RunDeadline
 from diagnostic.measure.client.options import ClientOptions, Job
 from diagnostic.measure.client.streams import StreamClient, run_pool
 from diagnostic.schema.bundle import RequestRecord
@@ -66,23 +67,43 @@ def run_streams(
     t0: float,
     on_record: Callable[[RequestRecord], None],
     processes: int | None = None,
+    deadline: float | None = None,
 ) -> None:
     """Make every job's request, `concurrency` in flight, calling `on_record` in this process
-    as each ends. One process (`process_count`) runs the pool here; several share it out."""
+    as each ends. One process (`process_count`) runs the pool here; several share it out.
+    Past `deadline` (a time.perf_counter() value) the requests in flight are dropped and
+    RunDeadline raised."""
     if not jobs:
         return
+    _check_deadline(deadline)
     count = min(process_count(concurrency, processes), len(jobs))
     if count == 1:
-        asyncio.run(_pool(options, jobs, concurrency, t0, on_record))
+        asyncio.run(_pool(options, jobs, concurrency, t0, on_record, deadline))
         return
-    _spread(options, jobs, concurrency, t0, on_record, count)
+    _spread(options, jobs, concurrency, t0, on_record, count, deadline)
+
+
+def _check_deadline(deadline: float | None) -> None:
+    if deadline is not None and time.perf_counter() >= deadline:
+        raise RunDeadline("the run's deadline passed with requests still to make")
 
 
 async def _pool(
-    options: ClientOptions, jobs: Sequence[Job], concurrency: int, t0: float, on_record: OnRecord
+    options: ClientOptions,
+    jobs: Sequence[Job],
+    concurrency: int,
+    t0: float,
+    on_record: OnRecord,
+    deadline: float | None = None,
 ) -> None:
+    left = None if deadline is None else max(deadline - time.perf_counter(), 0.0)
     async with StreamClient(options, concurrency=concurrency) as client:
-        await run_pool(client, jobs, concurrency=concurrency, t0=t0, on_record=on_record)
+        try:
+            async with asyncio.timeout(left):
+                await run_pool(client, jobs, concurrency=concurrency, t0=t0, on_record=on_record)
+        except TimeoutError:
+            _check_deadline(deadline)
+            raise
 
 
 def _spread(
@@ -92,6 +113,7 @@ def _spread(
     t0: float,
     on_record: Callable[[RequestRecord], None],
     count: int,
+    deadline: float | None = None,
 ) -> None:
     """Deal the jobs round-robin to `count` spawned workers (streams split as evenly), then
     store their records here until every worker has said it is done."""
@@ -110,7 +132,7 @@ def _spread(
     try:
         for worker in workers:
             worker.start()
-        _receive(inbox, workers, on_record)
+        _receive(inbox, workers, on_record, deadline)
     finally:
         for worker in workers:
             if worker.is_alive():
@@ -124,9 +146,11 @@ def _receive(
     inbox: Queue[tuple[str, str]],
     workers: Sequence[BaseProcess],
     on_record: Callable[[RequestRecord], None],
+    deadline: float | None = None,
 ) -> None:
     done = 0
     while done < len(workers):
+        _check_deadline(deadline)
         try:
             kind, body = inbox.get(timeout=_POLL_S)
         except queue.Empty:

@@ -18,6 +18,7 @@ from diagnostic.common.answers import (
     aread_body,
     parse_json,
 )
+from diagnostic.measure.client.deadlines import DEADLINE, TokenWatch
 from diagnostic.measure.client.faults import http_error, stale, transport_error
 from diagnostic.measure.client.options import PATHS, ClientOptions, Job, auth_headers, build_payload
 from diagnostic.measure.client.sse import (
@@ -142,6 +143,13 @@ class _Attempt:
     answered: bool = False
     stale: bool = False
 
+    def last_token(self) -> tuple[int, float | None]:
+        """Tokens (content chunks) so far and the perf_counter time of the last one."""
+        stream = self.stream
+        if stream is None or not stream.chunk_times:
+            return 0, None
+        return len(stream.chunk_times), stream.t_send + stream.chunk_times[-1]
+
 
 async def _body(response: httpx.Response, limit: int) -> AsyncIterator[bytes]:
     """The body as read, past httpx's decoder and chunker (0.2 µs a chunk); a Content-Encoding
@@ -221,17 +229,30 @@ class StreamClient:
     async def _attempt(self, payload: dict[str, Any]) -> _Attempt:
         opts, url = self.options, PATHS[self.options.api]
         attempt = _Attempt(t_send=time.perf_counter())
+        watch = TokenWatch(
+            t_send=attempt.t_send,
+            first_token_s=opts.first_token_timeout_s,
+            token_s=opts.token_timeout_s,
+            url=opts.base_url + url,
+            tokens=attempt.last_token,
+            expire=lambda _why: tokens.reschedule(asyncio.get_running_loop().time()),
+        )
         try:
-            # The total timeout bounds the whole request: a server that accepts and then says
-            # nothing, or a byte at a time, ends here and not never.
-            async with asyncio.timeout(opts.total_timeout_s):
-                await self._exchange(url, payload, attempt)
+            # The total timeout bounds the whole request, the watch the first token and each
+            # next one: a server that accepts and then says nothing, or a byte at a time, or
+            # keeps the stream alive without a token, ends here and not never.
+            async with asyncio.timeout(opts.total_timeout_s), asyncio.timeout(None) as tokens:
+                watch.start()
+                try:
+                    await self._exchange(url, payload, attempt)
+                finally:
+                    watch.stop()
         except (StreamFault, Unreadable) as exc:
             attempt.error = str(exc)
         except TimeoutError:
-            attempt.error = (
-                f"no complete answer from {opts.base_url + url} within the request's total "
-                f"timeout of {opts.total_timeout_s:g} s"
+            attempt.error = watch.missed or (
+                f"{DEADLINE}no complete answer from {opts.base_url + url} within the "
+                f"request's total timeout of {opts.total_timeout_s:g} s (the request deadline)"
             )
         except self._faults as exc:
             attempt.error = transport_error(exc, opts.base_url + url)

@@ -20,6 +20,7 @@ from diagnostic.engines.endpoints import Fingerprint, fingerprint
 from diagnostic.engines.metrics import fetch_metrics
 from diagnostic.errors import BundleError, ServerGone
 from diagnostic.measure.client import ClientOptions, Job, auth_headers, run_streams
+from diagnostic.measure.client.deadlines import RunDeadline, ServerStalled, stalled
 from diagnostic.measure.client.faults import refused
 from diagnostic.measure.collect.settings import RunSettings, plan_jobs
 from diagnostic.measure.environment import capture_environment
@@ -85,14 +86,33 @@ def collect_run(
                 # Stopped here, so that run.json says what each source gave whatever ends the run.
                 run = _with_telemetry(run, telemetry, reporter)
         run = _refreshed(run, settings)
-    except ServerGone as gone:
+    except (ServerGone, ServerStalled) as gone:
         return _end(bundle, run, "failed", str(gone))
+    except RunDeadline:
+        return _end(bundle, run, "failed", _overdue(settings))
     except BaseException:
         # Said when it can be (a full disk may refuse run.json too: the error raised says it).
         with contextlib.suppress(BundleError):
             _end(bundle, run, "interrupted", "collect was interrupted; continue with --resume")
         raise
     return _end(bundle, run, *_verdict(bundle.read_requests(run.arm, run.restart).records))
+
+
+def _overdue(settings: RunSettings) -> str:
+    return (
+        f"the run passed its deadline of {settings.run_timeout_s:g} s ([plan] run_timeout_s, "
+        "collect --run-timeout) with requests still to make, and was stopped; continue with "
+        "--resume, which makes the requests not made"
+    )
+
+
+def _stalled(settings: RunSettings, record: RequestRecord) -> ServerStalled:
+    return ServerStalled(
+        f"the server at {settings.base_url} accepted a request and stopped answering "
+        f"({record.error}; {record.workload} request {record.seq}), so the run was stopped "
+        "and recorded as failed; look at the server, then continue with --resume, which "
+        "tries the failed and missing requests again"
+    )
 
 
 class _NotesOnce:
@@ -211,6 +231,7 @@ def _measure(
     per workload without the warm-ups."""
     levels = settings.concurrency
     made = 0
+    deadline = time.perf_counter() + settings.run_timeout_s  # afresh on each --resume
     for level, workload in ((lv, w) for lv in range(len(levels)) for w in settings.workloads):
         label = f"{run_id(run.arm, run.restart)} {workload.name}"
         label += f" c={levels[level]}" if len(levels) > 1 else ""
@@ -240,13 +261,15 @@ def _measure(
                     "run was stopped; look at the server's log, start it again and continue "
                     "with --resume, which retries the failed requests"
                 )
+            if stalled(record.error):
+                raise _stalled(settings, record)
 
-        _run_jobs(warm, options, levels[level], origin, store, settings.processes)
+        _run_jobs(warm, options, levels[level], origin, store, settings.processes, deadline)
         tag = levels[level] if len(levels) > 1 else 0
         if todo:
             before = workload_metrics(workload.name, tag, "before")
             _snapshot(bundle, run, info, before, keep=False, reporter=reporter)
-        _run_jobs(todo, options, levels[level], origin, store, settings.processes)
+        _run_jobs(todo, options, levels[level], origin, store, settings.processes, deadline)
         if todo:
             after = workload_metrics(workload.name, tag, "after")
             _snapshot(bundle, run, info, after, keep=False, reporter=reporter)
@@ -292,11 +315,19 @@ def _run_jobs(
     origin: float,
     store: Callable[[RequestRecord], None],
     processes: int | None = None,
+    deadline: float | None = None,
 ) -> None:
     """The jobs' requests, `concurrency` in flight, in this process or spread over several
-    (`processes`; None decides by the streams); every record stored here, by `store`."""
+    (`processes`; None decides by the streams); every record stored here, by `store`; past
+    `deadline` (perf_counter) RunDeadline."""
     run_streams(
-        options, jobs, concurrency=concurrency, t0=origin, on_record=store, processes=processes
+        options,
+        jobs,
+        concurrency=concurrency,
+        t0=origin,
+        on_record=store,
+        processes=processes,
+        deadline=deadline,
     )
 
 

@@ -48,6 +48,20 @@ class RunSettings(BaseModel):
     read_timeout_s: float = Field(
         defaults.READ_TIMEOUT_S, gt=0, description="Longest silence within a stream"
     )
+    first_token_timeout_s: float = Field(
+        defaults.FIRST_TOKEN_TIMEOUT_S,
+        gt=0,
+        description="Longest time from sending a request to its first token",
+    )
+    token_timeout_s: float = Field(
+        defaults.TOKEN_TIMEOUT_S, gt=0, description="Longest wait between two tokens"
+    )
+    run_timeout_s: float = Field(
+        defaults.RUN_TIMEOUT_S,
+        gt=0,
+        description="Longest time the run's requests may take in all; past it the run stops, "
+        "failed, and --resume continues it",
+    )
     seed: int = Field(defaults.SEED, description="Sampler seed (requests are greedy anyway)")
     force_length: bool = Field(True, description="Send ignore_eos and min_tokens")
     extra_body: dict[str, Any] = Field(default_factory=dict, description="Extra request fields")
@@ -90,6 +104,8 @@ class RunSettings(BaseModel):
             api_key=self.api_key,
             read_timeout_s=min(self.read_timeout_s, self.timeout_s),
             total_timeout_s=self.timeout_s,
+            first_token_timeout_s=min(self.first_token_timeout_s, self.timeout_s),
+            token_timeout_s=min(self.token_timeout_s, self.timeout_s),
             max_output_bytes=self.max_output_bytes,
         )
 

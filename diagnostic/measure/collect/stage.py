@@ -92,6 +92,24 @@ class CollectConfig(BaseModel):
         le=defaults.LIMIT_TIMEOUT_S,
         description="Longest time one request may take",
     )
+    first_token_timeout_s: float = Field(
+        defaults.FIRST_TOKEN_TIMEOUT_S,
+        gt=0,
+        le=defaults.LIMIT_TIMEOUT_S,
+        description="Longest time from sending a request to its first token",
+    )
+    token_timeout_s: float = Field(
+        defaults.TOKEN_TIMEOUT_S,
+        gt=0,
+        le=defaults.LIMIT_TIMEOUT_S,
+        description="Longest wait between two tokens",
+    )
+    run_timeout_s: float = Field(
+        defaults.RUN_TIMEOUT_S,
+        gt=0,
+        le=defaults.LIMIT_TIMEOUT_S,
+        description="Longest time the run's requests may take in all",
+    )
     engagement: Engagement = Field(
         default_factory=Engagement, description="Client, site, consultant given (None: keep)"
     )
@@ -145,6 +163,9 @@ def collect(config: CollectConfig, *, reporter: Reporter, checked: bool = False)
         model=config.model,
         api_key=config.api_key,
         timeout_s=config.timeout_s,
+        first_token_timeout_s=config.first_token_timeout_s,
+        token_timeout_s=config.token_timeout_s,
+        run_timeout_s=config.run_timeout_s,
         telemetry=config.telemetry,
     )
     resumed = sum(not r.error for r in bundle.read_requests(run.arm, run.restart).records)

@@ -16,6 +16,7 @@ from diagnostic.bundle.redact import redact_command, redact_commands, redact_env
 from diagnostic.engines.flags import infer_speculative
 from diagnostic.errors import PlanError
 from diagnostic.measure.plan.commands import Commands
+from diagnostic.measure.plan.depth import check_depth
 from diagnostic.measure.plan.limits import check_limits
 from diagnostic.measure.plan.tables import ArmTable, PlanFile, PlanTable
 from diagnostic.measure.plan.templates import TemplateError, substitute
@@ -156,10 +157,13 @@ def load_plan(path: Path) -> Plan:
 
 def parse_plan(text: str, *, source: str) -> Plan:
     """Parse TOML text into an expanded plan; errors name `source` and the fix."""
+    check_depth(text, source)  # before tomllib, which recurses once per level
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise PlanError(f"{source}: not valid TOML ({exc}); fix the syntax") from None
+    except RecursionError:
+        raise PlanError(f"{source}: nested too deep to read; fix the file") from None
     try:
         file = PlanFile.model_validate(data)
     except ValidationError as exc:

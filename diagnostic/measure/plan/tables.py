@@ -63,6 +63,33 @@ class PlanTable(_Table):
         le=defaults.LIMIT_TIMEOUT_S,
         description="Seconds a start may take to be healthy",
     )
+    request_timeout_s: float = Field(
+        defaults.REQUEST_TIMEOUT_S,
+        gt=0,
+        le=defaults.LIMIT_TIMEOUT_S,
+        description="Seconds one request may take in all (sweep --timeout overrides it)",
+    )
+    first_token_timeout_s: float = Field(
+        defaults.FIRST_TOKEN_TIMEOUT_S,
+        gt=0,
+        le=defaults.LIMIT_TIMEOUT_S,
+        description="Seconds from sending a request to its first token; past it the server "
+        "has stalled: the start stops, failed, and the sweep goes on",
+    )
+    token_timeout_s: float = Field(
+        defaults.TOKEN_TIMEOUT_S,
+        gt=0,
+        le=defaults.LIMIT_TIMEOUT_S,
+        description="Seconds between two tokens of a stream; past it the server has stalled: "
+        "the start stops, failed, and the sweep goes on",
+    )
+    run_timeout_s: float = Field(
+        defaults.RUN_TIMEOUT_S,
+        gt=0,
+        le=defaults.LIMIT_TIMEOUT_S,
+        description="Seconds one start's requests may take in all; past it the start stops, "
+        "failed, and the sweep goes on",
+    )
     command_timeout_s: float = Field(
         defaults.SHELL_TIMEOUT_S,
         gt=0,

@@ -288,7 +288,12 @@ def run_settings(
     `telemetry` samples this machine whatever the plan's telemetry_local says (sweep
     --telemetry); the plan's remote telemetry templates are rendered per start (runner)."""
     o = plan.options
-    extra: dict[str, Any] = {"timeout_s": timeout_s} if timeout_s is not None else {}
+    extra: dict[str, Any] = {
+        "timeout_s": timeout_s if timeout_s is not None else o.request_timeout_s,
+        "first_token_timeout_s": o.first_token_timeout_s,
+        "token_timeout_s": o.token_timeout_s,
+        "run_timeout_s": o.run_timeout_s,
+    }
     local = telemetry or o.telemetry_local
     if local or o.telemetry:
         extra["telemetry"] = TelemetrySettings(
