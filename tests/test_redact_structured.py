@@ -159,3 +159,17 @@ def test_json_is_redacted_by_its_keys() -> None:
     out = json.dumps(redact_json(run))
     assert "plainword" not in out and "tok" not in out
     assert redact_json(json.loads(out)) == json.loads(out)
+
+
+def test_the_structured_corpus_is_what_the_benchmark_generates() -> None:
+    """tests/data/secrets/structured.jsonl is `benchmarks/redaction.py --write`'s, seeded."""
+    import importlib.util
+    import sys
+
+    spec = importlib.util.spec_from_file_location("redaction", ROOT / "benchmarks" / "redaction.py")
+    assert spec is not None and spec.loader is not None
+    redaction = sys.modules.get("redaction") or importlib.util.module_from_spec(spec)
+    if "redaction" not in sys.modules:
+        sys.modules["redaction"] = redaction
+        spec.loader.exec_module(redaction)
+    assert redaction.generate_structured() == STRUCTURED  # regenerate with --write

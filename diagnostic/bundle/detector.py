@@ -31,7 +31,6 @@ DETECTORS = (
     "ibm_cloud_iam.IbmCloudIamDetector",
     "ibm_cos_hmac.IbmCosHmacDetector",
     "jwt.JwtTokenDetector",
-    "keyword.KeywordDetector",
     "mailchimp.MailchimpDetector",
     "npm.NpmDetector",
     "openai.OpenAIDetector",
@@ -66,12 +65,16 @@ def _filters() -> tuple[Any, ...]:
     )
 
 
-def _an_id(value: str, line: str) -> bool:
-    """detect-secrets' heuristic of an identifier: the value right after `id`, `_id` (a
-    completion's "id":"chatcmpl-…" is random, and no secret)."""
-    from detect_secrets.filters.heuristic import is_likely_id_string
+# An identifier's key right before a value: "id": "…", request_id=…, traceId: …
+_ID_KEY = re.compile(r"(?i)(?:\b|_)id[\"']?[ \t]*[:=][ \t]*[\"']?$")
 
-    return bool(is_likely_id_string(value, line))
+
+def _an_id(value: str, line: str) -> bool:
+    """Whether the value stands right after an identifier's key (a completion's
+    "id":"chatcmpl-…" is random, and no secret): detect-secrets' own heuristic, which reads
+    only `id` at a line's start and `_id`, widened to JSON and camelCase keys."""
+    at = line.find(value)
+    return at > 0 and _ID_KEY.search(line, max(0, at - 40), at) is not None
 
 
 @functools.cache
