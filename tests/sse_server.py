@@ -200,13 +200,13 @@ def routed(routes: dict[str, Reply], default: Reply | None = None) -> Reply:
 class Server:
     """Accepts connections on 127.0.0.1; each request gets `reply`, on its own thread."""
 
-    def __init__(self, reply: Reply) -> None:
+    def __init__(self, reply: Reply, port: int = 0) -> None:
         self.reply = reply
         self.stop = threading.Event()
         self.requests: list[dict[str, Any]] = []
         self.paths: list[str] = []
         self.current = threading.local()  # .path: the path of the request being answered
-        self._sock = socket.create_server(("127.0.0.1", 0))
+        self._sock = socket.create_server(("127.0.0.1", port))
         self.url = f"http://127.0.0.1:{self._sock.getsockname()[1]}"
         self._conns: list[socket.socket] = []
         self._threads = [threading.Thread(target=self._accept, daemon=True)]

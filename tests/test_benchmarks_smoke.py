@@ -206,14 +206,6 @@ def test_the_secret_corpus_is_what_the_redaction_benchmark_generates() -> None:
     assert all(redaction.leaked(case) == [] for case in stored)
 
 
-def test_the_attack_pass_lists_its_cases() -> None:
-    attacks = load_benchmark("attacks")
-    cases = attacks.all_cases()
-    assert len(cases) >= 130
-    assert {c.klass for c in cases} >= {"usage", "choices", "endpoint", "metrics", "stall"}
-    assert {c.klass for c in cases} >= {"file system", "names", "plan", "launch", "bomb"}
-
-
 def test_verdict_power_runs_small(capsys: pytest.CaptureFixture[str]) -> None:
     power = load_benchmark("verdict_power")
     argv = ["--sims", "2", "--null-sims", "2", "--cv", "0.05", "--arms", "4", "--effects", "0.2"]

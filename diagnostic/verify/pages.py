@@ -46,15 +46,19 @@ class PdfReport:
         return None
 
 
-def read_pdf(path: Path) -> PdfReport:
-    """The text of every page (pypdf) and the deliverable.json the PDF embeds, if any."""
+def read_pdf(path: Path, *, text: bool = True) -> PdfReport:
+    """The text of every page (pypdf; none without `text`) and the deliverable.json the PDF
+    embeds, if any."""
     from pypdf import PdfReader  # imported here: only a PDF needs it
     from pypdf.errors import PyPdfError
 
     try:
         data = Path(path).read_bytes()
-        reader = PdfReader(io.BytesIO(data))
-        pages = [page.extract_text() or "" for page in reader.pages]
+        # A signed PDF is read as signed: what follows its signature line is a change the
+        # signature check names, whatever a PDF reader would make of it.
+        cut = data.rfind(b"\n%diagnose-signature ")
+        reader = PdfReader(io.BytesIO(data[: cut + 1] if cut >= 0 else data))
+        pages = [page.extract_text() or "" for page in reader.pages] if text else []
         found = reader.attachments.get(DELIVERABLE_FILE, [])
     except (PyPdfError, ValueError, KeyError, TypeError, OSError, RecursionError) as exc:
         raise DiagnosticError(f"{path}: not a readable PDF ({exc})") from None

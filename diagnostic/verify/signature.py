@@ -76,7 +76,7 @@ def check_report_signature(pdf: PdfReport | None, public_key: Path | None) -> Ch
             + (f"by {root.key_id}" if root else "by no one")
             + ": signed again by someone else after it was made"
         )
-    if public_key is not None and not problems:
+    if public_key is not None:
         problems += _pinned(pdf, found, public_key)
     if problems:
         return _failed("the report's signature does not hold", problems)
@@ -97,19 +97,20 @@ def check_report_signature(pdf: PdfReport | None, public_key: Path | None) -> Ch
 
 
 def _pinned(pdf: PdfReport, found: PdfSignature | None, public_key: Path) -> list[str]:
-    """Both signatures against the pinned key."""
-    assert found is not None and pdf.made_from is not None and pdf.made_from.signature
+    """Both signatures against the pinned key (what is missing is named above)."""
     key = load_key(public_key)
     given = key_id(openssh_public_key(key))
     out = []
-    if given != found.key_id:
+    if found is not None and given != found.key_id:
         out.append(
             f"{pdf.path}: signed by {found.key_id}, not by the key given ({given}, "
             f"{public_key}): signed by someone else (re-signed after a change?)"
         )
-    elif (why := check_pdf_signature(found, key)) is not None:
+    elif found is not None and (why := check_pdf_signature(found, key)) is not None:
         out.append(f"{pdf.path}: {why}")
-    why = check_signature(pdf.made_from.signature, pdf.made_from.root, key)
-    if why is not None:
-        out.append(why)
+    root = pdf.made_from.signature if pdf.made_from else None
+    if pdf.made_from is not None and root is not None:
+        why = check_signature(root, pdf.made_from.root, key)
+        if why is not None:
+            out.append(why)
     return out

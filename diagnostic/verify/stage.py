@@ -14,6 +14,7 @@ from diagnostic.bundle.seal import bundle_root
 from diagnostic.bundle.store import Bundle
 from diagnostic.common.progress import NullReporter, Reporter
 from diagnostic.errors import DiagnosticError
+from diagnostic.logcheck.stage import FINDINGS_FILE
 from diagnostic.schema.analysis import Analysis
 from diagnostic.schema.logfacts import CheckReport
 from diagnostic.verify.document import check_document
@@ -86,12 +87,13 @@ def verify_bundle(
 ) -> VerifyReport:
     """Check a bundle and, when given (or BUNDLE/analysis.json is there), what was made from it.
 
-    The bundle: every file against its run's seal, every planned run present or its absence
-    explained, findings.json against the findings of the logs. The deliverable: a report PDF's
-    printed root hash against the bundle's (a PDF of another bundle said as such), its embedded
-    analysis.json against the analysis recomputed from the raw files, its pages' text against
-    the report re-rendered from the bundle, its signature against `public_key`; or an
-    analysis.json's figures. Reads only: nothing is written into the bundle."""
+    The bundle: every file against its run's seal, the manifest against its own, every planned
+    run present or its absence explained, findings.json against the findings of the logs. The
+    deliverable: a report PDF's printed root hash against the bundle's (a PDF of another bundle
+    said as such), its signatures (bytes and root) against `public_key`, its embedded
+    analysis.json against the analysis recomputed from the raw files, its pages' text and
+    drawing against the report re-rendered from the bundle; or an analysis.json's figures.
+    Reads only: nothing is written into the bundle."""
     reporter = reporter or NullReporter()
     bundle = Bundle.open(Path(bundle_path), strict=False)
     if public_key is not None and (stored_path is None or not _is_pdf(stored_path)):
@@ -105,8 +107,11 @@ def verify_bundle(
     seals = check_seals(bundle, runs)
     report.checks += [seals, check_schedule(bundle, runs)]
     reporter.advance("verify", status="seals and schedule checked")
-    check = recompute_findings(bundle)
-    report.checks.append(check_findings(bundle, check))
+    findings = _Findings(bundle)
+    if (bundle.path / FINDINGS_FILE).is_file():
+        report.checks.append(check_findings(bundle, findings.get()))
+    else:
+        report.checks.append(check_findings(bundle, None))
     reporter.advance("verify", status="findings recomputed")
     if stored_path is None and (bundle.path / ANALYSIS_FILE).is_file():
         stored_path = report.stored = bundle.path / ANALYSIS_FILE
@@ -115,15 +120,30 @@ def verify_bundle(
             Check("analysis", "skipped", f"no {ANALYSIS_FILE} in the bundle and no report given")
         )
         return report
-    _deliverable(report, bundle, Path(stored_path), check, public_key, seals, reporter)
+    _deliverable(report, bundle, Path(stored_path), findings, public_key, seals, reporter)
     return report
+
+
+class _Findings:
+    """check's findings of the bundle's logs, recomputed once and only when needed."""
+
+    def __init__(self, bundle: Bundle) -> None:
+        self.bundle = bundle
+        self._done = False
+        self._found: CheckReport | None = None
+
+    def get(self) -> CheckReport | None:
+        """The findings (None when no log can be read)."""
+        if not self._done:
+            self._found, self._done = recompute_findings(self.bundle), True
+        return self._found
 
 
 def _deliverable(
     report: VerifyReport,
     bundle: Bundle,
     path: Path,
-    check: CheckReport | None,
+    findings: _Findings,
     public_key: Path | None,
     seals: Check,
     reporter: Reporter,
@@ -138,6 +158,15 @@ def _deliverable(
         if root.fault == "another-bundle":  # nothing else of it can follow from this bundle
             report.checks.append(
                 Check("analysis", "skipped", "the PDF belongs to another bundle: not compared")
+            )
+            return
+        signature = check_report_signature(pdf, public_key)
+        if signature is not None:
+            report.checks.append(signature)
+        if signature is not None and signature.status == "ok" and root.status == "failed":
+            _signed_root(root)  # the signed report stands; the bundle is not the one it signed
+            report.checks.append(
+                Check("analysis", "skipped", "the bundle is not the one signed: not compared")
             )
             return
     analysis = _analysis(bundle, stored)
@@ -156,10 +185,19 @@ def _deliverable(
             )
         )
     else:
-        rendered = rerender(bundle, analysis, check, pdf.made_from)
+        rendered = rerender(bundle, analysis, findings.get(), pdf.made_from)
         report.checks.append(check_pages(pdf, rendered.pages))
         report.checks.append(check_document(pdf.data, rendered.pdf, path=str(pdf.path)))
     reporter.advance("verify", status="pages compared")
-    signature = check_report_signature(pdf, public_key)
-    if signature is not None:
-        report.checks.append(signature)
+
+
+def _signed_root(root: Check) -> None:
+    """With the consultancy's key checked, the root the report signs is what was measured: a
+    bundle whose root differs is not the bundle that was signed (changed, sealed again or
+    rolled back since), a fault of the bundle, not of the report."""
+    root.fault = "integrity"
+    if "fewer than the one the report was made from" not in root.summary:
+        root.summary = (
+            "this bundle is not the one the consultancy signed: its root differs from the "
+            "signed root (changed and sealed again, rolled back, or runs replaced)"
+        )
