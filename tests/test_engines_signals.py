@@ -5,9 +5,9 @@ from __future__ import annotations
 import re
 
 from diagnostic.engines import _kv, detect_engine, parse_log
-from diagnostic.engines._command import find_command
 from diagnostic.engines._lines import Line, LineScanner
 from diagnostic.engines._signals import Signal, SignalReader
+from diagnostic.engines.command import find_command
 from diagnostic.engines.vllm.signals import MARKERS, command_spec
 from diagnostic.schema.logfacts import LogFacts
 

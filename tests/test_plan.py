@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, reject, settings
 from hypothesis import strategies as st
 
-from diagnostic.engines.flags import without_speculation
+from diagnostic.engines.command import without_speculation
 from diagnostic.errors import PlanError, TemplateError
 from diagnostic.measure.plan.presets import plan_from_preset
 from diagnostic.measure.plan.serialise import to_toml

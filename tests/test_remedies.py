@@ -10,8 +10,12 @@ from pathlib import Path
 import pytest
 from real_runs import REAL_RUNS
 
-from diagnostic.engines.edit import edit_command, flag_value, same_launch
-from diagnostic.engines.flags import without_speculation
+from diagnostic.engines.command import (
+    edit_command,
+    flag_value,
+    same_launch,
+    without_speculation,
+)
 from diagnostic.errors import PlanError
 from diagnostic.logcheck.rules import load_rules
 from diagnostic.measure.plan.spec import load_plan, parse_plan

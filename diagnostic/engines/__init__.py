@@ -16,11 +16,11 @@ from pathlib import Path
 from types import ModuleType
 
 from diagnostic.engines import llamacpp, sglang, trtllm, vllm
-from diagnostic.engines._command import COMMAND_ANCHORS
 from diagnostic.engines._common import ev
 from diagnostic.engines._lines import Line, LineScanner, read_head
 from diagnostic.engines._platform import ANCHORS as PLATFORM_ANCHORS
 from diagnostic.engines._signals import SignalReader, record_sources
+from diagnostic.engines.command import COMMAND_ANCHORS
 from diagnostic.schema.logfacts import MAX_EVIDENCE, Evidence, LogFacts
 
 __all__ = ["ENGINES", "LOOKED_FOR", "LinePattern", "detect_engine", "parse_log", "unread"]

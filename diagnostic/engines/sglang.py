@@ -14,7 +14,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from diagnostic.engines import _kv
-from diagnostic.engines._command import Command, find_command
 from diagnostic.engines._common import (
     AcceptanceTally,
     LogParser,
@@ -25,6 +24,7 @@ from diagnostic.engines._common import (
 )
 from diagnostic.engines._lines import Line
 from diagnostic.engines._signals import Signal, name_source, set_fact
+from diagnostic.engines.command import Command, find_command
 from diagnostic.schema.logfacts import (
     GRAPHLESS_PLATFORMS,
     AcceptanceSample,

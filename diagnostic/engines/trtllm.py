@@ -17,10 +17,10 @@ import json
 import re
 from typing import Any
 
-from diagnostic.engines._command import find_command
 from diagnostic.engines._common import LogParser, cap_append, ev
 from diagnostic.engines._lines import Line
 from diagnostic.engines._signals import Signal, name_source, set_fact
+from diagnostic.engines.command import find_command
 from diagnostic.schema.logfacts import Evidence, LogFacts
 
 ENGINE = "trtllm"

@@ -8,7 +8,7 @@ chapter: nothing here names them."""
 
 from __future__ import annotations
 
-from diagnostic.engines.edit import changed_flags
+from diagnostic.engines.command import changed_flags
 from diagnostic.report import fmt as f
 from diagnostic.report import select as sel
 from diagnostic.report.caveats import stands

@@ -6,10 +6,10 @@ from __future__ import annotations
 import re
 
 from diagnostic.engines import _kv
-from diagnostic.engines._command import find_command
 from diagnostic.engines._common import LogParser, ev
 from diagnostic.engines._lines import Line
 from diagnostic.engines._signals import set_fact
+from diagnostic.engines.command import find_command
 from diagnostic.engines.vllm.capture import VWorker
 from diagnostic.engines.vllm.signals import IMAGE_WORDS, MARKERS, command_spec
 from diagnostic.schema.logfacts import Evidence, LogFacts

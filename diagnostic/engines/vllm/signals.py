@@ -8,8 +8,8 @@ import re
 from typing import Any
 
 from diagnostic.engines import _kv
-from diagnostic.engines._command import Command
 from diagnostic.engines._signals import Signal
+from diagnostic.engines.command import Command
 
 __all__ = ["COMMANDS", "FLAG_HINTS", "IMAGE_WORDS", "MARKERS", "SIGNALS", "command_spec", "mode_of"]
 

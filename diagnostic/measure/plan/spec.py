@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from diagnostic import defaults
 from diagnostic.bundle.redact import redact_command, redact_commands, redact_env
-from diagnostic.engines.flags import infer_speculative
+from diagnostic.engines.command import infer_speculative
 from diagnostic.errors import PlanError
 from diagnostic.measure.plan.commands import Commands
 from diagnostic.measure.plan.depth import check_depth

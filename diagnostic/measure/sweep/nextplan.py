@@ -14,8 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from diagnostic import defaults
 from diagnostic.bundle.store import Bundle, run_id
 from diagnostic.common.progress import duration
-from diagnostic.engines.edit import EditError, same_launch
-from diagnostic.engines.flags import speculates
+from diagnostic.engines.command import EditError, same_launch, speculates
 from diagnostic.errors import PlanError
 from diagnostic.logcheck.rules import Rule, load_rules
 from diagnostic.logcheck.stage import check_paths
@@ -233,7 +232,7 @@ def _day_left(path: Path, bundle: Bundle) -> float:
 
 
 def _port(spec: ArmSpec, m: Manifest) -> int:
-    from diagnostic.engines.edit import flag_value
+    from diagnostic.engines.command import flag_value
 
     for text in (
         flag_value(spec.launch or "", "--port"),

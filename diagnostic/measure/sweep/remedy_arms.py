@@ -6,8 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from diagnostic.engines.edit import EditError, edit_command, flag_value
-from diagnostic.engines.flags import SPEC_FLAG
+from diagnostic.engines.command import SPEC_FLAG, EditError, edit_command, flag_value
 from diagnostic.logcheck.remedies import Remedy
 from diagnostic.logcheck.rules import Rule, conditions_hold, finding_values
 from diagnostic.schema.analysis import Analysis

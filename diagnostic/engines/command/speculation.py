@@ -1,6 +1,9 @@
 """Speculation flags in launch commands of vLLM, SGLang and llama.cpp: whether a command turns
 speculation on, and the command with those flags taken out (to find an arm's matched baseline:
-the arm whose launch differs only in speculation)."""
+the arm whose launch differs only in speculation).
+
+A command's words are read as they stand here (shlex, else whitespace), not as `parse` reads
+a pasted line: a plan's or a bundle's launch command, never a log line."""
 
 from __future__ import annotations
 

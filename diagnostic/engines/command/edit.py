@@ -1,8 +1,8 @@
 """Launch commands edited flag by flag: a remedy's settings applied to the command a run was
 started with, speculation taken out, the result written back as one shell line.
 
-The words are read as `_command` reads them (flag_spans: `--name value`, `--name=value`, a bare
-`--name`) and speculation flags as `flags` knows them; a value that is JSON (`--compilation-
+The words are read as `parse` reads them (flag_spans: `--name value`, `--name=value`, a bare
+`--name`) and speculation flags as `speculation` knows them; a value that is JSON (`--compilation-
 config '{"cudagraph_mode": …}'`) is edited key by key (`compilation-config.cudagraph_mode`).
 """
 
@@ -14,8 +14,8 @@ import re
 import shlex
 from collections.abc import Mapping
 
-from diagnostic.engines._command import flag_spans, words
-from diagnostic.engines.flags import without_speculation
+from diagnostic.engines.command.parse import ENV_WORD, flag_spans, words
+from diagnostic.engines.command.speculation import without_speculation
 
 __all__ = [
     "EditError",
@@ -28,7 +28,6 @@ __all__ = [
 
 # Words the shell reads as they stand; `$NAME` stays unquoted so the shell expands it.
 _PLAIN = re.compile(r"[\w@%+=:,./$-]+")
-_ENV = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 PORT = "@PORT@"  # stands for the {port} placeholder until the braces are escaped
 
 
@@ -68,7 +67,7 @@ def edit_command(
         argv = _set(argv, flag, value)
     if env:
         lead = [f"{k}={v}" for k, v in env.items()]
-        argv = lead + [w for w in argv if not (_ENV.match(w) and w.split("=")[0] in env)]
+        argv = lead + [w for w in argv if not (ENV_WORD.match(w) and w.split("=")[0] in env)]
     if port_placeholder:
         argv = _set(argv, "--port", PORT)  # the server listens where the plan measures it
     text = shell_line(argv)
@@ -123,7 +122,7 @@ def changed_flags(before: str, after: str, *, ignore: tuple[str, ...] = ("port",
         return []
     was = {n: v for _, _, n, v in flag_spans(old)}
     now = {n: v for _, _, n, v in flag_spans(new)}
-    out = [w for w in new if _ENV.match(w) and w not in old]
+    out = [w for w in new if ENV_WORD.match(w) and w not in old]
     for name, value in now.items():
         if name not in ignore and was.get(name) != value:
             out.append(f"--{name}" if value is True else f"--{name} {value}")

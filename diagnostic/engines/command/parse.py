@@ -1,4 +1,5 @@
-"""Launch commands pasted into a log or a message: found by an engine's markers, split by shlex.
+"""Reading a launch command: found by an engine's markers in a log or a message, split by shlex,
+its flags read.
 
 A command is evidence of what was configured, not of what the engine resolved. Each engine
 names its markers (program, `-m` module, container image) and reads the flags it knows. Besides
@@ -16,14 +17,22 @@ import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-__all__ = ["COMMAND_ANCHORS", "Command", "find_command", "flag_spans", "from_argv", "words"]
+__all__ = [
+    "COMMAND_ANCHORS",
+    "ENV_WORD",
+    "Command",
+    "find_command",
+    "flag_spans",
+    "from_argv",
+    "words",
+]
 
 # A multi-line container command often names the engine only on a later line: the scanner
 # takes these lines too and joins their `\` continuations.
 COMMAND_ANCHORS: tuple[bytes, ...] = (b"docker run", b"podman run")
 # Placeholders of a usage text, never of a command that ran (`<redacted>` is the bundle's mask).
 _USAGE = re.compile(r"<(?!redacted>)[\w.-]+>|\[options\]", re.IGNORECASE)
-_ENV = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+ENV_WORD = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")  # NAME=VALUE before the program
 _ENV_BEFORE = ("$", "+", "sudo", "env", "-e", "--env")  # what may precede NAME=VALUE
 _IMAGE_VERSION = re.compile(r":v?(?P<v>\d+\.\d+(?:\.\d+)?(?:\.post\d+|rc\d+)?)")
 _WINDOWS = re.compile(r"\b[A-Za-z]:\\|\.exe\b|(?:^|\s)\.\\")
@@ -143,7 +152,7 @@ def find_command(
         if at is not None and any(w in tokens[at].lower() for w in image_words):
             start, image = at + 1, tokens[at]
     if start is None and launch:
-        start = next((i + 1 for i, t in enumerate(tokens) if not _ENV.match(t)), None)
+        start = next((i + 1 for i, t in enumerate(tokens) if not ENV_WORD.match(t)), None)
     bare = False
     if start is None:
         array = _json_args(text)
@@ -159,7 +168,7 @@ def find_command(
     cmd = Command(argv=tokens[start:], image=image, bare=bare)
     before = "$"
     for token in tokens[:start]:
-        if _ENV.match(token) and (before in _ENV_BEFORE or _ENV.match(before)):
+        if ENV_WORD.match(token) and (before in _ENV_BEFORE or ENV_WORD.match(before)):
             name, _, value = token.partition("=")
             cmd.env[name] = value
         before = token
