@@ -19,11 +19,11 @@ from pydantic import BaseModel
 from diagnostic.analyse.core import analyse
 from diagnostic.bundle.store import Bundle
 from diagnostic.logcheck.stage import FINDINGS_FILE
-from diagnostic.report import budget, capture
+from diagnostic.report import ReportContext, budget
 from diagnostic.report.build import report_context
-from diagnostic.report.design import COST_ROW
+from diagnostic.report.chapters import capture
+from diagnostic.report.chapters.methodology import COST_ROW
 from diagnostic.report.inputs import Inputs
-from diagnostic.report.view import ReportContext
 from diagnostic.schema.logfacts import CheckReport, RunSources, SourceCapture
 
 # Recorded by `diagnose collect` and `diagnose check` against the real llama-server.

@@ -16,8 +16,8 @@ from diagnostic.bundle.store import Bundle
 from diagnostic.checklist.lists import load_checklist, update_state
 from diagnostic.report import fmt
 from diagnostic.report import select as sel
-from diagnostic.report.context import Inputs, build_context
-from diagnostic.report.view import ReportContext
+from diagnostic.report.context import ReportContext, build_context
+from diagnostic.report.inputs import Inputs
 from diagnostic.schema.analysis import WITHIN_PROCESS_LABEL, Analysis
 from diagnostic.schema.bundle import Engagement
 
@@ -239,7 +239,7 @@ def test_ratio_intervals_beyond_100_print_as_100_plus() -> None:
 def test_a_restart_measured_afresh_is_said_in_failures(tmp_path: Path) -> None:
     """A sweep restart that did not end ok is re-measured on a new process (issue 24 item 12);
     the report says which."""
-    from diagnostic.report.quality import failures
+    from diagnostic.report.chapters.equivalence import failures
 
     src = Path(__file__).parents[1] / "samples" / "vllm-h200-mla"
     bundle = Bundle.open(src)

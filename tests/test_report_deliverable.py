@@ -19,11 +19,11 @@ from diagnostic.measure.collect.stage import CollectConfig, _add_arm, _manifest
 from diagnostic.measure.plan.serialise import to_toml
 from diagnostic.measure.plan.spec import parse_plan
 from diagnostic.measure.sweep.runner import _values
+from diagnostic.report import ReportContext
 from diagnostic.report import select as sel
 from diagnostic.report.budget import Day
 from diagnostic.report.build import report_context
 from diagnostic.report.launch import expand, launch_values
-from diagnostic.report.view import ReportContext
 from diagnostic.schema.analysis import Comparison, ExtensionPoint, Outlook
 from diagnostic.schema.bundle import Engagement
 from diagnostic.schema.logfacts import LogFacts

@@ -8,7 +8,7 @@ from pathlib import Path
 from diagnostic.analyse.core import analyse
 from diagnostic.bundle.store import Bundle
 from diagnostic.common.progress import duration
-from diagnostic.report.design import design_rows
+from diagnostic.report.chapters.methodology import design_rows
 
 SAMPLE = Path(__file__).parents[1] / "samples" / "llamacpp-cpu-gemma3"
 

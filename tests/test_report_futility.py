@@ -16,10 +16,9 @@ import pytest
 from diagnostic.analyse.core import analyse
 from diagnostic.analyse.text import methods
 from diagnostic.bundle.store import Bundle
-from diagnostic.report import render_html
+from diagnostic.report import ReportContext, render_html
 from diagnostic.report import select as sel
 from diagnostic.report.build import report_context
-from diagnostic.report.view import ReportContext
 from diagnostic.schema.analysis import Analysis, Comparison
 from diagnostic.schema.bundle import Design
 

@@ -22,7 +22,7 @@ from diagnostic.logcheck.stage import FINDINGS_FILE
 from diagnostic.report import charts
 from diagnostic.report.build import build_report, report_context
 from diagnostic.report.render import breakable, keep_names, report_templates
-from diagnostic.report.view import Chart
+from diagnostic.report.views.base import Chart
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
 NAMES = (

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from diagnostic.bundle.store import Bundle
+from diagnostic.report import ReportContext
 from diagnostic.report.build import report_context
-from diagnostic.report.view import ReportContext
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
 NAMES = sorted(p.name for p in SAMPLES.iterdir() if (p / "manifest.json").is_file())

@@ -18,10 +18,9 @@ from diagnostic.analyse.core import analyse
 from diagnostic.bundle.store import Bundle
 from diagnostic.common.pdf import SandboxedFetcher, check_url
 from diagnostic.errors import RefusedURL
-from diagnostic.report import build_report, render_html, render_pdf
+from diagnostic.report import ReportContext, build_report, render_html, render_pdf
 from diagnostic.report.build import report_context
 from diagnostic.report.render import environment, report_templates
-from diagnostic.report.view import ReportContext
 from diagnostic.schema.bundle import Engagement
 
 H200_PAIR = {"base": (False, {}), "ngram3": (True, {"k": 3})}

@@ -11,7 +11,7 @@ from diagnostic.analyse.core import analyse
 from diagnostic.bundle.store import Bundle
 from diagnostic.logcheck.stage import check_paths
 from diagnostic.report import select
-from diagnostic.report.quality import equivalence, failures
+from diagnostic.report.chapters.equivalence import equivalence, failures
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
 VALIDATION = SAMPLES / "vllm-h200-validation"

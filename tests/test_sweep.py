@@ -25,7 +25,7 @@ from diagnostic.measure.launch import port_in_use, start_server
 from diagnostic.measure.plan.spec import Plan, load_plan, parse_plan
 from diagnostic.measure.schedule import Start, build_schedule
 from diagnostic.measure.sweep import OVERALL, SweepResult, adaptive_looks, capture_facts, sweep
-from diagnostic.report.design import design_rows
+from diagnostic.report.chapters.methodology import design_rows
 from diagnostic.schema.bundle import RunInfo
 
 SERVER = (

@@ -172,7 +172,7 @@ def _json(opened: Bundle, analysis: Analysis, out: Path, output: str | None) -> 
 def _refuse_unmeasured(bundle: Path, analysis: Analysis) -> None:
     """Exit 3 once written when no measured request can be used: the report's page 1 says so,
     and a script must not take the empty report for a result."""
-    from diagnostic.report.unmeasured import nothing_measured
+    from diagnostic.report.page_one.unmeasured import nothing_measured
 
     if nothing_measured(analysis):
         raise NothingMeasured(

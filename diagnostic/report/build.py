@@ -14,10 +14,9 @@ from diagnostic.bundle.store import Bundle, atomic_write_text
 from diagnostic.common.progress import NullReporter, Reporter
 from diagnostic.errors import DiagnosticError
 from diagnostic.logcheck.stage import FINDINGS_FILE, check_paths
-from diagnostic.report.context import build_context
+from diagnostic.report.context import ReportContext, build_context
 from diagnostic.report.inputs import Inputs
 from diagnostic.report.render import render_html, render_pdf
-from diagnostic.report.view import ReportContext
 from diagnostic.schema.analysis import Analysis
 from diagnostic.schema.bundle import Engagement
 from diagnostic.schema.logfacts import CheckReport

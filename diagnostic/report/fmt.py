@@ -6,7 +6,7 @@ import math
 from datetime import datetime
 
 from diagnostic import defaults
-from diagnostic.schema.analysis import Comparison
+from diagnostic.schema.analysis import ALL_WORKLOADS, Comparison
 
 __all__ = [
     "MISSING",
@@ -16,6 +16,7 @@ __all__ = [
     "date",
     "decided_ci",
     "decided_ratio",
+    "futility",
     "join",
     "method_name",
     "num",
@@ -27,6 +28,7 @@ __all__ = [
     "seconds",
     "span",
     "spec_setting",
+    "table_title",
     "text",
     "tps",
 ]
@@ -140,6 +142,20 @@ def decided_ratio(c: Comparison, delta: float = defaults.MARGIN) -> str:
     return f"{ratio(c.ratio)} {interval}" if interval else ratio(c.ratio)
 
 
+def futility(c: Comparison) -> str:
+    """'stopped at look 1 for futility: +10% unlikely (one-sided p = 0.004)' for a comparison
+    the adaptive design stopped for futility; '' for any other."""
+    s = c.stopping
+    if s is None or not s.futile or s.target is None:
+        return ""
+    p = pvalue(s.futility_p)
+    p = f"< {p[1:]}" if p.startswith("<") else f"= {p}"
+    return (
+        f"stopped at look {s.look_number} for futility: +{pct(s.target, 0)} unlikely "
+        f"(one-sided p {p})"
+    )
+
+
 def pct(value: float | None, digits: int = 1) -> str:
     """A fraction as a percentage: 0.123 → '12.3%'."""
     return f"{100 * value:.{digits}f}%" if _ok(value) else MISSING  # type: ignore[operator]
@@ -199,6 +215,13 @@ def spec_setting(method: str | None, k: int | None) -> str:
     if k is not None:
         return f"speculation on, k={k} (method not recorded)"
     return "speculation on (method and k not recorded)"
+
+
+def table_title(workload: str, level: int, levels: int) -> str:
+    """A table's title: 'Workload: code' ('All workloads pooled'), with its concurrency level
+    when the bundle measured `levels` > 1 of them."""
+    name = "All workloads pooled" if workload == ALL_WORKLOADS else f"Workload: {workload}"
+    return name + (f", concurrency {level}" if levels > 1 else "")
 
 
 def join(parts: list[str]) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -14,7 +15,9 @@ from diagnostic.schema.bundle import Engagement, RunInfo
 from diagnostic.schema.logfacts import CheckReport, LogFacts, draft_length
 from diagnostic.schema.seal import RootSignature
 
-__all__ = ["Inputs", "served_method"]
+__all__ = ["Describe", "Inputs", "name_of", "served_method"]
+
+Describe = Callable[[ArmResult], str]  # an arm in words: Inputs.describe, Inputs.setting
 
 # Where launch commands name the speculation method: vLLM's --speculative-config JSON,
 # SGLang's --speculative-algorithm, llama.cpp's --spec-type (the last of a comma list).
@@ -37,6 +40,12 @@ def served_method(run: RunInfo | None) -> str | None:
         if named:
             return named[-1]
     return None
+
+
+def name_of(a: Analysis, arm_id: str, describe: Describe) -> str:
+    """An arm by id in `describe`'s words; the id itself when the analysis has no such arm."""
+    arm = next((x for x in a.arms if x.id == arm_id), None)
+    return describe(arm) if arm else arm_id
 
 
 @dataclass

@@ -15,7 +15,7 @@ from diagnostic.bundle.store import atomic_write_bytes
 from diagnostic.common.resources import templates_dir
 from diagnostic.errors import DiagnosticError
 from diagnostic.report import fmt as f
-from diagnostic.report.view import ReportContext
+from diagnostic.report.context import ReportContext
 
 __all__ = [
     "breakable",

@@ -12,6 +12,8 @@ __all__ = [
     "arm_workload",
     "best_comparison",
     "comparison",
+    "denied",
+    "headline_arm",
     "lead_comparison",
     "levels",
     "low_level",
@@ -117,6 +119,30 @@ def lead_comparison(a: Analysis, workload: str) -> Comparison | None:
         key=lambda c: (min(c.n_restarts_arm, c.n_restarts_baseline), c.ratio or 0.0),
         default=None,
     )
+
+
+def headline_arm(a: Analysis) -> str | None:
+    """The arm the headline speaks of: the first workload's recommended WIN, else among the
+    workloads' leads (the arms the verdict lines speak of) the one with the most wins and
+    then the highest mean ratio; None when nothing was compared."""
+    best = {w: c for w in workloads(a) if (c := lead_comparison(a, w)) is not None}
+    wins = [c.arm for c in best.values() if c.verdict == "WIN"]
+    if wins:
+        return wins[0]
+    leads = {c.arm for c in best.values()}
+    per_arm: dict[str, list[Comparison]] = {}
+    for w in workloads(a):
+        for c in spec_comparisons(a, w):
+            if c.arm in leads:
+                per_arm.setdefault(c.arm, []).append(c)
+    if not per_arm:
+        return None
+
+    def score(arm: str) -> tuple[int, float]:
+        comps = per_arm[arm]
+        return sum(c.verdict == "WIN" for c in comps), sum(c.ratio or 0.0 for c in comps)
+
+    return max(per_arm, key=lambda arm: (score(arm)[0], score(arm)[1] / len(per_arm[arm])))
 
 
 def _on_plan_baseline(a: Analysis, comps: list[Comparison]) -> list[Comparison]:

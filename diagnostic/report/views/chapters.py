@@ -1,24 +1,21 @@
-"""ReportContext: every value the report templates lay out, already formatted as text."""
+"""View models of the contents' glance table and the chapters: every value the templates lay
+out, final text."""
 
 from __future__ import annotations
 
 from pydantic import Field
 
-from diagnostic.report.telemetry_view import TelemetryView
-from diagnostic.report.view_base import Chart
-from diagnostic.report.view_base import View as _View
+from diagnostic.report.views.base import Chart, Evidence, KeyValue, View
 
 __all__ = [
     "ArmRow",
     "CaptureRun",
-    "Chart",
+    "CauseRow",
     "ChecklistRow",
     "ComparisonTable",
-    "Cover",
     "DivergentPrompt",
     "EquivalenceRow",
     "EquivalenceView",
-    "Evidence",
     "FailureRow",
     "FailuresView",
     "FindingView",
@@ -26,130 +23,24 @@ __all__ = [
     "Glance",
     "GlanceCell",
     "GlanceRow",
-    "KeyValue",
     "Methodology",
-    "Profile",
+    "OutlierRow",
     "Recommendation",
-    "ReportContext",
     "RestartRow",
-    "Summary",
     "SweepRow",
     "SweepTable",
     "SweepView",
+    "TelemetryView",
+    "TimingRow",
+    "VarianceRow",
     "VarianceView",
-    "VerdictLine",
+    "WindowRow",
     "WorkloadTable",
 ]
 
 
-class KeyValue(_View):
-    """A labelled value (cover facts, environment rows, definitions)."""
-
-    key: str = Field(description="Label")
-    value: str = Field(description="Formatted value; 'not measured' when missing")
-
-
-class Evidence(_View):
-    """One quoted log line with its line number."""
-
-    line: str = Field(description="Line number in the log, or '' when unknown")
-    text: str = Field(description="The line, verbatim (escaped by the template)")
-
-
-class Cover(_View):
-    """First-page facts; a fact the bundle did not record is None and left off the page."""
-
-    title: str = Field(description="Report title")
-    client: str | None = Field(None, description="Client organisation")
-    site: str | None = Field(None, description="Site or cluster")
-    date: str = Field(description="Engagement date (bundle creation)")
-    consultant: str | None = Field(None, description="Consultant")
-    engine: str | None = Field(None, description="Engine and version")
-    model: str | None = Field(None, description="Model served, as the bundle recorded it")
-    drafter: str | None = Field(None, description="Speculation method and drafter")
-    hardware: str | None = Field(None, description="GPU or CPU of the server")
-
-
-class VerdictLine(_View):
-    """One verdict sentence of the executive summary."""
-
-    workload: str = Field(description="Workload")
-    verdict: str = Field(description="WIN, LOSS, EQUIVALENT, INCONCLUSIVE or NONE (CSS class)")
-    sentence: str = Field(description="The sentence")
-
-
-class Profile(_View):
-    """Recommended serving profile of one workload."""
-
-    workload: str = Field(description="Workload")
-    profile: str = Field(description="What to serve it with")
-    reason: str = Field(description="The measurement behind it")
-
-
-class Cause(_View):
-    """A problem found in the logs, for the first page, with the log line that shows it."""
-
-    text: str = Field(description="What went wrong, and in which arms")
-    quote: Evidence | None = Field(None, description="The most telling log line, when quoted")
-
-
-class AnswerLine(_View):
-    """One workload's answer: as found → after, one ratio, its range, a plain word."""
-
-    workload: str = Field(description="Workload")
-    verdict: str = Field(description="Badge class: the analysis' verdict, WITHHELD or NONE")
-    word: str = Field(description="The verdict in the client's words ('faster', 'not decided')")
-    sentence: str = Field(description="The answer in one sentence, tok/s and ratio with range")
-
-
-class Answer(_View):
-    """Page 1's answer box: the before-and-after, or what page 1 compares instead."""
-
-    label: str = Field("The answer: as found → after the fix", description="The box's title")
-    head: str = Field(description="What is compared: as found and after, or why not")
-    lines: list[AnswerLine] = Field(description="One per workload")
-    note: str = Field("", description="What a range means, in plain words")
-    why: str = Field("", description="The finding on the as-found arm that says why; '' if none")
-    quote: Evidence | None = Field(None, description="Its telling log line")
-    why_on_page1: bool = Field(
-        False, description="Page 1 shows why and the line too (the root-cause box does not)"
-    )
-
-
-class Summary(_View):
-    """Executive summary."""
-
-    headline: str = Field(
-        description="One sentence for the engineering lead; '' when the before-and-after box "
-        "already says it (its 'after' is the headline's arm)"
-    )
-    verdicts: list[VerdictLine] = Field(description="One line per workload")
-    losses: list[str] = Field(description="Speculative settings measured slower, per workload")
-    missing: str = Field("", description="What the bundle lacks to answer the question at all")
-    unmeasured: str = Field("", description="Page 1's alarm: no measured request can be used")
-    root_causes: list[Cause] = Field(
-        description="Problems of check that explain or bear on the headline; empty when none"
-    )
-    root_cause_label: str = Field("Root cause found in the server logs", description="Box title")
-    root_cause_note: str = Field(description="Sentence shown above or instead of the causes")
-    degenerate: str = Field("", description="Why acceptance is not representative; '' if it is")
-    profiles: list[Profile] = Field(description="Recommended serving profiles")
-    chart: Chart | None = Field(None, description="Baseline vs recommended, per workload")
-    warning: str = Field(
-        "", description="The caveat every verdict carries (a failed A/A check); '' if none"
-    )
-    caveats: list[str] = Field(description="Short caveats (one restart, uncalibrated δ)")
-    actions: list[str] = Field(description="The first recommendations, for the first page")
-    more_actions: int = Field(description="Recommendations beyond those listed")
-    telemetry_line: str = Field(
-        "", description="Restart noise with a visible cause (a labelled sensitivity); '' if none"
-    )
-    answer: Answer | None = Field(
-        None, description="Page 1's answer: as found → after, or the best setting vs none"
-    )
-
-
-class CaptureRun(_View):
+# -- chapter 1, capture and configuration evidence --------------------------------------------
+class CaptureRun(View):
     """Configuration evidence of one server process."""
 
     run: str = Field(description="Run folder, e.g. ngram-k3-r0")
@@ -164,7 +55,7 @@ class CaptureRun(_View):
     evidence: list[Evidence] = Field(description="Quoted log lines")
 
 
-class FindingView(_View):
+class FindingView(View):
     """One finding of check."""
 
     severity: str = Field(description="Severity word (CSS class)")
@@ -178,21 +69,22 @@ class FindingView(_View):
     advice: str = Field(description="What to do")
 
 
-class ComparisonTable(_View):
+class ComparisonTable(View):
     """Rows of facts side by side (spec vs no spec)."""
 
     headers: list[str] = Field(description="Column headers")
     rows: list[list[str]] = Field(description="Rows of cells")
 
 
-class GlanceCell(_View):
+# -- the contents' glance table ---------------------------------------------------------------
+class GlanceCell(View):
     """One arm on one workload in the at-a-glance matrix."""
 
     ratio: str = Field(description="Speedup, e.g. '1.23×'")
     verdict: str = Field(description="Verdict word (CSS class), or '—'")
 
 
-class GlanceRow(_View):
+class GlanceRow(View):
     """One arm across workloads."""
 
     arm: str = Field(description="Arm")
@@ -200,14 +92,15 @@ class GlanceRow(_View):
     cells: list[GlanceCell] = Field(description="One per workload, in header order")
 
 
-class Glance(_View):
+class Glance(View):
     """Every arm against the baseline on every workload, one cell each."""
 
     workloads: list[str] = Field(description="Column headers")
     rows: list[GlanceRow] = Field(description="One per non-baseline arm")
 
 
-class ArmRow(_View):
+# -- chapter 2, before and after --------------------------------------------------------------
+class ArmRow(View):
     """One arm on one workload in the before/after table."""
 
     arm: str = Field(description="Arm name")
@@ -224,7 +117,7 @@ class ArmRow(_View):
     note: str = Field(description="Footnote mark ('†') or a caveat of this row; '' when none")
 
 
-class WorkloadTable(_View):
+class WorkloadTable(View):
     """Before/after table of one workload at one concurrency level."""
 
     title: str = Field(description="Workload (and concurrency)")
@@ -233,7 +126,8 @@ class WorkloadTable(_View):
     footnote: str = Field(description="Caveat shared by the rows marked †; '' when none")
 
 
-class SweepRow(_View):
+# -- chapter 3, the draft-length sweep --------------------------------------------------------
+class SweepRow(View):
     """One k of the sweep."""
 
     k: str = Field(description="Draft tokens")
@@ -248,7 +142,7 @@ class SweepRow(_View):
     predicted: str = Field(description="Predicted speedup")
 
 
-class SweepTable(_View):
+class SweepTable(View):
     """The sweep of one workload."""
 
     title: str = Field(description="Workload (and concurrency)")
@@ -257,7 +151,7 @@ class SweepTable(_View):
     theory: str = Field(description="Theory fit in words")
 
 
-class SweepView(_View):
+class SweepView(View):
     """Draft-length sweep section."""
 
     tables: list[SweepTable] = Field(description="Per workload")
@@ -266,7 +160,8 @@ class SweepView(_View):
     note: str = Field(description="Text shown above the tables")
 
 
-class RestartRow(_View):
+# -- chapter 4, variance across restarts ------------------------------------------------------
+class RestartRow(View):
     """Restart means of one arm on one workload."""
 
     arm: str = Field(description="Arm")
@@ -278,7 +173,7 @@ class RestartRow(_View):
     advice: str = Field(description="Planning advice")
 
 
-class VarianceView(_View):
+class VarianceView(View):
     """Variance section."""
 
     chart: Chart | None = Field(None, description="Per-restart strip plot with the A/A band")
@@ -286,7 +181,59 @@ class VarianceView(_View):
     rows: list[RestartRow] = Field(description="Per arm and workload")
 
 
-class DivergentPrompt(_View):
+# -- GPU and host telemetry -------------------------------------------------------------------
+class OutlierRow(View):
+    """A restart whose mean is a Tukey outlier, beside its telemetry."""
+
+    run: str = Field(description="<arm>-r<restart>")
+    workload: str = Field(description="Workload")
+    tps: str = Field(description="Its mean against the other restarts' median")
+    evidence: str = Field(description="Telemetry against the other restarts")
+    causes: str = Field(description="Causes the rules found, or 'none found'")
+
+
+class CauseRow(View):
+    """A rule that matched a run's window."""
+
+    run: str = Field(description="<arm>-r<restart>")
+    window: str = Field(description="Workload window")
+    cause: str = Field(description="Rule title")
+    evidence: str = Field(description="Figures that matched")
+    advice: str = Field(description="What to do")
+
+
+class VarianceRow(View):
+    """Association of restart means with one telemetry variable."""
+
+    workload: str = Field(description="Workload")
+    variable: str = Field(description="Source and variable")
+    restarts: str = Field(description="Restarts the association is over")
+    r: str = Field(description="Correlation")
+    share: str = Field(description="r² as a percentage")
+    reads: str = Field(description="A condition of the run, or follows the decode rate")
+
+
+class WindowRow(View):
+    """One run's headline telemetry over its measured requests."""
+
+    run: str = Field(description="<arm>-r<restart>")
+    window: str = Field(description="Workload window")
+    figures: str = Field(description="Medians (worst) of the main variables")
+
+
+class TelemetryView(View):
+    """The telemetry chapter; None in the context when no run recorded telemetry."""
+
+    chart: Chart | None = Field(None, description="SM clock and power per run")
+    outliers: list[OutlierRow] = Field(default_factory=list, description="Outlier restarts")
+    causes: list[CauseRow] = Field(default_factory=list, description="Causes found")
+    variance: list[VarianceRow] = Field(default_factory=list, description="Associations")
+    windows: list[WindowRow] = Field(default_factory=list, description="Per run and window")
+    absent: list[str] = Field(default_factory=list, description="Sources that gave nothing")
+
+
+# -- output equivalence and data quality ------------------------------------------------------
+class DivergentPrompt(View):
     """A prompt whose greedy output differs from the baseline's, alike in every arm named."""
 
     arms: str = Field(description="Arms whose output differs from the baseline's this same way")
@@ -297,7 +244,7 @@ class DivergentPrompt(_View):
     arm: str = Field(description="Arm excerpt (escaped by the template)")
 
 
-class EquivalenceRow(_View):
+class EquivalenceRow(View):
     """Greedy output equivalence of one arm."""
 
     arm: str = Field(description="Arm")
@@ -305,7 +252,7 @@ class EquivalenceRow(_View):
     rate: str = Field(description="Share identical")
 
 
-class Flag(_View):
+class Flag(View):
     """A warm-up drift or outlier flag."""
 
     kind: str = Field(description="drift or outlier")
@@ -313,7 +260,7 @@ class Flag(_View):
     detail: str = Field(description="What was seen")
 
 
-class TimingRow(_View):
+class TimingRow(View):
     """The client's decode throughput against the engine's own clock, one arm."""
 
     arm: str = Field(description="Arm")
@@ -324,7 +271,7 @@ class TimingRow(_View):
     tokens: str = Field(description="Whether token counts agree")
 
 
-class EquivalenceView(_View):
+class EquivalenceView(View):
     """Output equivalence and data-quality flags."""
 
     note: str = Field(description="Text above the table")
@@ -339,7 +286,7 @@ class EquivalenceView(_View):
     timing: list[TimingRow] = Field(description="Client vs engine decode throughput per arm")
 
 
-class FailureRow(_View):
+class FailureRow(View):
     """Failed requests or runs with one reason."""
 
     where: str = Field(description="Arm / restart")
@@ -347,30 +294,22 @@ class FailureRow(_View):
     reason: str = Field(description="Why (escaped by the template)")
 
 
-class FailuresView(_View):
+class FailuresView(View):
     """Failures summary."""
 
     summary: str = Field(description="One sentence")
     rows: list[FailureRow] = Field(description="Failed runs and requests")
 
 
-class ChecklistRow(_View):
-    """One checklist item and its state."""
-
-    item: str = Field(description="List and item text")
-    status: str = Field(description="done, not done, not applicable, not evaluated")
-    status_class: str = Field(description="done, not_done, not_applicable or none (CSS)")
-    evidence: str = Field(description="What the automatic check found, who ticked it, the note")
-
-
-class Recommendation(_View):
+# -- recommendations, methodology, the environment appendix -----------------------------------
+class Recommendation(View):
     """One numbered recommendation with the evidence behind it."""
 
     text: str = Field(description="What to do")
     evidence: str = Field(description="The measurement or finding behind it")
 
 
-class Methodology(_View):
+class Methodology(View):
     """Definitions, statistics and limitations."""
 
     definitions: list[KeyValue] = Field(description="Terms")
@@ -381,34 +320,10 @@ class Methodology(_View):
     limitations: list[str] = Field(description="What the measurement cannot say")
 
 
-class ReportContext(_View):
-    """Everything the templates render; every string is final text."""
+class ChecklistRow(View):
+    """One checklist item and its state."""
 
-    cover: Cover = Field(description="Cover facts")
-    tool_version: str = Field(description="diagnose version rendering the report")
-    margin: str = Field("2.0%", description="The plan's margin δ, e.g. '2.0%'")
-    min_restarts: int = Field(description="Restarts a side needs for a verdict")
-    summary: Summary = Field(description="Executive summary")
-    capture_runs: list[CaptureRun] = Field(description="Per-run capture evidence")
-    capture_note: str = Field(description="Text when no log evidence exists")
-    spec_pairs: ComparisonTable | None = Field(None, description="check's spec/no-spec pairs")
-    spec_table: ComparisonTable | None = Field(None, description="Spec vs no spec facts")
-    node_table: ComparisonTable | None = Field(
-        None, description="Capture per node and worker, when a run has several"
-    )
-    findings: list[FindingView] = Field(description="check findings")
-    glance: Glance | None = Field(None, description="All verdicts in one matrix")
-    before_after: list[WorkloadTable] = Field(description="Per workload")
-    before_after_chart: Chart | None = Field(None, description="All arms per workload")
-    sweep: SweepView | None = Field(None, description="None when the bundle has no sweep")
-    variance: VarianceView = Field(description="Variance section")
-    telemetry: TelemetryView | None = Field(
-        None, description="GPU and host telemetry; None when no run recorded any"
-    )
-    equivalence: EquivalenceView = Field(description="Output equivalence and flags")
-    failures: FailuresView = Field(description="Failures summary")
-    recommendations: list[Recommendation] = Field(description="Numbered recommendations")
-    methodology: Methodology = Field(description="Method section")
-    environment: list[KeyValue] = Field(description="Environment appendix")
-    engine_args: list[KeyValue] = Field(description="Launch command or server args per arm")
-    checklist: list[ChecklistRow] = Field(description="Checklist state; empty when absent")
+    item: str = Field(description="List and item text")
+    status: str = Field(description="done, not done, not applicable, not evaluated")
+    status_class: str = Field(description="done, not_done, not_applicable or none (CSS)")
+    evidence: str = Field(description="What the automatic check found, who ticked it, the note")

@@ -1,4 +1,5 @@
-"""The telemetry chart: small multiples of SM clock and power per run over time (SVG)."""
+"""The telemetry chart: small multiples of SM clock and power per run over time (the telemetry
+chapter)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from diagnostic.report.charts import BLUE, ORANGE, _style, _svg
+from diagnostic.report.charts.style import BLUE, ORANGE, style, to_svg
 
 __all__ = ["Panel", "telemetry_chart"]
 
@@ -29,7 +30,7 @@ def telemetry_chart(panels: Sequence[Panel]) -> str:
     right) against seconds into the run; an outlier restart's title is marked."""
     from matplotlib.figure import Figure
 
-    with _style():
+    with style():
         rows = math.ceil(len(panels) / _COLUMNS)
         columns = min(_COLUMNS, len(panels))
         fig = Figure(figsize=(1.75 * columns + 0.6, 1.25 * rows + 0.3))
@@ -55,4 +56,4 @@ def telemetry_chart(panels: Sequence[Panel]) -> str:
         for ax in axes[-1]:
             ax.set_xlabel("s into the run", fontsize=6)
         fig.tight_layout()
-        return _svg(fig)
+        return to_svg(fig)

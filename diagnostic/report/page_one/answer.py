@@ -11,10 +11,11 @@ from __future__ import annotations
 from diagnostic.engines.command import changed_flags
 from diagnostic.report import fmt as f
 from diagnostic.report import select as sel
-from diagnostic.report.caveats import stands
 from diagnostic.report.inputs import Inputs
-from diagnostic.report.summary import telling_line
-from diagnostic.report.view import Answer, AnswerLine, FindingView
+from diagnostic.report.page_one.caveats import stands
+from diagnostic.report.page_one.why import telling_line
+from diagnostic.report.views.chapters import FindingView
+from diagnostic.report.views.page_one import Answer, AnswerLine
 from diagnostic.schema.analysis import Analysis, Comparison
 
 __all__ = ["answer"]

@@ -1,4 +1,5 @@
-"""Capture and configuration evidence: per-run facts from check, spec vs no-spec, findings."""
+"""Chapter 1, capture and configuration evidence: check's findings, capture with and without
+speculation, nodes and workers, and what each server process ran with."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ from diagnostic.logcheck.sources import source_rows
 from diagnostic.report import fmt as f
 from diagnostic.report import launch
 from diagnostic.report.inputs import Inputs, served_method
-from diagnostic.report.view import CaptureRun, ComparisonTable, Evidence, FindingView
+from diagnostic.report.views.base import Evidence
+from diagnostic.report.views.chapters import CaptureRun, ComparisonTable, FindingView
 from diagnostic.schema.logfacts import Evidence as LogLine
 from diagnostic.schema.logfacts import Finding, LogFacts, draft_length
 
