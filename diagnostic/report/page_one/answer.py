@@ -121,7 +121,7 @@ def _noise_only(a: Analysis) -> Answer | None:
         "twice per block, so each line is the difference restarts alone make, the noise that "
         "any speculative setting added later is judged against.",
         lines=lines,
-        note=_note(a, lines),
+        note=_note(a, lines, together=False),  # each A/A check decides alone, at 95%
     )
 
 
@@ -135,8 +135,8 @@ def _line(a: Analysis, w: str, c: Comparison, versus: str, subject: str) -> Answ
     slower = ratio < 1
     factor = f.ratio(1 / ratio if slower else ratio)
     how = "slower" if slower else "faster"
-    between = ""
-    if low and high:
+    between = ""  # a withheld range (one df) spans orders of magnitude and decides nothing
+    if low and high and not c.withheld:
         lo, hi = (1 / high, 1 / low) if slower else (low, high)
         d = a.noise_band.delta
         between = f", between {f.ratio_end(lo, d)}× and {f.ratio_end(hi, d)}×"
@@ -157,14 +157,15 @@ def _line(a: Analysis, w: str, c: Comparison, versus: str, subject: str) -> Answ
     return AnswerLine(workload=w, verdict=verdict, word=word, sentence=sentence)
 
 
-def _note(a: Analysis, lines: list[AnswerLine]) -> str:
-    """What a range means, in one plain sentence (the method chapter says how it is made)."""
+def _note(a: Analysis, lines: list[AnswerLine], *, together: bool = True) -> str:
+    """What a range means, in one plain sentence (the method chapter says how it is made):
+    ranges of one family hold together, an A/A check's each on its own."""
     if not any("between" in line.sentence for line in lines):
         return ""
+    joint = " for all the lines together" if together else ""
     return (
-        "Each range holds the true ratio with 95% confidence for all the lines together, "
-        f"across server restarts; differences within ±{f.pct(a.noise_band.delta, 0)} count "
-        "as none."
+        f"Each range holds the true ratio with 95% confidence{joint}, across server restarts; "
+        f"differences within ±{f.pct(a.noise_band.delta, 0)} count as none."
     )
 
 

@@ -61,9 +61,9 @@ def _root_box(inputs: Inputs, problems: list[FindingView]) -> tuple[list[Cause],
     causes = (
         [_cause(p, lost) for p in explains]
         + [
-            Cause(text=f"{p.title or p.message} ({p.arms}): {denied[id(p)]}")
+            Cause(text=f"{p.title or p.message} ({p.arms}): not what made it slower — {why}.")
             for p in candidates
-            if id(p) in denied
+            if (why := denied.get(id(p)))
         ]
         + [Cause(text=f"On {role} ({lead}) too: {p.title or p.message} ({p.arms}).") for p in bears]
     )
