@@ -25,6 +25,7 @@ from diagnostic.bundle.store import Bundle
 from diagnostic.cli import main
 from diagnostic.engines.endpoints import MAX_ANSWER
 from diagnostic.engines.metrics import MAX_METRICS
+from diagnostic.measure.plan.depth import deepest
 
 HERE = Path(__file__).resolve().parent
 MODELS = json.dumps({"object": "list", "data": [{"id": "m", "owned_by": "vllm"}]}).encode()
@@ -58,6 +59,18 @@ def test_a_plan_nested_thousands_deep_is_one_error_naming_the_file(
     plan.write_text(f"[plan]\nrequests = 2\n{ARM}sweep = {{ k = {_nested(kind, depth)} }}\n")
     out = _clean(CliRunner().invoke(main, ["sweep", str(plan), "--dry-run"]))
     assert f"Error: {plan}:6: arrays or inline tables nested more than 32 deep" in out
+
+
+def test_only_brackets_outside_strings_and_comments_nest() -> None:
+    deep = "[" * 40
+    text = (
+        f'a = "{deep}\\"{deep}"\n'  # a basic string with an escaped quote
+        f"b = '{deep}'\n# {deep}\n"  # a literal string, a comment
+        f"c = \"\"\"\n{deep}\n\"\"\"\nd = '''{deep}'''\n"  # multi-line strings
+        "e = [[1], {x = [2]}]\n"
+    )
+    assert deepest(text) is None
+    assert deepest(text + "f = [[[1]]]\n", limit=2) == (8, 3)
 
 
 @pytest.mark.parametrize(
