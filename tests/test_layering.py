@@ -115,6 +115,19 @@ def test_layers_name_real_folders() -> None:
         assert base.is_dir() or base.with_suffix(".py").is_file(), unit
 
 
+MAX_LINES = 500  # past this a module holds more than one idea: split it by idea, not by size
+
+
+def test_no_module_grows_past_max_lines() -> None:
+    """Every module of diagnostic/ stays within MAX_LINES; the failure names each one past it."""
+    long = [
+        f"{path.relative_to(PACKAGE.parent)} ({lines} lines)"
+        for path in sorted(PACKAGE.rglob("*.py"))
+        if (lines := len(path.read_text(encoding="utf-8").splitlines())) > MAX_LINES
+    ]
+    assert not long, f"past {MAX_LINES} lines, split by idea: {', '.join(long)}"
+
+
 def test_the_architecture_map_matches_the_tree() -> None:
     """docs/architecture.md "Where things are": one row per folder of diagnostic/, and every
     file it names exists in that folder."""

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from diagnostic.bundle.files import atomic_write_bytes
 from diagnostic.bundle.signing import key_id, openssh_public_key
-from diagnostic.bundle.store import atomic_write_bytes
 from diagnostic.errors import DiagnosticError
 
 if TYPE_CHECKING:

@@ -7,16 +7,23 @@ import json
 import os
 import re
 import shutil
-import tempfile
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from diagnostic.bundle.disk import writing
+from diagnostic.bundle.files import (
+    M,
+    atomic_write_bytes,
+    atomic_write_text,
+    check_version,
+    load_json,
+    validate,
+)
 from diagnostic.bundle.gate import (
     bundle_files,
     check_metrics,
@@ -54,8 +61,6 @@ __all__ = [
     "Bundle",
     "RedactingLog",
     "RequestLog",
-    "atomic_write_bytes",
-    "atomic_write_text",
     "check_output",
     "log_file",
     "metrics_files",
@@ -83,12 +88,9 @@ def metrics_files(names: list[str]) -> list[str]:
     return [n for n in names if n.startswith("metrics_") and n.endswith(".prom")]
 
 
-M = TypeVar("M", bound=BaseModel)
 # What a bundle read may hold (older bundles had no length limit); a new name must also
 # pass schema.bundle.folder_name, checked before anything is written.
 _SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+=-]*$")
-_UMASK = os.umask(0o022)
-os.umask(_UMASK)
 
 
 def log_file(source: str) -> str:
@@ -102,42 +104,6 @@ def log_file(source: str) -> str:
 def run_id(arm: str, restart: int) -> str:
     """Folder name of one run: `<arm>-r<restart>`."""
     return f"{arm}-r{restart}"
-
-
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write a file so a reader sees the old content or the new one, never a torn mix; a
-    full disk or a read-only folder is a BundleError saying what to do."""
-    with writing(path):
-        _atomic_write(path, data)
-
-
-def _atomic_write(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        os.fchmod(fd, 0o666 & ~_UMASK)  # mkstemp makes 0600; a report is meant to be shared
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    _fsync_dir(path.parent)
-
-
-def atomic_write_text(path: Path, text: str) -> None:
-    """atomic_write_bytes for UTF-8 text."""
-    atomic_write_bytes(path, text.encode("utf-8"))
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _dump_redacted(model: BaseModel) -> str:
@@ -177,42 +143,6 @@ def _redacted_record(record: RequestRecord, known: list[str] | None = None) -> R
             k: redact_text(v) if isinstance(v, str) else v for k, v in record.server_timings.items()
         }
     return record.model_copy(update=update)
-
-
-def _load_json(path: Path) -> Any:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise BundleError(f"{path}: missing") from None
-    except UnicodeDecodeError as exc:
-        raise BundleError(f"{path}: not UTF-8 text ({exc.reason}); the file is corrupt") from None
-    except OSError as exc:
-        raise BundleError(f"{path}: cannot read ({exc.strerror}); check permissions") from None
-    try:
-        return parse_json(text, str(path))
-    except json.JSONDecodeError as exc:
-        raise BundleError(
-            f"{path}:{exc.lineno}: corrupt JSON ({exc.msg}); restore it from a copy"
-        ) from None
-
-
-def _check_version(path: Path, data: Any, newest: int = SCHEMA_VERSION) -> None:
-    version = data.get("schema_version") if isinstance(data, dict) else None
-    if isinstance(version, int) and version > newest:
-        raise BundleError(
-            f"{path}: schema_version {version} is newer than this diagnose reads "
-            f"({newest}); upgrade diagnose (pip install -U diagnose)"
-        )
-
-
-def _validate(model: type[M], path: Path, data: Any, line: int | None = None) -> M:
-    try:
-        return model.model_validate(data)
-    except ValidationError as exc:
-        where = f"{path}:{line}" if line else str(path)
-        first = exc.errors()[0]
-        loc = ".".join(str(p) for p in first["loc"]) or "(top)"
-        raise BundleError(f"{where}: invalid {model.__name__}: {loc}: {first['msg']}") from None
 
 
 def _check_record(
@@ -293,10 +223,10 @@ class Bundle:
         if not manifest_path.is_file():
             raise BundleError(f"{manifest_path}: missing; {path} is not a diagnose bundle")
         check_tree(path)
-        data = _load_json(manifest_path)
-        _check_version(manifest_path, data)
+        data = load_json(manifest_path)
+        check_version(manifest_path, data)
         data = upgrade(data)
-        bundle = cls(path, _validate(Manifest, manifest_path, data), strict=strict)
+        bundle = cls(path, validate(Manifest, manifest_path, data), strict=strict)
         for run in bundle.runs():  # validates every run.json and /metrics snapshot up front
             for prom in sorted(bundle.run_dir(run.arm, run.restart).glob("*.prom")):
                 check_metrics(prom)
@@ -346,9 +276,9 @@ class Bundle:
             yield from sorted(p for p in runs.iterdir() if (p / RUN_JSON).is_file())
 
     def _read_run(self, path: Path) -> RunInfo:
-        data = _load_json(path)
-        _check_version(path, data)
-        info = _validate(RunInfo, path, upgrade(data))
+        data = load_json(path)
+        check_version(path, data)
+        info = validate(RunInfo, path, upgrade(data))
         if not _SAFE_NAME.match(info.arm) or run_id(info.arm, info.restart) != path.parent.name:
             raise BundleError(
                 f"{path}: arm {info.arm!r} restart {info.restart} does not match its folder "
@@ -437,8 +367,8 @@ class Bundle:
                     f"{path}:{number}: corrupt request record ({exc}); "
                     "the bundle was edited or damaged"
                 ) from None
-            _check_version(path, data)
-            record = _validate(model, path, data, number)
+            check_version(path, data)
+            record = validate(model, path, data, number)
             _check_record(path, number, record, (arm, restart), seen)
             log.records.append(_redacted_record(record))  # a client's bundle skipped our gate
         return log
@@ -479,9 +409,9 @@ class Bundle:
         path = self.path / name
         if not path.is_file():
             return None
-        data = _load_json(path)
-        _check_version(path, data, newest)
-        return _validate(model, path, data)
+        data = load_json(path)
+        check_version(path, data, newest)
+        return validate(model, path, data)
 
 
 class RedactingLog:

@@ -10,8 +10,9 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from diagnostic.bundle.files import atomic_write_bytes, atomic_write_text
 from diagnostic.bundle.redact import redact_text
-from diagnostic.bundle.store import Bundle, atomic_write_bytes, atomic_write_text
+from diagnostic.bundle.store import Bundle
 from diagnostic.checklist.auto import AUTO_CHECKS, Status, evaluate_check
 from diagnostic.checklist.bundle_facts import BundleFacts
 from diagnostic.common.resources import checklists_dir, templates_dir

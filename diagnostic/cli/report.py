@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING
 
 import click
 
-from diagnostic.bundle.store import Bundle, atomic_write_text
+from diagnostic.bundle.files import atomic_write_text
+from diagnostic.bundle.store import Bundle
 from diagnostic.cli._common import (
     RichReporter,
     console,

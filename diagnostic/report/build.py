@@ -8,9 +8,10 @@ from typing import TYPE_CHECKING, Literal
 from diagnostic import __version__
 from diagnostic.analyse.core import analyse
 from diagnostic.analyse.verify import ANALYSIS_FILE
+from diagnostic.bundle.files import atomic_write_text
 from diagnostic.bundle.seal import bundle_root
 from diagnostic.bundle.signing import sign_root
-from diagnostic.bundle.store import Bundle, atomic_write_text
+from diagnostic.bundle.store import Bundle
 from diagnostic.common.progress import NullReporter, Reporter
 from diagnostic.errors import DiagnosticError
 from diagnostic.logcheck.stage import FINDINGS_FILE, check_paths

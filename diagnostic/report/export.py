@@ -18,7 +18,8 @@ from typing import Any
 import pandas as pd
 
 from diagnostic.analyse.requests import load_samples
-from diagnostic.bundle.store import Bundle, atomic_write_text
+from diagnostic.bundle.files import atomic_write_text
+from diagnostic.bundle.store import Bundle
 from diagnostic.errors import DiagnosticError
 from diagnostic.schema.analysis import Analysis
 

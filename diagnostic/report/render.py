@@ -10,8 +10,8 @@ from typing import Any
 import jinja2
 from markupsafe import Markup, escape
 
+from diagnostic.bundle.files import atomic_write_bytes
 from diagnostic.bundle.redact import redact_attachment, redact_text
-from diagnostic.bundle.store import atomic_write_bytes
 from diagnostic.common.resources import templates_dir
 from diagnostic.errors import DiagnosticError
 from diagnostic.report import fmt as f
