@@ -173,3 +173,19 @@ def test_the_structured_corpus_is_what_the_benchmark_generates() -> None:
         sys.modules["redaction"] = redaction
         spec.loader.exec_module(redaction)
     assert redaction.generate_structured() == STRUCTURED  # regenerate with --write
+
+
+def test_a_signature_block_is_public_and_kept_byte_for_byte() -> None:
+    """deliverable.json's signature (a public key, its fingerprint, an ed25519 signature) is
+    public by construction: the attachment's redaction keeps it, and masks the rest as ever."""
+    import json
+
+    from diagnostic.bundle.redact import redact_attachment
+
+    block = {"algorithm": "ed25519", "public_key": "ssh-ed25519 AAAAC3Nza", "key_id": "SHA256:x",
+             "signature": "c2lnbmF0dXJl"}  # fmt: skip
+    text = json.dumps({"root": "ab" * 32, "signature": block, "note": "password=hunter2x"})
+    out = json.loads(redact_attachment(text))
+    assert out["signature"] == block and "hunter2x" not in out["note"]
+    plain = json.dumps({"root": "ab" * 32, "signature": block})
+    assert redact_attachment(plain) == plain  # nothing to mask: unchanged, byte for byte

@@ -132,10 +132,27 @@ def redact_attachment(text: str) -> str:
         value = json.loads(text)
     except ValueError:
         return redact_text(text)
-    redacted = redact_json(value)
+    redacted = _signatures_kept(value, redact_json(value))
     if redacted == value:
         return text
     return json.dumps(redacted, indent=2, ensure_ascii=False) + "\n"
+
+
+# A signature block diagnose wrote (schema.seal.RootSignature): public key material by
+# construction (a public key, its fingerprint, a signature), never a secret, and `verify`
+# must read it back byte for byte.
+_SIGNATURE_KEYS = frozenset({"algorithm", "public_key", "key_id", "signature"})
+
+
+def _signatures_kept(original: Any, redacted: Any) -> Any:
+    """`redacted` with every signature block of `original` put back where it was."""
+    if isinstance(original, dict) and set(original) == _SIGNATURE_KEYS:
+        return original if original["algorithm"] == "ed25519" else redacted
+    if isinstance(original, dict) and isinstance(redacted, dict):
+        return {k: _signatures_kept(original.get(k), v) for k, v in redacted.items()}
+    if isinstance(original, list) and isinstance(redacted, list):
+        return [_signatures_kept(o, r) for o, r in zip(original, redacted, strict=False)]
+    return redacted
 
 
 def _keyed(parent: Mapping[str, Any], key: str, value: Any) -> Any:
