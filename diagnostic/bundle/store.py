@@ -46,6 +46,7 @@ from diagnostic.schema.bundle import (
     SEAL_FORMAT,
     LenientRequestRecord,
     Manifest,
+    ManifestSeal,
     RequestRecord,
     RunInfo,
     folder_name,
@@ -236,9 +237,13 @@ class Bundle:
         """Replace manifest.json atomically (its names checked first)."""
         check_output(self.path)
         _check_names(manifest)
-        self.manifest = manifest
         text = sealed_manifest_text(_dump_redacted(manifest.model_copy(update={"seal": None})))
         atomic_write_text(self.path / MANIFEST, text)
+        # what is in memory carries the seal just written (and keeps its unredacted values)
+        seal = json.loads(text).get("seal")
+        self.manifest = manifest.model_copy(
+            update={"seal": ManifestSeal.model_validate(seal) if seal else None}
+        )
 
     # -- runs --------------------------------------------------------------------------
     def run_dir(self, arm: str, restart: int) -> Path:
