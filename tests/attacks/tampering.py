@@ -17,6 +17,7 @@ from typing import Any
 from pypdf import PdfWriter
 from pypdf.annotations import FreeText
 from pypdf.generic import ArrayObject, DecodedStreamObject, NameObject
+from verify_bundles import speed_up  # every chunk of an arm later: its decode faster
 
 from diagnostic.analyse.core import analyse
 from diagnostic.analyse.verify import ANALYSIS_FILE
@@ -67,20 +68,6 @@ def _runs(path: Path) -> list[Path]:
     return sorted((path / "runs").iterdir())
 
 
-def speed_up(path: Path, arm: str = SPEC, factor: float = 1 / 3) -> None:
-    """Every chunk of the arm's requests arrives `factor` times as late: 3× faster."""
-    for requests in sorted(path.glob(f"runs/{arm}-r*/requests.jsonl")):
-        lines = []
-        for line in requests.read_text().splitlines():
-            record = json.loads(line)
-            record["chunk_times_s"] = [t * factor for t in record["chunk_times_s"]]
-            for key in ("ttft_s", "e2e_s"):
-                if record.get(key) is not None:
-                    record[key] *= factor
-            lines.append(json.dumps(record))
-        requests.write_text("\n".join(lines) + "\n")
-
-
 def write_analysis(path: Path) -> None:
     """analysis.json regenerated, as `report --format json` writes it."""
     bundle = Bundle.open(path, strict=False)
@@ -106,7 +93,7 @@ def strip_seals(path: Path) -> None:
 
 def seals_stripped_and_a_run_3x_faster(path: Path) -> None:
     strip_seals(path)
-    speed_up(path)
+    speed_up(path, SPEC, 1 / 3)
     write_analysis(path)
 
 
@@ -151,7 +138,7 @@ def runs_swapped_and_sealed_again(path: Path) -> None:
 
 def run_replaced_from_another_bundle_and_sealed_again(path: Path) -> None:
     other = recorded_today(path.parent / f"{path.name}-other")
-    speed_up(other)
+    speed_up(other, SPEC, 1 / 3)
     shutil.rmtree(path / "runs" / f"{SPEC}-r1")
     shutil.copytree(other / "runs" / f"{SPEC}-r1", path / "runs" / f"{SPEC}-r1")
     reseal(path)
@@ -211,7 +198,7 @@ def seal_rewritten_in_format_1(path: Path) -> None:
 
 
 def requests_3x_faster_left_unsealed(path: Path) -> None:
-    speed_up(path)
+    speed_up(path, SPEC, 1 / 3)
     write_analysis(path)
 
 
