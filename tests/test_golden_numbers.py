@@ -95,7 +95,7 @@ class Diff:
 
 def _in_family(c: dict[str, Any]) -> bool:
     """Decided with a simulated critical value: a family of several, or a Pocock look."""
-    return c["kind"] == "spec" and not c["withheld"] and c["ci_label"] != "95% CI"
+    return c["kind"] in ("spec", "after") and not c["withheld"] and c["ci_label"] != "95% CI"
 
 
 def _words(label: Any) -> Any:
@@ -117,6 +117,65 @@ def _within_process(estimate: Any) -> Any:
         return flag
     method = _get(estimate, "method")
     return MISSING if method is MISSING else "within-process" in str(method)
+
+
+def _check_comparisons(
+    diff: Any,
+    section: str,
+    wanted: list[dict[str, Any]],
+    comps: Any,
+    delta: float,
+    at_margin: set[str],
+) -> None:
+    """One list of comparisons (the plan's, or the before-and-after) against the expected."""
+    comps = [] if comps is MISSING else comps
+    got_comps = {(_get(c, "arm"), _get(c, "workload"), _get(c, "concurrency")): c for c in comps}
+    want_keys = set()
+    for c in wanted:
+        key = (c["arm"], c["workload"], c["concurrency"])
+        want_keys.add(key)
+        name = f"{section}[{c['arm']} {c['workload']}@{c['concurrency']}]"
+        if key not in got_comps:
+            diff.add(name, f"a comparison vs {c['baseline']} ({c['kind']})", MISSING)
+            continue
+        knife = _in_family(c) and _on_margin(c, delta)
+        if knife:
+            at_margin.add(f"{c['workload']}@{c['concurrency']}")
+        for field in (
+            "baseline",
+            "kind",
+            "matched",
+            "ratio",
+            "ci_low",
+            "ci_high",
+            "ci_level",
+            "ci_label",
+            "verdict",
+            "withheld",
+        ):
+            if field == "verdict" and knife:
+                continue  # either side of the margin is within the level's Monte-Carlo error
+            simulated = field in ("ci_low", "ci_high", "ci_level") and _in_family(c)
+            tol = FAMILY_TOL if simulated else REL_TOL
+            mine, theirs = c[field], _get(got_comps[key], field)
+            if simulated and field != "ci_level" and isinstance(theirs, float):
+                half = math.log(c["ci_high"] / c["ci_low"]) / 2  # the critical value's scale
+                if abs(math.log(theirs / mine)) > FAMILY_TOL * half:
+                    diff.add(f"{name}.{field}", mine, theirs)
+                continue
+            if field == "ci_label":
+                mine, theirs = _words(mine), _words(theirs)
+            diff.check(f"{name}.{field}", mine, theirs, tol)
+        stopping = _get(got_comps[key], "stopping")
+        for field, got_field in (
+            ("look", "look_number"),
+            ("futility_p", "futility_p"),
+            ("futile", "futile"),
+        ):
+            if field in c:  # adaptive designs only (R13, R14)
+                diff.check(f"{name}.stopping.{got_field}", c[field], _get(stopping, got_field))
+    for key in sorted(set(got_comps) - want_keys, key=str):
+        diff.add(f"{section}[{key[0]} {key[1]}@{key[2]}]", "absent", "present")
 
 
 def package_mismatches(sample: Path, want: dict[str, Any]) -> list[str]:
@@ -161,55 +220,8 @@ def package_mismatches(sample: Path, want: dict[str, Any]) -> list[str]:
 
     delta = Bundle.open(sample).manifest.plan.margin
     at_margin: set[str] = set()  # cells whose family verdict sits on the margin (ambiguity 14)
-    comps = _get(a, "comparisons")
-    comps = [] if comps is MISSING else comps
-    got_comps = {(_get(c, "arm"), _get(c, "workload"), _get(c, "concurrency")): c for c in comps}
-    want_keys = set()
-    for c in want["comparisons"]:
-        key = (c["arm"], c["workload"], c["concurrency"])
-        want_keys.add(key)
-        name = f"comparisons[{c['arm']} {c['workload']}@{c['concurrency']}]"
-        if key not in got_comps:
-            diff.add(name, f"a comparison vs {c['baseline']} ({c['kind']})", MISSING)
-            continue
-        knife = _in_family(c) and _on_margin(c, delta)
-        if knife:
-            at_margin.add(f"{c['workload']}@{c['concurrency']}")
-        for field in (
-            "baseline",
-            "kind",
-            "matched",
-            "ratio",
-            "ci_low",
-            "ci_high",
-            "ci_level",
-            "ci_label",
-            "verdict",
-            "withheld",
-        ):
-            if field == "verdict" and knife:
-                continue  # either side of the margin is within the level's Monte-Carlo error
-            simulated = field in ("ci_low", "ci_high", "ci_level") and _in_family(c)
-            tol = FAMILY_TOL if simulated else REL_TOL
-            mine, theirs = c[field], _get(got_comps[key], field)
-            if simulated and field != "ci_level" and isinstance(theirs, float):
-                half = math.log(c["ci_high"] / c["ci_low"]) / 2  # the critical value's scale
-                if abs(math.log(theirs / mine)) > FAMILY_TOL * half:
-                    diff.add(f"{name}.{field}", mine, theirs)
-                continue
-            if field == "ci_label":
-                mine, theirs = _words(mine), _words(theirs)
-            diff.check(f"{name}.{field}", mine, theirs, tol)
-        stopping = _get(got_comps[key], "stopping")
-        for field, got_field in (
-            ("look", "look_number"),
-            ("futility_p", "futility_p"),
-            ("futile", "futile"),
-        ):
-            if field in c:  # adaptive designs only (R13, R14)
-                diff.check(f"{name}.stopping.{got_field}", c[field], _get(stopping, got_field))
-    for key in sorted(set(got_comps) - want_keys, key=str):
-        diff.add(f"comparisons[{key[0]} {key[1]}@{key[2]}]", "absent", "present")
+    for section in ("comparisons", "before_after"):
+        _check_comparisons(diff, section, want.get(section, []), _get(a, section), delta, at_margin)
 
     diff.check("family_size", want["family_size"], _get(a, "family_size"))
     diff.check("aa_check", want["aa_check"], _get(a, "aa_check"))

@@ -706,7 +706,7 @@ def compute(bundle_dir: str | Path) -> dict[str, Any]:
                 "ci_high": high,
                 "ci_level": ci_level,
                 "ci_label": label,
-                "verdict": "INCONCLUSIVE" if withheld else verdict(low, high, delta),
+                "verdict": "WITHHELD" if withheld else verdict(low, high, delta),
                 "withheld": withheld,
                 **extra,
             }
@@ -755,14 +755,95 @@ def compute(bundle_dir: str | Path) -> dict[str, Any]:
         else:
             best_k[cell] = None
 
+    before_after = compare_before_after(plan, cells, keys_of, comparisons, best_k, delta, blocks)
     return {
         "left_out_runs": [{"run": r["id"], "reason": r["left_out"]} for r in runs if r["left_out"]],
         "arms": arms_out,
         "comparisons": comparisons,
+        "before_after": before_after,
         "family_size": m,
         "aa_check": aa_check,
         "best_k": best_k,
     }
+
+
+# -- R15: the before-and-after -------------------------------------------------------------------
+def after_arm(
+    plan: dict, comparisons: list[dict], best_k: dict, found: str, key: str, level: int
+) -> str:
+    """R15: what the client serves after the fix on one cell: the WIN at the sweep's best k,
+    else the WIN with the highest lower bound (those against the plan's baseline first); no WIN:
+    the as-found arm's own baseline when it speculates and LOSES, else the as-found arm."""
+    spec = [
+        c
+        for c in comparisons
+        if c["kind"] == "spec"
+        and c["matched"]
+        and c["workload"] == key
+        and c["concurrency"] == level
+    ]
+    wins = [c for c in spec if c["verdict"] == "WIN"]
+    wins = [c for c in wins if c["baseline"] == plan.get("baseline")] or wins
+    params = {a["name"]: a.get("params") or {} for a in plan.get("arms") or []}
+    k = best_k.get(f"{key}@{level}")
+    at_k = [c for c in wins if k and params.get(c["arm"], {}).get("k") == k]
+    if at_k:
+        return at_k[0]["arm"]
+    if wins:
+        return max(wins, key=lambda c: c["ci_low"])["arm"]
+    own = next((c for c in spec if c["arm"] == found), None)
+    if own is not None and not own["withheld"] and own["verdict"] == "LOSS":
+        return own["baseline"]
+    return found
+
+
+def compare_before_after(
+    plan: dict,
+    cells: dict,
+    keys_of: dict,
+    comparisons: list[dict],
+    best_k: dict,
+    delta: float,
+    blocks: bool,
+) -> list[dict]:
+    """R15: after against as found on every cell where they differ, the same restarts, paired
+    on blocks; a family of its own at 95% (R8), the pooled 'all' row withheld."""
+    found = plan.get("as_found")
+    if not found or not keys_of.get(found):
+        return []
+    members = []
+    for level in sorted({lv for (a, _, lv) in cells if a == found}):
+        named = [k for k in keys_of[found] if k != ALL]
+        afters = {k: after_arm(plan, comparisons, best_k, found, k, level) for k in named}
+        if ALL in keys_of[found] and len(set(afters.values())) == 1:
+            afters[ALL] = next(iter(afters.values()))
+        for key, after in afters.items():
+            a, b = cells.get((after, key, level)), cells.get((found, key, level))
+            if after == found or not a or not b:
+                continue
+            within = len(a) == 1 or len(b) == 1
+            withheld = within or min(len(a), len(b)) < 3
+            members.append({"arm": after, "key": key, "level": level, "a": a, "b": b,
+                            "within": within, "withheld": withheld, "blocks": blocks})  # fmt: skip
+    family = [x for x in members if x["key"] != ALL and not x["withheld"]]
+    outs = decide_family(family, 0.05, None, "95% CI") if family else {}
+    out = []
+    for x in members:
+        if id(x) in outs:
+            ratio, low, high, ci_level, label = outs[id(x)][:5]
+            decided = verdict(low, high, delta)
+        else:
+            ci_level, label = 0.95, "95% CI"
+            pick = within_process_ratio if x["within"] else None
+            ratio, low, high = (
+                pick(x["a"], x["b"], 0.95) if pick else ratio_interval(x["a"], x["b"], 0.95, blocks)
+            )
+            decided = "WITHHELD"
+        out.append({"arm": x["arm"], "baseline": found, "kind": "after", "matched": True,
+                    "workload": x["key"], "concurrency": x["level"], "ratio": ratio,
+                    "ci_low": low, "ci_high": high, "ci_level": ci_level, "ci_label": label,
+                    "verdict": decided, "withheld": decided == "WITHHELD"})  # fmt: skip
+    return out
 
 
 def rounded(value: Any) -> Any:
