@@ -66,9 +66,10 @@ def test_check_plan_sweep_report(tmp_path: Path) -> None:
     done = _diagnose("report", str(day2), "-o", str(tmp_path / "r.pdf"))
     assert done.returncode == 0, done.stderr
     page1 = " ".join(PdfReader(tmp_path / "r.pdf").pages[0].extract_text().split())
-    assert "As found, and after the remedies" in page1
-    assert "As found: " in page1 and "(ngram-k1)" in page1 and "code: as found " in page1
-    assert "Each interval decided its verdict" in page1 or "no verdict" in page1
+    assert "the answer: as found → after the fix" in page1.lower()
+    assert "As found: " in page1 and "(ngram-k1)" in page1 and "On code " in page1
+    # after the fix against as found, or as found kept when nothing measured beats it
+    assert "than as found" in page1 or "nothing measured beats the configuration" in page1
     verified = _diagnose("verify", str(day2), str(tmp_path / "r.pdf"))
     assert verified.returncode == 0, verified.stdout + verified.stderr
 
@@ -90,4 +91,4 @@ def test_collect_names_the_arm_as_found(
     done = _diagnose("report", str(out), "-o", str(tmp_path / "r.html"))
     assert done.returncode == 0, done.stderr
     html = (tmp_path / "r.html").read_text()
-    assert 'class="asfound"' in html and "code: as found" in html
+    assert 'class="answer"' in html and "As found: " in html and "On code " in html

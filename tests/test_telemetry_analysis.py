@@ -268,7 +268,8 @@ def test_the_recorded_steal_episodes_explain_the_h200_noise_on_page_one() -> Non
     # a noise study: page 1 says what its noise leaves a day with one speculative arm added
     day = [c for c in ctx.summary.caveats if "with one speculative arm added" in c]
     assert len(day) == 1 and re.match(
-        r"At the noise this bundle measured \(restart CV 1\d%\), with one speculative arm "
+        r"At the restart-to-restart variation this bundle measured \(1\d%\), with one "
+        r"speculative arm "
         r"added, a 6 h day holds \d+ blocks of the 3 arms \(2 comparisons\)",
         day[0],
     ), ctx.summary.caveats
