@@ -122,7 +122,7 @@ def test_root_cause_and_recommendations_come_from_check(sweep_ctx: ReportContext
     # The downgrade is on ngram-k8, which won on code and lost nowhere: it explains nothing
     # on page 1 (samples' MLA test covers one that does), chapter 1 and the advice keep it.
     assert sweep_ctx.summary.root_causes == []
-    assert "does not explain the headline" in sweep_ctx.summary.root_cause_note
+    assert "does not explain the answer" in sweep_ctx.summary.root_cause_note
     assert sweep_ctx.summary.actions[0].startswith("Patch or configure capture")
     first = sweep_ctx.recommendations[0]
     assert first.text.startswith("Patch or configure capture")

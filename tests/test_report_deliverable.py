@@ -149,7 +149,7 @@ def test_root_cause_box_names_what_explains_the_headline(
     assert "On the recommended arm (fa-ngram-k3) too: vLLM fell back" in mla.root_causes[1].text
     # The CPU sample's one problem (ngram-k1 never drafted) is on no arm that lost.
     cpu = contexts["llamacpp-cpu-gemma3"].summary
-    assert cpu.root_causes == [] and "does not explain the headline" in cpu.root_cause_note
+    assert cpu.root_causes == [] and "does not explain the answer" in cpu.root_cause_note
 
 
 def test_degenerate_acceptance_is_said_on_page_one(contexts: dict[str, ReportContext]) -> None:

@@ -57,7 +57,7 @@ def _root_box(inputs: Inputs, problems: list[FindingView]) -> tuple[list[Cause],
     bears = [p for p in problems if p not in candidates and lead in p.arm_ids]
     others = len(problems) - len(candidates) - len(bears)
     recommended = any(c.arm == lead and c.verdict == "WIN" for c in best.values())
-    role = "the recommended arm" if recommended else "the arm the headline speaks of"
+    role = "the recommended arm" if recommended else "the arm the answer speaks of"
     causes = (
         [_cause(p, lost) for p in explains]
         + [
@@ -68,7 +68,7 @@ def _root_box(inputs: Inputs, problems: list[FindingView]) -> tuple[list[Cause],
         + [Cause(text=f"On {role} ({lead}) too: {p.title or p.message} ({p.arms}).") for p in bears]
     )
     rest = (
-        f" {others} other problem(s), in chapter 1, do not bear on the headline." if others else ""
+        f" {others} other problem(s), in chapter 1, do not bear on the answer." if others else ""
     )
     if explains:
         return causes, "Root cause found in the server logs", "What explains the result:" + rest
@@ -77,7 +77,7 @@ def _root_box(inputs: Inputs, problems: list[FindingView]) -> tuple[list[Cause],
         if len(problems) == 1
         else f"None of the {len(problems)} problems diagnose check found in the server logs"
     )
-    note = f"{found} explain the headline: no arm that lost has a problem the others lack."
+    note = f"{found} explain the answer: no arm that lost has a problem the others lack."
     if bears:
         return causes, LOGS, f"{note}{rest} Bearing on {role}, though:"
     return causes, LOGS, note + " See chapter 1."
