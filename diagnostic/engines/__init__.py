@@ -129,13 +129,18 @@ def parse_log(
     return _finish(parser, scanner)
 
 
+def _joins_nothing(text: str) -> bool:
+    return False
+
+
 def _scanner(module: ModuleType, patterns: Sequence[LinePattern], engine: str) -> LineScanner:
     anchors = _anchors(module)
     anchors += [c.encode() for p in patterns if p.applies(engine) for c in p.contains if c]
     return LineScanner(
         tuple(dict.fromkeys(anchors)),
-        wants_more=module.wants_more,
-        continues=module.continues,
+        # an engine that prints no wrapped settings line joins nothing
+        wants_more=getattr(module, "wants_more", _joins_nothing),
+        continues=getattr(module, "continues", _joins_nothing),
         head_anchors=tuple(a for a in _head_anchors(module) if a not in anchors),
     )
 

@@ -135,16 +135,6 @@ _CONFIG_KEY = re.compile(
 _READY = ("startup complete", "Uvicorn running on")
 
 
-def wants_more(text: str) -> bool:
-    """TensorRT-LLM prints no wrapped settings line worth joining."""
-    return False
-
-
-def continues(text: str) -> bool:
-    """Unused: nothing is joined."""
-    return False
-
-
 class Parser(LogParser):
     """Feed it candidate lines in order; `finish()` returns the facts."""
 

@@ -12,8 +12,6 @@ from diagnostic.engines.llamacpp.parser import (
     ENGINE,
     SIGNATURES,
     Parser,
-    continues,
-    wants_more,
 )
 from diagnostic.engines.llamacpp.signals import COMMANDS, SIGNALS
 
@@ -24,6 +22,4 @@ __all__ = [
     "SIGNALS",
     "SIGNATURES",
     "Parser",
-    "continues",
-    "wants_more",
 ]

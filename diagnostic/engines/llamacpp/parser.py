@@ -18,7 +18,7 @@ from diagnostic.engines.llamacpp.signals import (
 )
 from diagnostic.schema.logfacts import AcceptanceSample, LogFacts
 
-__all__ = ["ANCHORS", "ENGINE", "SIGNATURES", "Parser", "continues", "wants_more"]
+__all__ = ["ANCHORS", "ENGINE", "SIGNATURES", "Parser"]
 
 ENGINE = "llamacpp"
 ANCHORS: tuple[bytes, ...] = (
@@ -107,16 +107,6 @@ _UNDERSTOOD = re.compile(
     r"acc per pos"
 )
 _WARN = re.compile(r"^\d+\.\d+\.\d+\.\d+ W |^\s*(?:WARN|warning)\b|\bwarning:")
-
-
-def wants_more(text: str) -> bool:
-    """llama.cpp prints no wrapped settings line worth joining."""
-    return False
-
-
-def continues(text: str) -> bool:
-    """Unused: nothing is joined."""
-    return False
 
 
 class Parser(LogParser):

@@ -67,9 +67,7 @@ def _root_box(inputs: Inputs, problems: list[FindingView]) -> tuple[list[Cause],
         ]
         + [Cause(text=f"On {role} ({lead}) too: {p.title or p.message} ({p.arms}).") for p in bears]
     )
-    rest = (
-        f" {others} other problem(s), in chapter 1, do not bear on the answer." if others else ""
-    )
+    rest = f" {others} other problem(s), in chapter 1, do not bear on the answer." if others else ""
     if explains:
         return causes, "Root cause found in the server logs", "What explains the result:" + rest
     found = (
