@@ -18,7 +18,7 @@ cfg=$REPO/.gpukit/sgl/aux/cfg
 mkdir -p "$S/dry/model" && cp "$cfg"/*.json "$S/dry/model/"
 t0=$SECONDS
 setsid python3 -m sglang.launch_server --model-path "$S/dry/model" --load-format dummy \
-  --skip-tokenizer-init --host 127.0.0.1 --port 30001 --log-level info \
+  --skip-tokenizer-init --host 127.0.0.1 --port 30001 --log-level info --mem-fraction-static 0.5 \
   </dev/null >"$S/dry/server.log" 2>&1 &
 pid=$!
 ok=0

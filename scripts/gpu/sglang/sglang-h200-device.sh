@@ -13,7 +13,9 @@
 #   wait S       follow the recorder S seconds, then pack
 #   pack         $OUT/sglang-runs.tgz: the recorder's runs so far and the logs
 #   status       chunks here, kit, GGUF, conversion, the check's and the recorder's progress
-# Environment: SGL_HOME (default ~/sgl), NO_CHECK=1 (receive: no check, no dry start).
+# Environment: SGL_HOME (default ~/sgl), NO_CHECK=1 (receive: no check, no dry start),
+# AFTER_CONVERT=CMD (receive: run CMD detached once the conversion has written ~/sgl/hf, e.g.
+# the EAGLE3 trainer, scripts/gpu/eagle3/train-on-device.sh; its log is ~/sgl/after.log).
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 REPO=$(cd "$HERE/../../.." && pwd)
@@ -45,6 +47,10 @@ detach() {  # detach PIDFILE LOG CMD...: run CMD in a new session; the process w
 alive() { local p; p=$(cat "$1" 2>/dev/null) && [[ -n $p ]] && kill -0 "$p" 2>/dev/null; }
 
 cmd_receive() {
+  # aux may travel with the first call only (a chunk then has more room beside a large working
+  # tree): keep a copy in ~/sgl/aux and point .gpukit/sgl/aux at it when a call comes without
+  if [[ -f $KIT/aux/MANIFEST && ! -L $KIT/aux ]]; then mkdir -p "$S/aux" && cp -r "$KIT"/aux/. "$S/aux/"; fi
+  [[ -e $KIT/aux ]] || { mkdir -p "$KIT" && ln -s "$S/aux" "$KIT/aux"; }
   [[ -f $KIT/aux/MANIFEST ]] && cp "$KIT/aux/MANIFEST" "$S/MANIFEST"
   [[ -f $KIT/aux/gguf-to-hf ]] && cp "$KIT"/aux/gguf-to-hf "$KIT"/aux/gguf-*.whl "$S/" 2>/dev/null
   local f n sum
@@ -81,6 +87,11 @@ cmd_receive() {
       touch "$S/gguf.done"
       (export PYTHONPATH=$S/extra PYTHONUNBUFFERED=1; detach "$S/convert.pid" "$S/convert.log" \
         python3 "$S/gguf-to-hf" "$S/model.gguf" "$S/hf" --force)
+      if [[ -n ${AFTER_CONVERT:-} ]]; then
+        (cd "$REPO" && detach "$S/after.pid" "$S/after.log" bash -c \
+          'while [[ ! -f $0/hf/CONVERTED.json ]]; do sleep 1; done; eval "$1"' "$S" "$AFTER_CONVERT")
+        log "after the conversion: $AFTER_CONVERT (log $S/after.log)"
+      fi
       log "conversion started (log $S/convert.log)"
     else
       log "ERROR: GGUF sha256 differs"
@@ -97,6 +108,7 @@ cmd_status() {
        "conversion: $([[ -f $S/hf/CONVERTED.json ]] && echo 'done' || { alive "$S/convert.pid" && echo running || echo 'not running'; })"
   if [[ -f $S/check.log ]]; then echo "--- check.log (tail)"; tail -n 25 "$S/check.log"; fi
   if [[ -f $S/convert.log ]]; then echo "--- convert.log (tail)"; tail -n 4 "$S/convert.log"; fi
+  if [[ -f $S/after.log ]]; then echo "--- after.log (tail)"; tail -n 6 "$S/after.log"; fi
   if [[ -f $S/runs/progress.txt ]]; then echo "--- progress"; cat "$S/runs/progress.txt"; fi
   return 0
 }
@@ -125,10 +137,12 @@ cmd_wait() {
 cmd_pack() {
   [[ -n ${OUT:-} ]] || { log "OUT not set"; return 1; }
   local extra=()
-  for f in check.log dry/server.log convert.log sweep.log hf/CONVERTED.json hf/config.json hf/tokenizer_config.json eagle3/config.json; do
+  for f in check.log dry/server.log convert.log after.log sweep.log hf/CONVERTED.json hf/config.json hf/tokenizer_config.json eagle3/config.json draft-head/config.json draft-head/train-record.json; do
     [[ -e $S/$f ]] && extra+=("$f")
   done
   tar -C "$S" -czf "$OUT/sglang-runs.tgz" runs "${extra[@]}"
+  # a trained head (issue 50) comes back beside the runs (about 16 MB: one file of $OUT)
+  [[ -f $S/draft-head/train-record.json ]] && cp "$S/draft-head/model.safetensors" "$OUT/draft-head.safetensors"
   ls -l "$OUT" >&2
 }
 
