@@ -17,6 +17,7 @@ set of packages give one corpus; build() returns its sha256 too.
 """
 
 import ast
+import contextlib
 import hashlib
 import json
 import random
@@ -56,7 +57,9 @@ def _code_prompts(path: Path, text: str) -> list[str]:
         end = body[1].lineno  # the docstring, then the first statement's line
         snippet = "".join(lines[start:end])
         indent = len(snippet) - len(snippet.lstrip(" "))
-        snippet = "".join(ln[indent:] if ln.startswith(" " * indent) else ln for ln in lines[start:end])
+        snippet = "".join(
+            ln[indent:] if ln.startswith(" " * indent) else ln for ln in lines[start:end]
+        )
         if 80 <= len(snippet) <= 1200:
             out.append(snippet)
     return out
@@ -64,7 +67,11 @@ def _code_prompts(path: Path, text: str) -> list[str]:
 
 def _paragraphs(text: str) -> list[str]:
     paras = [re.sub(r"\s+", " ", p).strip() for p in re.split(r"\n\s*\n", text)]
-    return [p for p in paras if len(p) >= 200 and p.count(" ") >= 30 and not re.search(r"[{}<>|=`#*]{2}|http", p)]
+    return [
+        p
+        for p in paras
+        if len(p) >= 200 and p.count(" ") >= 30 and not re.search(r"[{}<>|=`#*]{2}|http", p)
+    ]
 
 
 def _prose_prompt(para: str, rng: random.Random) -> str:
@@ -91,7 +98,11 @@ def _held_out(repo: Path) -> list[str]:
     for f in sorted((repo / "diagnostic" / "measure" / "prompts").glob("*.jsonl")):
         for row in f.read_text().splitlines():
             if row.strip():
-                lines += [ln.strip() for ln in json.loads(row)["prompt"].splitlines() if len(ln.strip()) >= 30]
+                lines += [
+                    ln.strip()
+                    for ln in json.loads(row)["prompt"].splitlines()
+                    if len(ln.strip()) >= 30
+                ]
     return lines
 
 
@@ -104,15 +115,13 @@ def build(repo: Path, n_code: int, n_prose: int, n_chunks: int, seed: int = 0) -
         code += _code_prompts(path, text)
         chunks.append(text)
         doc = None
-        try:
+        with contextlib.suppress(SyntaxError, ValueError):
             doc = ast.get_docstring(ast.parse(text))
-        except (SyntaxError, ValueError):
-            pass
         if doc:
             prose += [_prose_prompt(p, rng) for p in _paragraphs(doc)]
     sources.append(f"stdlib {sysconfig.get_paths()['stdlib']}")
     for site in _site_dirs():
-        for name, body in _metadata_text(site):
+        for _name, body in _metadata_text(site):
             paras = _paragraphs(body)
             prose += [_prose_prompt(p, rng) for p in paras]
             chunks.append("\n\n".join(paras))

@@ -8,10 +8,15 @@ make-eagle3-head.py writes at random: fc over three target layers' features, one
 lm_head, d2t or t2d (draft_vocab_size null), so SGLang lends the head the target's embedding and
 lm_head, which this trainer keeps frozen. What the head sees is what SGLang 0.5.17 feeds it:
 
-- features: SGLang's Gemma3 model captures layers [2, L//2, L-3] as the `hidden_states` that
-  enter those layers, and for Gemma 3 that is the post-feed-forward-normed MLP output of the
-  layer before (the residual is kept apart), not the residual stream: hooks on those layers'
-  post_feedforward_layernorm read exactly that;
+- features: SGLang's Gemma3 model captures layers [2, L//2, L-3] by keeping a reference to
+  the `hidden_states` tensor that enters each of them; that layer's input_layernorm then runs
+  gemma_fused_add_rmsnorm on it in place (layers/layernorm.py, Gemma3RMSNorm.forward_cuda), so
+  what the head receives is the layer's normed input, (1 + w) * rmsnorm(residual stream), not
+  the residual stream and not the MLP branch: hooks on those layers' input_layernorm read
+  exactly that. (The first recording, 2026-12-04, trained on the MLP branch of the layer
+  before, post_feedforward_layernorm's output, which SGLang never feeds: the head accepted
+  1.04 tokens per step under both flags although it agreed with the target 44% of the time
+  at the first step on held-out text. samples/sglang-h200-gemma3-eagle3/README.md.)
 - embeddings: the raw rows of the target's embedding (the draft's VocabParallelEmbedding does
   not apply Gemma's sqrt(hidden) scale);
 - logits: the draft's final norm, then the target's (tied) lm_head.
@@ -44,12 +49,23 @@ from safetensors.torch import save_file
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import corpus as corpus_mod  # noqa: E402
+import corpus as corpus_mod
 
 SETTINGS = {
-    "N_CODE": 2560, "N_PROSE": 1536, "N_CHUNKS": 768, "GEN_TOKENS": 192, "GEN_BATCH": 512,
-    "SEQ_LEN": 512, "BATCH": 8, "TTT": 3, "LR": 1e-3, "WARMUP": 40, "TRAIN_S": 150,
-    "EVAL_SEQS": 64, "SEED": 0, "DEVICE": "cuda",
+    "N_CODE": 2560,
+    "N_PROSE": 1536,
+    "N_CHUNKS": 768,
+    "GEN_TOKENS": 192,
+    "GEN_BATCH": 512,
+    "SEQ_LEN": 512,
+    "BATCH": 8,
+    "TTT": 3,
+    "LR": 1e-3,
+    "WARMUP": 40,
+    "TRAIN_S": 150,
+    "EVAL_SEQS": 64,
+    "SEED": 0,
+    "DEVICE": "cuda",
 }
 CFG = {k: type(v)(os.environ.get(k, v)) for k, v in SETTINGS.items()}
 t_start = time.time()
@@ -66,9 +82,16 @@ class Head(torch.nn.Module):
         super().__init__()
         lin = lambda i, o: torch.nn.Linear(i, o, bias=False)  # noqa: E731
         self.fc = lin(3 * H, H)
-        self.q, self.k, self.v, self.o = lin(2 * H, heads * hd), lin(2 * H, kv * hd), lin(2 * H, kv * hd), lin(heads * hd, H)
+        self.q, self.k, self.v, self.o = (
+            lin(2 * H, heads * hd),
+            lin(2 * H, kv * hd),
+            lin(2 * H, kv * hd),
+            lin(heads * hd, H),
+        )
         self.gate, self.up, self.down = lin(H, inter), lin(H, inter), lin(inter, H)
-        self.n_hidden, self.n_in, self.n_post, self.n_out = (torch.nn.Parameter(torch.ones(H)) for _ in range(4))
+        self.n_hidden, self.n_in, self.n_post, self.n_out = (
+            torch.nn.Parameter(torch.ones(H)) for _ in range(4)
+        )
         self.heads, self.kv, self.hd, self.eps, self.theta = heads, kv, hd, eps, theta
 
     def norm(self, x, w):
@@ -77,7 +100,9 @@ class Head(torch.nn.Module):
 
     def rope(self, x, pos):  # x: B, h, T, hd; neox (rotate-half) style, as SGLang's Llama
         half = self.hd // 2
-        inv = 1.0 / (self.theta ** (torch.arange(0, half, device=x.device, dtype=torch.float32) / half))
+        inv = 1.0 / (
+            self.theta ** (torch.arange(0, half, device=x.device, dtype=torch.float32) / half)
+        )
         ang = pos.float()[..., None] * inv  # B, T, half
         cos, sin = ang.cos()[:, None].to(x.dtype), ang.sin()[:, None].to(x.dtype)
         x1, x2 = x[..., :half], x[..., half:]
@@ -95,14 +120,20 @@ class Head(torch.nn.Module):
     def layer_out(self, hid, attn):
         B, _, T, _ = attn.shape
         res = self.o(attn.transpose(1, 2).reshape(B, T, -1)) + hid
-        out = self.down(F.silu(self.gate(self.norm(res, self.n_post))) * self.up(self.norm(res, self.n_post))) + res
+        out = (
+            self.down(
+                F.silu(self.gate(self.norm(res, self.n_post)))
+                * self.up(self.norm(res, self.n_post))
+            )
+            + res
+        )
         return out, self.norm(out, self.n_out)
 
     def unroll(self, feats, emb_of, pos, steps):
         """Normed outputs of each chain step (B, T, H); step j's row i starts its chain at i."""
         hid = self.fc(feats)
         T = hid.shape[1]
-        scale = self.hd ** -0.5
+        scale = self.hd**-0.5
         causal = torch.ones(T, T, dtype=torch.bool, device=hid.device).tril()
         k0 = v0 = None
         chain_k, chain_v, outs = [], [], []
@@ -128,12 +159,18 @@ class Head(torch.nn.Module):
         bf = lambda t: t.detach().to(torch.bfloat16).contiguous().cpu()  # noqa: E731
         m = "midlayer."
         return {
-            "fc.weight": bf(self.fc.weight), m + "hidden_norm.weight": bf(self.n_hidden),
-            m + "input_layernorm.weight": bf(self.n_in), m + "post_attention_layernorm.weight": bf(self.n_post),
-            m + "self_attn.q_proj.weight": bf(self.q.weight), m + "self_attn.k_proj.weight": bf(self.k.weight),
-            m + "self_attn.v_proj.weight": bf(self.v.weight), m + "self_attn.o_proj.weight": bf(self.o.weight),
-            m + "mlp.gate_proj.weight": bf(self.gate.weight), m + "mlp.up_proj.weight": bf(self.up.weight),
-            m + "mlp.down_proj.weight": bf(self.down.weight), "norm.weight": bf(self.n_out),
+            "fc.weight": bf(self.fc.weight),
+            m + "hidden_norm.weight": bf(self.n_hidden),
+            m + "input_layernorm.weight": bf(self.n_in),
+            m + "post_attention_layernorm.weight": bf(self.n_post),
+            m + "self_attn.q_proj.weight": bf(self.q.weight),
+            m + "self_attn.k_proj.weight": bf(self.k.weight),
+            m + "self_attn.v_proj.weight": bf(self.v.weight),
+            m + "self_attn.o_proj.weight": bf(self.o.weight),
+            m + "mlp.gate_proj.weight": bf(self.gate.weight),
+            m + "mlp.up_proj.weight": bf(self.up.weight),
+            m + "mlp.down_proj.weight": bf(self.down.weight),
+            "norm.weight": bf(self.n_out),
         }
 
 
@@ -147,10 +184,21 @@ def generate(model, tok, prompts: list[str], dev) -> list[list[int]]:
     tok.padding_side = "left"
     seqs = []
     for b in range(0, len(prompts), CFG["GEN_BATCH"]):
-        enc = tok(prompts[b : b + CFG["GEN_BATCH"]], return_tensors="pt", padding=True, truncation=True, max_length=256).to(dev)
+        enc = tok(
+            prompts[b : b + CFG["GEN_BATCH"]],
+            return_tensors="pt",
+            padding=True,
+            truncation=True,
+            max_length=256,
+        ).to(dev)
         with torch.no_grad():
-            out = model.generate(**enc, max_new_tokens=CFG["GEN_TOKENS"], do_sample=False, pad_token_id=tok.pad_token_id)
-        for row, mask in zip(out, enc["attention_mask"]):
+            out = model.generate(
+                **enc,
+                max_new_tokens=CFG["GEN_TOKENS"],
+                do_sample=False,
+                pad_token_id=tok.pad_token_id,
+            )
+        for row, mask in zip(out, enc["attention_mask"], strict=True):
             pad = int((mask == 0).sum())
             ids = row[pad:].tolist()
             while ids and ids[-1] == tok.pad_token_id:
@@ -168,8 +216,8 @@ class Target:
         layers = model.model.layers
         self.ids = capture_layers(len(layers))
         self.buf: dict[int, torch.Tensor] = {}
-        for c in self.ids:  # the input of layer c = what layer c-1's MLP branch adds
-            layers[c - 1].post_feedforward_layernorm.register_forward_hook(
+        for c in self.ids:  # layer c's normed input: SGLang's in-place fused norm leaves that
+            layers[c].input_layernorm.register_forward_hook(
                 lambda _m, _i, out, c=c: self.buf.__setitem__(c, out)
             )
         self.embed = model.get_input_embeddings().weight  # raw rows, no sqrt(H) scale
@@ -195,7 +243,10 @@ def batches(seqs, dev, pad_id, rng):
 
 
 def step_losses(head, target, ids, mask):
-    """Loss and top-1 agreement per chain step; step j at row i predicts the target's argmax at i+j+1."""
+    """Loss and top-1 agreement per chain step.
+
+    Step j at row i predicts the target's argmax at i+j+1.
+    """
     feats, amax = target(ids, mask)
     B, T = ids.shape
     pos = torch.arange(T, device=ids.device).expand(B, T)
@@ -225,26 +276,38 @@ def main() -> None:
     torch.manual_seed(CFG["SEED"])
     repo = Path(__file__).resolve().parents[3]
     corp = corpus_mod.build(repo, CFG["N_CODE"], CFG["N_PROSE"], CFG["N_CHUNKS"], CFG["SEED"])
-    log(f"corpus {corp['sha256'][:12]}: {len(corp['code'])} code, {len(corp['prose'])} prose prompts, {len(corp['chunks'])} chunks")
+    log(
+        f"corpus {corp['sha256'][:12]}: {len(corp['code'])} code, "
+        f"{len(corp['prose'])} prose prompts, {len(corp['chunks'])} chunks"
+    )
     tok = AutoTokenizer.from_pretrained(src)
     if tok.pad_token_id is None:
         tok.pad_token_id = 0
     dtype = torch.bfloat16
-    model = AutoModelForCausalLM.from_pretrained(src, dtype=dtype, attn_implementation="sdpa").to(dev).eval()
+    model = (
+        AutoModelForCausalLM.from_pretrained(src, dtype=dtype, attn_implementation="sdpa")
+        .to(dev)
+        .eval()
+    )
     for p in model.parameters():
         p.requires_grad_(False)
     t_gen = time.time()
     gen = generate(model, tok, corp["code"] + corp["prose"], dev)
     gen_s = time.time() - t_gen
     tok.padding_side = "right"
-    chunks = [tok(c, truncation=True, max_length=CFG["SEQ_LEN"])["input_ids"] for c in corp["chunks"]]
+    chunks = [
+        tok(c, truncation=True, max_length=CFG["SEQ_LEN"])["input_ids"] for c in corp["chunks"]
+    ]
     seqs = [s for s in gen + chunks if len(s) >= 16]
     rng = torch.Generator().manual_seed(CFG["SEED"])
     perm = torch.randperm(len(seqs), generator=rng).tolist()
     held = [seqs[i] for i in perm[: CFG["EVAL_SEQS"]]]
     train = [seqs[i] for i in perm[CFG["EVAL_SEQS"] :]]
     n_tok = sum(len(s) for s in train)
-    log(f"{len(train)} training sequences ({n_tok} tokens), {len(held)} held out; generation {gen_s:.1f}s")
+    log(
+        f"{len(train)} training sequences ({n_tok} tokens), {len(held)} held out; "
+        f"generation {gen_s:.1f}s"
+    )
 
     tc = model.config.get_text_config()
     H, heads, kv = tc.hidden_size, tc.num_attention_heads, tc.num_key_value_heads
@@ -263,18 +326,28 @@ def main() -> None:
             if frac >= 1:
                 done = True
                 break
-            lr = CFG["LR"] * min(1.0, (step + 1) / CFG["WARMUP"]) * 0.5 * (1 + math.cos(math.pi * frac))
+            lr = (
+                CFG["LR"]
+                * min(1.0, (step + 1) / CFG["WARMUP"])
+                * 0.5
+                * (1 + math.cos(math.pi * frac))
+            )
             for g in opt.param_groups:
                 g["lr"] = lr
             with torch.autocast(dev.type, dtype=torch.bfloat16):
                 losses, accs = step_losses(head, target, ids, mask)
-            loss = sum(w * ls for w, ls in zip(weights, losses))
+            loss = sum(w * ls for w, ls in zip(weights, losses, strict=True))
             opt.zero_grad(set_to_none=True)
             loss.backward()
             torch.nn.utils.clip_grad_norm_(head.parameters(), 1.0)
             opt.step()
             if step % 50 == 0:
-                row = {"step": step, "s": round(time.time() - t_train, 1), "loss": round(loss.item(), 4), "acc": [round(a.item(), 4) for a in accs]}
+                row = {
+                    "step": step,
+                    "s": round(time.time() - t_train, 1),
+                    "loss": round(loss.item(), 4),
+                    "acc": [round(a.item(), 4) for a in accs],
+                }
                 curve.append(row)
                 log(json.dumps(row))
             step += 1
@@ -294,35 +367,82 @@ def main() -> None:
 
     t = tc.to_dict()
     cfg = {
-        "architectures": ["LlamaForCausalLMEagle3"], "model_type": "llama", "hidden_size": H,
-        "intermediate_size": tc.intermediate_size, "num_hidden_layers": 1, "num_attention_heads": heads,
-        "num_key_value_heads": kv, "head_dim": hd, "hidden_act": "silu", "rms_norm_eps": 1e-6,
-        "max_position_embeddings": t.get("max_position_embeddings", 32768), "rope_theta": 10000.0,
-        "vocab_size": tc.vocab_size, "draft_vocab_size": None, "tie_word_embeddings": False,
-        "torch_dtype": "bfloat16", "bos_token_id": t.get("bos_token_id", 2), "eos_token_id": t.get("eos_token_id", 1),
+        "architectures": ["LlamaForCausalLMEagle3"],
+        "model_type": "llama",
+        "hidden_size": H,
+        "intermediate_size": tc.intermediate_size,
+        "num_hidden_layers": 1,
+        "num_attention_heads": heads,
+        "num_key_value_heads": kv,
+        "head_dim": hd,
+        "hidden_act": "silu",
+        "rms_norm_eps": 1e-6,
+        "max_position_embeddings": t.get("max_position_embeddings", 32768),
+        "rope_theta": 10000.0,
+        "vocab_size": tc.vocab_size,
+        "draft_vocab_size": None,
+        "tie_word_embeddings": False,
+        "torch_dtype": "bfloat16",
+        "bos_token_id": t.get("bos_token_id", 2),
+        "eos_token_id": t.get("eos_token_id", 1),
         "pad_token_id": t.get("pad_token_id", 0),
-        "_note": "EAGLE3 head trained by scripts/gpu/eagle3/train-eagle3-head.py (train-record.json)",
+        "_note": "EAGLE3 head trained by scripts/gpu/eagle3/train-eagle3-head.py "
+        "(train-record.json)",
     }
     (dst / "config.json").write_text(json.dumps(cfg, indent=1))
     save_file(head.export(), str(dst / "model.safetensors"), metadata={"format": "pt"})
-    for f in ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "generation_config.json"):
+    for f in (
+        "tokenizer.json",
+        "tokenizer_config.json",
+        "special_tokens_map.json",
+        "generation_config.json",
+    ):
         if (src / f).exists():
             shutil.copy(src / f, dst / f)
     blob = (dst / "model.safetensors").read_bytes()
     record = {
-        "head_sha256": hashlib.sha256(blob).hexdigest(), "head_bytes": len(blob),
+        "head_sha256": hashlib.sha256(blob).hexdigest(),
+        "head_bytes": len(blob),
         "head_parameters": sum(p.numel() for p in head.parameters()),
-        "target": str(src), "capture_layers": capture_layers(tc.num_hidden_layers),
-        "corpus": {k: corp[k] for k in ("sha256", "available", "sources", "python")} | {
-            "code_prompts": len(corp["code"]), "prose_prompts": len(corp["prose"]), "chunks": len(corp["chunks"])},
-        "training_sequences": len(train), "training_tokens": n_tok, "held_out_sequences": len(held),
-        "settings": CFG, "generation_s": round(gen_s, 1), "train_s": round(train_s, 1), "steps": step,
-        "epochs_started": epoch, "curve": curve, "held_out_top1_per_step": [round(a, 4) for a in agree],
-        "held_out_chain_acceptance_length": round(chain, 3), "total_s": round(time.time() - t_start, 1),
-        "torch": torch.__version__, "device": torch.cuda.get_device_name() if dev.type == "cuda" else "cpu",
+        "target": str(src),
+        "capture_layers": capture_layers(tc.num_hidden_layers),
+        "corpus": {k: corp[k] for k in ("sha256", "available", "sources", "python")}
+        | {
+            "code_prompts": len(corp["code"]),
+            "prose_prompts": len(corp["prose"]),
+            "chunks": len(corp["chunks"]),
+        },
+        "training_sequences": len(train),
+        "training_tokens": n_tok,
+        "held_out_sequences": len(held),
+        "settings": CFG,
+        "generation_s": round(gen_s, 1),
+        "train_s": round(train_s, 1),
+        "steps": step,
+        "epochs_started": epoch,
+        "curve": curve,
+        "held_out_top1_per_step": [round(a, 4) for a in agree],
+        "held_out_chain_acceptance_length": round(chain, 3),
+        "total_s": round(time.time() - t_start, 1),
+        "torch": torch.__version__,
+        "device": torch.cuda.get_device_name() if dev.type == "cuda" else "cpu",
     }
     (dst / "train-record.json").write_text(json.dumps(record, indent=1))
-    log(json.dumps({k: record[k] for k in ("head_sha256", "head_bytes", "steps", "train_s", "held_out_top1_per_step", "held_out_chain_acceptance_length")}))
+    log(
+        json.dumps(
+            {
+                k: record[k]
+                for k in (
+                    "head_sha256",
+                    "head_bytes",
+                    "steps",
+                    "train_s",
+                    "held_out_top1_per_step",
+                    "held_out_chain_acceptance_length",
+                )
+            }
+        )
+    )
 
 
 if __name__ == "__main__":
