@@ -45,6 +45,8 @@ CLASSES = {
     5: "commands beyond a program name",
     6: "stated causes",
     7: "TensorRT-LLM",
+    8: "lines as pasted",
+    9: "placeholders and aliases",
 }
 GOAL = 0.95
 RULES = load_rules(checklists_dir() / "rules")

@@ -10,6 +10,7 @@ launch command's flags say of speculation.
 from diagnostic.engines.llamacpp.parser import (
     ANCHORS,
     ENGINE,
+    HEAD_ANCHORS,
     SIGNATURES,
     Parser,
 )
@@ -19,6 +20,7 @@ __all__ = [
     "ANCHORS",
     "COMMANDS",
     "ENGINE",
+    "HEAD_ANCHORS",
     "SIGNALS",
     "SIGNATURES",
     "Parser",
