@@ -48,7 +48,8 @@ ANCHORS: tuple[bytes, ...] = (
     b"arning",
     b"sglang",
 )
-HEAD_ANCHORS: tuple[bytes, ...] = (b"--speculative",)  # a pasted command: near the top only
+# Near the top only: a pasted command, an issue's environment bullets (`- SGLang 0.5.17 (venv)`).
+HEAD_ANCHORS: tuple[bytes, ...] = (b"--speculative", b"SGLang ")
 SIGNATURES: tuple[bytes, ...] = (
     b"server_args=ServerArgs(",
     b"sglang",
@@ -100,7 +101,7 @@ _GRAPH_LINE = re.compile(r"(?:cuda|npu) graph", re.IGNORECASE)
 _ELAPSED = re.compile(r"(?:Time elapsed: |elapsed=)(?P<s>[\d.]+) ?s")
 _MEM = re.compile(r"mem usage=(?P<gb>[\d.]+) GB")
 _VERSION = re.compile(
-    r"\bsglang(?:==|:\s*v?|\s+version[:=]?\s*|\s+v|/v?)"
+    r"\bsglang(?:==|:\s*v?|\s+version[:=]?\s*|\s+v?|/v?)"
     r"(?P<v>\d+\.\d+\.\d+(?:\.post\d+|rc\d+|\.dev\d+)?)(?![\w.])",
     re.I,
 )
@@ -137,6 +138,7 @@ class Parser(LogParser):
         self.ranks: dict[str, _Rank] = {}
         self.tally = AcceptanceTally()
         self.disable_cuda_graph: bool | None = None
+        self.capture_failed = False  # `Capture cuda graph failed` (a capture that started, ended)
         self.args_line: Evidence | None = None
         self.ready = False
         self.graph_batches: list[Evidence] = []
@@ -233,6 +235,8 @@ class Parser(LogParser):
         begin = _BEGIN.search(text)
         if begin:
             rank.begun.setdefault(_kind(begin["what"]), ev(line))
+        if "graph failed" in text:
+            self.capture_failed = True
         end = _END.search(text)
         if end:
             kind = _kind(end["what"])
@@ -290,7 +294,7 @@ class Parser(LogParser):
             capture.resolved = "NONE"
             capture.reason = f"SGLang ran on {platform.upper()}: no CUDA graphs exist there"
             return facts
-        results = {r.name: _resolve_rank(r) for r in ranks}
+        results = {r.name: _resolve_rank(r, failed=self.capture_failed) for r in ranks}
         capture.per_worker = {n: res[0] for n, res in results.items()}  # type: ignore[misc]
         modes = set(capture.per_worker.values())
         if len(modes) > 1:
@@ -363,7 +367,7 @@ def _roles(kinds: Iterable[str]) -> str:
     return ", ".join(sorted(_ROLES.get(k, k.replace("-", " ")) for k in kinds))
 
 
-def _resolve_rank(rank: _Rank) -> tuple[str, str, list[Evidence]]:
+def _resolve_rank(rank: _Rank, *, failed: bool) -> tuple[str, str, list[Evidence]]:
     lines = list(rank.begun.values()) + list(rank.ended.values())
     ended = set(rank.ended)
     if ended & set(_DECODING):
@@ -383,10 +387,17 @@ def _resolve_rank(rank: _Rank) -> tuple[str, str, list[Evidence]]:
             lines,
         )
     begun = ", ".join(sorted(rank.begun))
+    if not failed:  # graphs on, capture under way where the paste ends: nothing says it failed
+        return (
+            "CAPTURED",
+            f"capture started ({begun} graphs: they were not disabled) and the text ends "
+            "before 'Capture cuda graph end' with no failure",
+            lines,
+        )
     return (
         "UNKNOWN",
-        f"capture started ({begun} graphs: they were not disabled); the log ends before "
-        "'Capture cuda graph end' (a failed or unfinished capture)",
+        f"capture started ({begun} graphs: they were not disabled) and failed before "
+        "'Capture cuda graph end'",
         lines,
     )
 

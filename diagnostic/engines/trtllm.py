@@ -63,6 +63,14 @@ SIGNALS: tuple[Signal, ...] = (
         "startup",
         re.compile(r"TensorRT[- ]LLM version:?\s*v?(?P<v>\d+\.\d+[\w.+-]*)"),
     ),
+    # An issue form's system info: `- TensorRT-LLM: 1.2.0rc4`.
+    Signal(
+        "TensorRT-LLM:",
+        {"version": "{v}"},
+        "startup",
+        re.compile(r"TensorRT[- ]LLM:\s*v?(?P<v>\d+\.\d+[\w.+-]*)"),
+        weak=True,
+    ),
     Signal(
         "tensorrt_llm==",
         {"version": "{v}"},

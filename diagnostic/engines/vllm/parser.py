@@ -91,6 +91,10 @@ _FINISHED = re.compile(
 # is no evidence of what the engine set.
 _MODE = r"(?:CUDAGraphMode\.)?(?P<{}>FULL_AND_PIECEWISE|FULL_DECODE_ONLY|PIECEWISE|FULL|NONE)\b"
 _SETTING = re.compile("setting cudagraph_mode=" + _MODE.format("to"))
+# vllm-ascend's platform decides the graph mode after the request (FULL runs as FULL_DECODE_ONLY
+# there): `FULL_DECODE_ONLY compilation enabled on NPU. … using only ACL Graph mode`.
+_NPU_MODE = re.compile(_MODE.format("to") + " compilation enabled on NPU")
+_MODE_MARKERS = ("cudagraph", "Cudagraph", "CUDAGraph", "eager", "enabled on NPU")
 _OVERRIDE = re.compile(
     "[Oo]verriding cudagraph_mode (?:from " + _MODE.format("from") + " )?to " + _MODE.format("to")
 )
@@ -182,7 +186,7 @@ class Parser(SettingsReader):
                 self.fallback(line)
         if "Capturing" in line.raw or "capturing" in text:
             self._capture(proc, line)
-        if "cudagraph" in text or "Cudagraph" in text or "CUDAGraph" in text or "eager" in text:
+        if any(m in text for m in _MODE_MARKERS):
             self._modes(proc, line)
         if "Skipping CUDA graph capture" in text:
             proc.eager.append(ev(line))
@@ -236,7 +240,7 @@ class Parser(SettingsReader):
 
     def _modes(self, proc: VWorker, line: Line) -> None:
         text = line.text
-        setting = _SETTING.search(text)
+        setting = _SETTING.search(text) or _NPU_MODE.search(text)
         override = _OVERRIDE.search(text)
         target = setting["to"] if setting else override["to"] if override else None
         if target:
