@@ -222,6 +222,8 @@ class Parser(LogParser):
             )
         spec = self.facts.spec
         algorithm = args.get("speculative_algorithm")
+        if algorithm is None and ("..." in body or "…" in body):
+            return  # the author cut the line: what it left out is not said to be off
         spec.enabled = isinstance(algorithm, str) and algorithm.upper() != "NONE"
         if spec.enabled:
             spec.method = str(algorithm)
@@ -282,6 +284,7 @@ class Parser(LogParser):
         """Resolve capture per rank; return the facts."""
         facts = self.facts
         self.tally.finish(facts)
+        _drafter_hint(facts)
         ranks = [r for r in self.ranks.values() if r.begun or r.ended]
         facts.workers = sorted(r.name for r in self.ranks.values() if r.name != "main") or ["main"]
         capture = facts.capture
@@ -365,6 +368,18 @@ _DECODING = ("target", "target-verify", "target-decode")
 
 def _roles(kinds: Iterable[str]) -> str:
     return ", ".join(sorted(_ROLES.get(k, k.replace("-", " ")) for k in kinds))
+
+
+def _drafter_hint(facts: LogFacts) -> None:
+    """A drafter whose name alone suggests EAGLE-3 under EAGLE: a hint, not a finding."""
+    spec = facts.spec
+    named = spec.method == "EAGLE" and spec.drafter and re.search(r"(?i)eagle-?3", spec.drafter)
+    if named and not facts.drafter_architecture and facts.acceptance_summary is None:
+        facts.notes.append(
+            f"hint: the drafter's name ({spec.drafter}) suggests EAGLE-3 under "
+            "--speculative-algorithm EAGLE; nothing in the log confirms it (no drafter "
+            "architecture line, no acceptance line)"
+        )
 
 
 def _resolve_rank(rank: _Rank, *, failed: bool) -> tuple[str, str, list[Evidence]]:

@@ -118,6 +118,9 @@ SIGNALS: tuple[Signal, ...] = (
         re.compile("num_nextn_predict_layers" + _NUM),
         weak=True,  # an MTP draft length only when max_draft_len is not given
     ),
+    # The PyTorch backend sizes a drafter's KV cache only when a drafter runs (two-model
+    # speculation): `[_torch] Draft KV cache: adjusting max_tokens …`.
+    Signal("[_torch] Draft KV cache", _ON, "startup"),
     # examples/run.py with a draft engine.
     Signal(
         "draft_len:",

@@ -142,6 +142,20 @@ _RECORD = re.compile(
 )
 
 
+# Model-specific MTP names (deepseek_mtp, qwen3_next_mtp, ...) that vLLM 0.10 and later
+# rewrite to `mtp` when it reads the speculative config; 0.9 ran them under their own names.
+_MTP_ALIAS = re.compile(r"^\w+_mtp$")
+_BEFORE_MTP = re.compile(r"^0\.[0-9]\b")
+
+
+def _resolve_alias(facts: LogFacts) -> None:
+    """Report a deprecated method name under the name the engine resolved it to."""
+    method, version = facts.spec.method, facts.version or ""
+    if method and _MTP_ALIAS.match(method) and not _BEFORE_MTP.match(version):
+        facts.spec.method = "mtp"
+        facts.notes.append(f"speculative method {method!r} is vLLM's old name: it runs as 'mtp'")
+
+
 class Parser(SettingsReader):
     """Feed it candidate lines in order; `finish()` returns the facts."""
 
@@ -303,6 +317,7 @@ class Parser(SettingsReader):
         elif self.generation == "V1":
             facts.model_runner = "V1"
         self.decide_platform()
+        _resolve_alias(facts)
         resolve_capture(
             facts,
             workers,
