@@ -112,10 +112,10 @@ def _platform(facts: LogFacts) -> str:
     return str(value) if value else "unknown"
 
 
-def load_cases() -> list[Case]:
+def load_cases(corpus: Path = WILD) -> list[Case]:
     """Every labelled case, read with the shipped rules; a crash is recorded, not raised."""
     cases = []
-    for log in sorted(WILD.glob("*.log")):
+    for log in sorted(corpus.glob("*.log")):
         case = Case(log, json.loads(log.with_name(log.stem + ".expected.json").read_text()))
         try:
             facts = parse_log(log, patterns=PATTERNS)
