@@ -39,6 +39,7 @@ ANCHORS: tuple[bytes, ...] = (
     b"LLM engine",
     b"args: {",
     b"speculative_model=",  # V0 `args: Namespace(…)`; its "_" is a rare byte already scanned
+    b"speculative_config=",  # the offline API's keyword
     b"Model Runner",
     b"SpecDecoding metrics",
     b"metrics: Draft",
@@ -69,6 +70,7 @@ SIGNATURES: tuple[bytes, ...] = (
     b"--speculative-model",
     b"vllm-ascend",
     b"Capturing cudagraphs for decoding",
+    b"from vllm import",  # the offline API: `LLM(model=…, speculative_config={…})`
 )
 
 # Process prefixes, nested under Ray: `(EngineCore_DP0 pid=860) (RayWorkerWrapper pid=3101,
@@ -215,6 +217,8 @@ class Parser(SettingsReader):
             self._requested(line)
         elif "args: Namespace(" in text:
             self._namespace(line)
+        elif "speculative_config=" in text:
+            self._api_config(line)
         if "vLLM" in text:
             self._banner(line)
         if "Model Runner" in text or "model runner" in text:
