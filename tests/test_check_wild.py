@@ -180,6 +180,16 @@ def test_fields_right(cases: list[Case]) -> None:
     assert score >= GOAL, f"{score:.1%} of fields right; misses: {misses}"
 
 
+@pytest.mark.parametrize("engine", ["vllm", "sglang", "llamacpp", "trtllm"])
+def test_every_engine_and_field_is_read(cases: list[Case], engine: str) -> None:
+    """Issue 47: the goal holds per engine and per field, not only over the whole corpus."""
+    group = [c for c in cases if c.expected["engine"] == engine]
+    assert group, f"no {engine} case"
+    right = Counter(k for c in group for k in FIELDS if k not in c.wrong())
+    low = {k: f"{right[k]}/{len(group)}" for k in FIELDS if right[k] < GOAL * len(group)}
+    assert low == {}, {c.log.stem: c.wrong() for c in group if c.wrong()}
+
+
 def test_no_false_finding(cases: list[Case]) -> None:
     """A finding the label does not list is a false finding (a missed one is a miss)."""
     assert {c.log.stem: c.false_findings() for c in cases if c.false_findings()} == {}

@@ -252,3 +252,25 @@ def test_head_anchors_are_looked_for_in_the_head_only() -> None:
     data = b"x platform cpu\n" + b"filler\n" * 20 + b"y platform cuda\nz Capturing\n"
     scanner = LineScanner((b"Capturing",), head_anchors=(b"platform",), head_bytes=16, block=64)
     assert [line.number for line in scanner.scan(data)] == [1, 23]
+
+
+@pytest.mark.parametrize("ending", ["", "\n"])
+def test_a_metrics_line_wrapped_before_its_rates_is_joined(ending: str) -> None:
+    """Issue 47: a terminal cut the SpecDecoding line (mid-word or before its rates); the
+    record is read whole, with or without a newline at the end of the paste."""
+    for cut in ("Per-position acceptance rate:\n 0.604", "Per-position accept\nance rate: 0.604"):
+        text = (
+            "(APIServer pid=1) INFO 05-06 06:21:40 [metrics.py:100] SpecDecoding metrics: "
+            "Mean acceptance length: 2.01, Accepted: 200 tokens, Drafted: 600 tokens, "
+            f"{cut}, 0.300, 0.100, Avg Draft acceptance rate: 33.3%{ending}"
+        )
+        facts = parse_log(text.encode())
+        assert facts.spec.num_draft_tokens == 3
+        assert [a.line for a in facts.acceptance] == [1]  # numbered where the record starts
+
+
+def test_a_llamacpp_acceptance_line_wrapped_inside_its_counts_is_joined() -> None:
+    text = "draft acceptance rate = 0.70312 (   90 accepted /\n  128 generated)\n"
+    summary = parse_log(text.encode()).acceptance_summary
+    assert summary is not None
+    assert (summary.accepted_tokens, summary.drafted_tokens) == (90, 128)

@@ -310,7 +310,7 @@ class LineScanner:
             line = self._decode(buf[start:stop], self.lines + idx + 1)
             mode = _join_mode(line.text, self.wants_more)
             if mode is not None:
-                more = self._continuation(buf, newlines, idx, end, mode=mode)
+                more = self._continuation(buf, newlines, idx, end, mode=mode, final=final)
                 if more is None and not final and len(buf) < 4 * self.max_line:
                     self.lines += idx  # wait for the next block: the wrap goes past this one
                     return start
@@ -347,9 +347,10 @@ class LineScanner:
         return line
 
     def _continuation(
-        self, buf: bytes, newlines: np.ndarray, idx: int, end: int, *, mode: str
+        self, buf: bytes, newlines: np.ndarray, idx: int, end: int, *, mode: str, final: bool
     ) -> list[Line] | None:
-        """Following physical lines that continue line idx; None when the block ends first.
+        """Following physical lines that continue line idx; None when the block ends first
+        (the source goes on: the next block may continue it).
 
         `mode`: "shell" (a command whose lines end in a continuation mark, continued while each
         does), "items" (argument items: YAML list items or flags, one per line), "answer" (the
@@ -359,12 +360,17 @@ class LineScanner:
         for j in range(idx + 1, min(idx + 1 + MAX_CONTINUATION, len(newlines) + 1)):
             start = int(newlines[j - 1]) + 1
             if j >= len(newlines):
-                if mode != "engine" and start < end:  # the buffer's last line, no newline
+                if start < end:  # the buffer's last line, no newline
                     last = self._decode(buf[start:end], self.lines + j + 1)
-                    if mode == "shell" or _item(last.text) is not None or _ANSWER.match(last.text):
+                    if mode == "engine":
+                        keep = self.continues(last.text)  # type: ignore[misc]
+                    else:
+                        keep = mode == "shell" or _item(last.text) is not None
+                        keep = keep or _ANSWER.match(last.text) is not None
+                    if keep:
                         out.append(last)
                     return out
-                return out if start >= end else None
+                return out if final else None
             nxt = self._decode(buf[start : int(newlines[j])], self.lines + j + 1)
             if mode == "answer":
                 return [nxt] if _ANSWER.match(nxt.text) else []

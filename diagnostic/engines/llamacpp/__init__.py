@@ -13,6 +13,8 @@ from diagnostic.engines.llamacpp.parser import (
     HEAD_ANCHORS,
     SIGNATURES,
     Parser,
+    continues,
+    wants_more,
 )
 from diagnostic.engines.llamacpp.signals import COMMANDS, SIGNALS
 
@@ -24,4 +26,6 @@ __all__ = [
     "SIGNALS",
     "SIGNATURES",
     "Parser",
+    "continues",
+    "wants_more",
 ]

@@ -117,6 +117,22 @@ _UNDERSTOOD = re.compile(
 _WARN = re.compile(r"^\d+\.\d+\.\d+\.\d+ W |^\s*(?:WARN|warning)\b|\bwarning:")
 
 
+# A draft acceptance line cut before its counts close, and the physical lines that carry them on
+# (numbers, not a new record: records start with a time `0.31.295.972 I` or a name).
+_TIME = re.compile(r"^\d+\.\d+\.\d+\.\d+ ")
+_NUMBERS = re.compile(r"^\s*[\d./()]")
+
+
+def wants_more(text: str) -> bool:
+    """A draft acceptance line a terminal wrapped inside its `(N accepted / M generated)`."""
+    return "draft acceptance" in text and "(" in text and not text.rstrip().endswith(")")
+
+
+def continues(text: str) -> bool:
+    """A physical line that carries numbers on, not a new record."""
+    return bool(_NUMBERS.match(text)) and not _TIME.match(text)
+
+
 class Parser(LogParser):
     """Feed it candidate lines in order; `finish()` returns the facts."""
 

@@ -121,7 +121,8 @@ _OWN_MESSAGE = re.compile(
 
 def wants_more(text: str) -> bool:
     """A record the log or a terminal wrapped: a settings line whose brackets are still open,
-    a downgrade warning cut before its target, a capture line cut before its numbers."""
+    a downgrade warning cut before its target, a capture or metrics line cut before its
+    numbers."""
     for marker in ("with config: ", "non-default args: ", "args: Namespace("):
         at = text.find(marker)
         if at != -1:
@@ -130,6 +131,9 @@ def wants_more(text: str) -> bool:
         return "WARNING" in text[:80]  # cut inside the first mode name
     if "is not supported with" in text and "cudagraph_mode=" not in text:
         return True
+    if "SpecDecoding metrics" in text:  # every form ends with a rate: a number or a percentage
+        end = text.rstrip()
+        return not (end.endswith("%") or end[-1:].isdigit())
     return text.endswith("Graph capturing finished")
 
 

@@ -131,7 +131,11 @@ class SettingsReader(LogParser):
         """The offline API's keyword: `LLM(…, speculative_config={"method": "ngram", …})`."""
         text = line.text
         at = text.find("{", text.index("speculative_config="))
-        sc = _kv.literal_prefix(text[at:]) if at != -1 else None
+        if at == -1:
+            return
+        closes = [i for i in range(len(text) - 1, at, -1) if text[i] == "}"]
+        found = (_kv.literal(text[at : i + 1]) for i in closes)  # the dict, then the call's `)`
+        sc = next((v for v in found if isinstance(v, dict)), None) or _kv.literal_prefix(text[at:])
         if isinstance(sc, dict) and sc:
             self._speculative(sc, line)
 
