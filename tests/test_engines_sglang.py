@@ -127,3 +127,21 @@ def test_graphs_off_flags_of_a_launch_command(flags: str) -> None:
     )
     assert facts.capture.configured == "NONE"
     assert facts.spec.method == "NGRAM"
+
+
+def test_a_lone_named_capture_begin_is_sglang_and_captured() -> None:
+    """Issue 47: 0.5.x names the graph; the line alone is SGLang, capture under way."""
+    line = (
+        "[2026-01-01 00:00:05 TP0] Capture target decode cuda graph begin. "
+        "This can take up to several minutes. avail mem=20.1 GB"
+    )
+    facts = parse_log([line])
+    assert (facts.engine, facts.capture.resolved) == ("sglang", "CAPTURED")
+
+
+def test_pip_list_rows_give_versions() -> None:
+    assert parse_log(["Package  Version", "sglang   0.5.4.post1"], engine="sglang").version == (
+        "0.5.4.post1"
+    )
+    vllm = parse_log(["Package    Version", "vllm       0.21.0", "vllm serve m"])
+    assert (vllm.engine, vllm.version) == ("vllm", "0.21.0")

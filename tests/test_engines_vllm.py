@@ -226,3 +226,9 @@ def test_offline_api_speculative_config() -> None:
         ]
     )
     assert (facts.engine, facts.spec.method, facts.spec.num_draft_tokens) == ("vllm", "ngram", 5)
+
+
+def test_a_lone_capture_finished_line_without_a_process_is_vllm() -> None:
+    line = "INFO 08-21 10:00:00 [model_runner.py:1535] Graph capturing finished in 12 secs"
+    facts = parse_log([line])
+    assert (facts.engine, facts.capture.resolved) == ("vllm", "CAPTURED")

@@ -39,6 +39,7 @@ ANCHORS: tuple[bytes, ...] = (
     b"server_args=",
     b"uda graph",
     b"UDA graph",
+    b"graph begin",
     b"npu graph",
     b"Decode batch",
     b"accept len",
@@ -56,6 +57,7 @@ SIGNATURES: tuple[bytes, ...] = (
     b"Decode batch",
     b"Prefill batch",
     b"Capture cuda graph",
+    b" graph begin. This can take",  # 0.5.x names the graph: `Capture target decode cuda graph`
     b"fired up and ready to roll",
     b"Load weight begin",
     b"--speculative-algorithm",

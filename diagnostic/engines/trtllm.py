@@ -71,6 +71,13 @@ SIGNALS: tuple[Signal, ...] = (
         re.compile(r"TensorRT[- ]LLM:\s*v?(?P<v>\d+\.\d+[\w.+-]*)"),
         weak=True,
     ),
+    Signal(  # `pip list`'s row
+        "tensorrt",
+        {"version": "{v}"},
+        "startup",
+        re.compile(r"^tensorrt[-_]llm\s{2,}(?P<v>\d+\.\d+[\w.+-]*)\s*$"),
+        weak=True,
+    ),
     Signal(
         "tensorrt_llm==",
         {"version": "{v}"},

@@ -49,7 +49,12 @@ ANCHORS: tuple[bytes, ...] = (
     b"spec_decode_num_accepted_tokens_per_pos",
 )
 # Start-up and paste lines: looked for near the top of a log only.
-HEAD_ANCHORS: tuple[bytes, ...] = (b"piecewise_backend", *(h.encode() for h in FLAG_HINTS))
+HEAD_ANCHORS: tuple[bytes, ...] = (
+    b"piecewise_backend",
+    b"vllm  ",  # `pip list`: the name padded to the version's column
+    *(h.encode() for h in FLAG_HINTS),
+)
+_PIP_LIST = re.compile(r"^vllm\s{2,}(?P<v>\d+\.\d+\.\d+[\w.+-]*)\s*$")
 SIGNATURES: tuple[bytes, ...] = (
     b"vLLM",
     b"LLM engine",
@@ -71,6 +76,7 @@ SIGNATURES: tuple[bytes, ...] = (
     b"vllm-ascend",
     b"Capturing cudagraphs for decoding",
     b"from vllm import",  # the offline API: `LLM(model=…, speculative_config={…})`
+    b"] Graph capturing finished",  # quoted alone, without a process prefix
 )
 
 # Process prefixes, nested under Ray: `(EngineCore_DP0 pid=860) (RayWorkerWrapper pid=3101,
@@ -173,6 +179,7 @@ class Parser(SettingsReader):
         self.metrics = Metrics(facts)
         self.ready = False
         self.ray_folded = 0  # lines Ray's log dedup folded into one (other workers' copies)
+        self.pip_version: str | None = None  # `pip list`'s row: when nothing better says it
 
     # -- lines -------------------------------------------------------------------------
     def feed(self, line: Line) -> None:
@@ -225,6 +232,8 @@ class Parser(SettingsReader):
             self._api_config(line)
         if "vLLM" in text:
             self._banner(line)
+        elif text.startswith("vllm  ") and (pip := _PIP_LIST.match(text)):
+            self.pip_version = self.pip_version or pip["v"]
         if "Model Runner" in text or "model runner" in text:
             self._runner(proc, line)
         if "backend" in text and self.facts.attention_backend is None:
@@ -325,6 +334,7 @@ class Parser(SettingsReader):
         elif self.generation == "V1":
             facts.model_runner = "V1"
         self.decide_platform()
+        facts.version = facts.version or self.pip_version
         _resolve_alias(facts)
         resolve_capture(
             facts,
