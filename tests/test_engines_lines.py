@@ -274,3 +274,17 @@ def test_a_llamacpp_acceptance_line_wrapped_inside_its_counts_is_joined() -> Non
     summary = parse_log(text.encode()).acceptance_summary
     assert summary is not None
     assert (summary.accepted_tokens, summary.drafted_tokens) == (90, 128)
+
+
+def test_a_warning_wrapped_between_words_keeps_its_meaning() -> None:
+    """Issue 47: an issue form re-flowed the downgrade warning over three lines at spaces; the
+    joined record loses those spaces, and the phrases vLLM's parser reads get them back."""
+    text = (
+        "(EngineCore_DP0 pid=3) WARNING 07-23 10:02:11 [compilation.py:1188] "
+        "CUDAGraphMode.FULL_AND_PIECEWISE is not\n"
+        "supported with spec-decode for attention backend FlashInferBackend; setting\n"
+        "cudagraph_mode=PIECEWISE\n"
+    )
+    facts = parse_log(text.encode())
+    assert (facts.spec.enabled, facts.capture.resolved) == (True, "PIECEWISE")
+    assert facts.capture.evidence[0].line == 1

@@ -98,7 +98,8 @@ _FINISHED = re.compile(
 # Only a whole mode name counts: a line cut mid-word ("cudagraph_mode=P", a pasted excerpt)
 # is no evidence of what the engine set.
 _MODE = r"(?:CUDAGraphMode\.)?(?P<{}>FULL_AND_PIECEWISE|FULL_DECODE_ONLY|PIECEWISE|FULL|NONE)\b"
-_SETTING = re.compile("setting cudagraph_mode=" + _MODE.format("to"))
+# `setting cudagraph_mode=X` (backend support), `Setting cudagraph_mode to X.` (compile config)
+_SETTING = re.compile("[Ss]etting cudagraph_mode(?:=| to )" + _MODE.format("to"))
 # vllm-ascend's platform decides the graph mode after the request (FULL runs as FULL_DECODE_ONLY
 # there): `FULL_DECODE_ONLY compilation enabled on NPU. … using only ACL Graph mode`.
 _NPU_MODE = re.compile(_MODE.format("to") + " compilation enabled on NPU")
@@ -168,6 +169,27 @@ def _resolve_alias(facts: LogFacts) -> None:
         facts.notes.append(f"speculative method {method!r} is vLLM's old name: it runs as 'mtp'")
 
 
+# Phrases of vLLM's warnings and capture lines that a wrap between words can squash when the
+# wrapped record is joined (`is not` + `supported` -> `is notsupported`): their spaces restored.
+_PHRASES = tuple(
+    (re.compile(r"\s*".join(re.escape(w) for w in phrase.split())), phrase)
+    for phrase in (
+        "is not supported with",
+        "with spec-decode for attention backend",
+        "setting cudagraph_mode=",
+        "Setting cudagraph_mode to",
+        "Overriding cudagraph_mode",
+        "Graph capturing finished in",
+    )
+)
+
+
+def _mend(text: str) -> str:
+    for squashed, phrase in _PHRASES:
+        text = squashed.sub(phrase, text)
+    return text
+
+
 class Parser(SettingsReader):
     """Feed it candidate lines in order; `finish()` returns the facts."""
 
@@ -184,6 +206,8 @@ class Parser(SettingsReader):
     # -- lines -------------------------------------------------------------------------
     def feed(self, line: Line) -> None:
         """Read one candidate line (several records when processes wrote into one line)."""
+        if "WARNING" in line.text[:80] or "apturing" in line.text:
+            line.text = _mend(line.text)
         if line.raw.count(" pid=") > 1:
             for part in _EMBEDDED_PROC.split(line.raw):
                 if part.strip():
