@@ -84,7 +84,7 @@ _BUILD = re.compile(
     r"|\(build (?P<n3>\d+), commit (?P<h3>[0-9a-f]+)\)"
     r"|build_info[\"']?\s*[:=]\s*[\"']?b(?P<n4>\d+)-(?P<h4>[0-9a-zA-Z]+)"
 )
-# Builds are numbered from 1 up: four or five digits since 2023.
+# Builds are numbered from 1 up: four or five digits since 2023 (not a CUDA line's `version 12040`).
 _PROSE_BUILD = re.compile(
     r"(?<![\w.-])b(?P<n>\d{4,5})(?:-(?P<h>[0-9a-f]{7,12}))?(?![\w.])"
     r"|\bversion:?\s+(?P<n2>\d{4,5})(?![\w.])"
@@ -184,7 +184,8 @@ class Parser(LogParser):
                 num = b["num"] or b["n2"] or b["n3"] or b["n4"]
                 self.facts.version = f"b{num}-{b['hash'] or b['h2'] or b['h3'] or b['h4']}"
         if self.prose_build is None and (p := _PROSE_BUILD.search(text)):
-            self.prose_build = f"b{p['n'] or p['n2']}" + (f"-{p['h']}" if p["h"] else "")
+            if p["n"] or "CUDA" not in text:
+                self.prose_build = f"b{p['n'] or p['n2']}" + (f"-{p['h']}" if p["h"] else "")
         if self.facts.model is None:
             m = _MODEL.search(text)
             if m:
