@@ -183,9 +183,9 @@ class Parser(LogParser):
             if b:
                 num = b["num"] or b["n2"] or b["n3"] or b["n4"]
                 self.facts.version = f"b{num}-{b['hash'] or b['h2'] or b['h3'] or b['h4']}"
-        if self.prose_build is None and (p := _PROSE_BUILD.search(text)):
-            if p["n"] or "CUDA" not in text:
-                self.prose_build = f"b{p['n'] or p['n2']}" + (f"-{p['h']}" if p["h"] else "")
+        p = _PROSE_BUILD.search(text) if self.prose_build is None else None
+        if p and (p["n"] or "CUDA" not in text):
+            self.prose_build = f"b{p['n'] or p['n2']}" + (f"-{p['h']}" if p["h"] else "")
         if self.facts.model is None:
             m = _MODEL.search(text)
             if m:
