@@ -53,8 +53,12 @@ ANCHORS: tuple[bytes, ...] = (
     b"router server",
 )
 # A build as people write it in prose, read only where a log's start-up or a paste is (the head):
-# ` b10549-7a61c02f1`, a bare ` b9947`, `version 9438`. No signature: they name no engine.
-HEAD_ANCHORS: tuple[bytes, ...] = (*(b" b%d" % d for d in range(1, 10)), b"version ")
+# ` b10549-7a61c02f1`, a bare ` b9947` (or in backticks), `version 9438`. No signature: they
+# name no engine.
+HEAD_ANCHORS: tuple[bytes, ...] = (
+    *(b"%sb%d" % (before, d) for before in (b" ", b"`", b"(") for d in range(1, 10)),
+    b"version ",
+)
 SIGNATURES: tuple[bytes, ...] = (
     b"llama_server",
     b"llama-server",
