@@ -98,3 +98,17 @@ def test_a_version_query_is_no_launch() -> None:
     facts = parse_log(["$ ./llama-server --version", "version: b9812 (0c3e5a1f2)"])
     assert facts.version == "b9812-0c3e5a1f2"
     assert facts.spec.enabled is None  # the query started no server: speculation not said off
+
+
+def test_a_vision_tower_on_the_cpu_is_not_the_text_model() -> None:
+    """Issue 47: the mmproj's `CLIP using CPU backend` and its `offloaded 0/N layers` say where
+    the vision tower runs; the text model offloaded to the GPU keeps its CUDA reading."""
+    lines = [
+        "llama-server -m vl-7b.gguf --mmproj mmproj-f16.gguf -md d.gguf --draft-max 8 -ngl 99",
+        "load_tensors: offloaded 29/29 layers to GPU",
+        "clip_ctx: CLIP using CPU backend",
+        "load_tensors: offloaded 0/33 layers to GPU",
+    ]
+    facts = parse_log(lines)
+    assert facts.platform != "cpu"
+    assert facts.capture.resolved == "UNKNOWN"  # a GPU at default verbosity, not NONE

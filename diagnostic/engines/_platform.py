@@ -74,11 +74,13 @@ SIGNS: tuple[Sign, ...] = (
         r"|llama\.cpp:\w+-cuda|llama-b\d+-bin-\w+-cuda"
         r"|\s--gpus[ =]",  # docker's --gpus: NVIDIA's container toolkit
     ),
-    # CPU named: vLLM's CPU platform and worker, a CPU device option.
+    # CPU named: vLLM's CPU platform and worker, a CPU device option (not llama.cpp's vision
+    # tower, `CLIP using CPU backend`, which says nothing of the text model).
     _sign(
         "cpu",
         r"detected platform cpu|device_config=cpu|device type=cpu|\[cpu_worker\.py:"
-        r"|\[cpu_model_runner\.py:|VLLM_CPU_|CPU backend|\bOMP tid:|device=['\"]cpu\b"
+        r"|\[cpu_model_runner\.py:|VLLM_CPU_|(?<!CLIP using )CPU backend|\bOMP tid:"
+        r"|device=['\"]cpu\b"
         r"|--device[ =]cpu\b",
     ),
     # Implied: graphs named CUDA, and CUDA-graph capture lines, are printed on NVIDIA GPUs
