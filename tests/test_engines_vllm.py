@@ -232,3 +232,9 @@ def test_a_lone_capture_finished_line_without_a_process_is_vllm() -> None:
     line = "INFO 08-21 10:00:00 [model_runner.py:1535] Graph capturing finished in 12 secs"
     facts = parse_log([line])
     assert (facts.engine, facts.capture.resolved) == ("vllm", "CAPTURED")
+
+
+def test_graph_capturing_finished_without_any_prefix_is_recognised() -> None:
+    """Issue 47: the bare line alone was 'nothing recognised' (exit 2)."""
+    facts = parse_log(["Graph capturing finished in 5 secs, took 0.2 GiB"])
+    assert (facts.engine, facts.capture.resolved) == ("vllm", "CAPTURED")

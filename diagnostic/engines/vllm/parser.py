@@ -76,7 +76,7 @@ SIGNATURES: tuple[bytes, ...] = (
     b"vllm-ascend",
     b"Capturing cudagraphs for decoding",
     b"from vllm import",  # the offline API: `LLM(model=…, speculative_config={…})`
-    b"] Graph capturing finished",  # quoted alone, without a process prefix
+    b"Graph capturing finished",  # quoted alone, even without its logging prefix
 )
 
 # Process prefixes, nested under Ray: `(EngineCore_DP0 pid=860) (RayWorkerWrapper pid=3101,
