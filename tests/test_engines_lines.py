@@ -288,3 +288,36 @@ def test_a_warning_wrapped_between_words_keeps_its_meaning() -> None:
     facts = parse_log(text.encode())
     assert (facts.spec.enabled, facts.capture.resolved) == (True, "PIECEWISE")
     assert facts.capture.evidence[0].line == 1
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # the flag's JSON value put on the next line
+        "vllm serve m --speculative-config\n"
+        '\'{"method": "eagle3", "num_speculative_tokens": 3}\'\n',
+        # a form re-flowed the JSON at a space
+        'vllm serve m --speculative-config \'{"method": "eagle3",\n"num_speculative_tokens": 3}\'',
+        # a terminal cut it inside a word
+        'vllm serve m --speculative-config \'{"method": "eagle3", '
+        '"num_specul\native_tokens": 3}\'\n',
+    ],
+)
+def test_a_command_whose_quoted_value_was_wrapped_is_read_whole(text: str) -> None:
+    """Issue 47: a wrap inside or before a command's quoted JSON used to make the command say
+    speculation was off (or nothing)."""
+    facts = parse_log(text.encode())
+    assert (facts.spec.enabled, facts.spec.method, facts.spec.num_draft_tokens) == (
+        True,
+        "eagle3",
+        3,
+    )
+
+
+def test_a_quote_that_never_closes_joins_nothing() -> None:
+    records = "".join(f"(APIServer pid=1) INFO 01-01 00:00:0{i} [x.py:1] r{i}\n" for i in range(10))
+    facts = parse_log(
+        ('vllm serve m --speculative-config \'{"method": "ngram",\n' + records).encode()
+    )
+    assert facts.lines == 11
+    assert facts.spec.method is None  # the config is cut: nothing said about it
