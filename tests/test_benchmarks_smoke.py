@@ -219,3 +219,11 @@ def test_family_coverage_runs_small(capsys: pytest.CaptureFixture[str]) -> None:
     coverage.main(["--families", "2", "--arms", "3", "--blocks", "3"])
     rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| ")][1:]
     assert [r.split(" | ")[0].removeprefix("| ") for r in rows] == list(coverage.CONDITIONS)
+
+
+def test_logscan_wild_prints_every_engine(capsys: pytest.CaptureFixture[str]) -> None:
+    wild = load_benchmark("logscan_wild")
+    assert wild.main(["--about", "Third round"]) == 0
+    out = capsys.readouterr().out
+    rows = [line.split(" | ")[0].removeprefix("| ") for line in out.splitlines()]
+    assert {"vllm", "sglang", "llamacpp", "trtllm", "**all**"} <= set(rows)

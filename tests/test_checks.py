@@ -251,3 +251,49 @@ def test_eagle3_rule_needs_drafter_evidence() -> None:
     found = _check(WILD / "6-sglang-eagle-accept-one-no-drafter-evidence.log")
     assert "sglang-eagle-with-eagle3-drafter" not in found
     assert "acceptance-near-one" in found
+
+
+_DECODE = (
+    "[2026-06-16 08:40:02 TP0] Decode batch, #running-req: 2, #token: 3300, token usage: 0.02, "
+    "accept len: 2.71, accept rate: 0.68, cuda graph: False, gen throughput (token/s): 71.40, "
+    "#queue-req: 0,"
+)
+
+
+@pytest.mark.parametrize(
+    ("command", "blamed", "not_blamed"),
+    [
+        (
+            "python -m sglang.launch_server --model-path m --disable-cuda-graph",
+            "--disable-cuda-graph",
+            "captured sizes",
+        ),
+        (
+            "python -m sglang.launch_server --model-path m --cuda-graph-max-bs 8",
+            "captured sizes",
+            "--disable-cuda-graph",
+        ),
+    ],
+)
+def test_decode_without_graphs_blames_what_the_settings_show(
+    command: str, blamed: str, not_blamed: str
+) -> None:
+    """Issue 47: with --disable-cuda-graph in the command, the flag is the cause, not the batch."""
+    findings, _ = apply_rules(RULES, [parse_log([command, _DECODE])])
+    (decode,) = [f for f in findings if f.rule == "decode-without-cuda-graph"]
+    assert blamed in decode.message + decode.advice
+    assert not_blamed not in decode.message
+
+
+def test_an_eagle3_drafter_name_alone_is_a_hint_not_a_finding() -> None:
+    command = (
+        "python -m sglang.launch_server --model-path m --speculative-algorithm EAGLE "
+        "--speculative-draft-model-path /d/Qwen3-32B-Eagle3 --speculative-num-draft-tokens 2"
+    )
+    facts = parse_log([command])
+    findings, _ = apply_rules(RULES, [facts])
+    assert "sglang-eagle-with-eagle3-drafter" not in {f.rule for f in findings}
+    assert any("nothing in the log confirms it" in n for n in facts.notes)
+    accept = _DECODE.replace("accept len: 2.71", "accept len: 1.01").replace("False", "True")
+    confirmed, _ = apply_rules(RULES, [parse_log([command, accept, accept])])
+    assert "sglang-eagle-with-eagle3-drafter" in {f.rule for f in confirmed}

@@ -252,3 +252,72 @@ def test_head_anchors_are_looked_for_in_the_head_only() -> None:
     data = b"x platform cpu\n" + b"filler\n" * 20 + b"y platform cuda\nz Capturing\n"
     scanner = LineScanner((b"Capturing",), head_anchors=(b"platform",), head_bytes=16, block=64)
     assert [line.number for line in scanner.scan(data)] == [1, 23]
+
+
+@pytest.mark.parametrize("ending", ["", "\n"])
+def test_a_metrics_line_wrapped_before_its_rates_is_joined(ending: str) -> None:
+    """Issue 47: a terminal cut the SpecDecoding line (mid-word or before its rates); the
+    record is read whole, with or without a newline at the end of the paste."""
+    for cut in ("Per-position acceptance rate:\n 0.604", "Per-position accept\nance rate: 0.604"):
+        text = (
+            "(APIServer pid=1) INFO 05-06 06:21:40 [metrics.py:100] SpecDecoding metrics: "
+            "Mean acceptance length: 2.01, Accepted: 200 tokens, Drafted: 600 tokens, "
+            f"{cut}, 0.300, 0.100, Avg Draft acceptance rate: 33.3%{ending}"
+        )
+        facts = parse_log(text.encode())
+        assert facts.spec.num_draft_tokens == 3
+        assert [a.line for a in facts.acceptance] == [1]  # numbered where the record starts
+
+
+def test_a_llamacpp_acceptance_line_wrapped_inside_its_counts_is_joined() -> None:
+    text = "draft acceptance rate = 0.70312 (   90 accepted /\n  128 generated)\n"
+    summary = parse_log(text.encode()).acceptance_summary
+    assert summary is not None
+    assert (summary.accepted_tokens, summary.drafted_tokens) == (90, 128)
+
+
+def test_a_warning_wrapped_between_words_keeps_its_meaning() -> None:
+    """Issue 47: an issue form re-flowed the downgrade warning over three lines at spaces; the
+    joined record loses those spaces, and the phrases vLLM's parser reads get them back."""
+    text = (
+        "(EngineCore_DP0 pid=3) WARNING 07-23 10:02:11 [compilation.py:1188] "
+        "CUDAGraphMode.FULL_AND_PIECEWISE is not\n"
+        "supported with spec-decode for attention backend FlashInferBackend; setting\n"
+        "cudagraph_mode=PIECEWISE\n"
+    )
+    facts = parse_log(text.encode())
+    assert (facts.spec.enabled, facts.capture.resolved) == (True, "PIECEWISE")
+    assert facts.capture.evidence[0].line == 1
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # the flag's JSON value put on the next line
+        "vllm serve m --speculative-config\n"
+        '\'{"method": "eagle3", "num_speculative_tokens": 3}\'\n',
+        # a form re-flowed the JSON at a space
+        'vllm serve m --speculative-config \'{"method": "eagle3",\n"num_speculative_tokens": 3}\'',
+        # a terminal cut it inside a word
+        'vllm serve m --speculative-config \'{"method": "eagle3", '
+        '"num_specul\native_tokens": 3}\'\n',
+    ],
+)
+def test_a_command_whose_quoted_value_was_wrapped_is_read_whole(text: str) -> None:
+    """Issue 47: a wrap inside or before a command's quoted JSON used to make the command say
+    speculation was off (or nothing)."""
+    facts = parse_log(text.encode())
+    assert (facts.spec.enabled, facts.spec.method, facts.spec.num_draft_tokens) == (
+        True,
+        "eagle3",
+        3,
+    )
+
+
+def test_a_quote_that_never_closes_joins_nothing() -> None:
+    records = "".join(f"(APIServer pid=1) INFO 01-01 00:00:0{i} [x.py:1] r{i}\n" for i in range(10))
+    facts = parse_log(
+        ('vllm serve m --speculative-config \'{"method": "ngram",\n' + records).encode()
+    )
+    assert facts.lines == 11
+    assert facts.spec.method is None  # the config is cut: nothing said about it

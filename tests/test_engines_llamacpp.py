@@ -48,3 +48,67 @@ def test_2026_per_position_line_belongs_to_its_request() -> None:
     sample = facts.acceptance[0]
     assert (sample.mean_acceptance_length, sample.per_position) == (2.0, [0.75, 0.25])
     assert facts.spec.num_draft_tokens == 2
+
+
+@pytest.mark.parametrize(
+    ("text", "version"),
+    [
+        ("Tested on b10549-7a61c02f1 (Vulkan build).", "b10549-7a61c02f1"),
+        ("Running b9947 on the 3090 box:", "b9947"),
+        ("llama.cpp version 9438, CPU only build.", "b9438"),
+        ("version: b10068 (571d0d54)", "b10068-571d0d54"),
+    ],
+)
+def test_builds_as_people_write_them(text: str, version: str) -> None:
+    """Issue 47: the build named in prose, in the forms llama.cpp users write it."""
+    command = "llama-server -m m.gguf -ngl 99"
+    assert parse_log([text, command], engine="llamacpp").version == version
+
+
+def test_a_build_line_wins_over_prose() -> None:
+    lines = [
+        "Updated today, now on version 4640.",
+        'INFO [ main] build info | tid="1" timestamp=1 build=4640 commit="d47f484d"',
+    ]
+    assert parse_log(lines, engine="llamacpp").version == "b4640-d47f484d"
+
+
+def test_spec_type_parameters_give_method_and_draft_max() -> None:
+    facts = parse_log(["llama-server -m m.gguf --spec-type mtp:n_min=0,n_max=16,p_min=0.75"])
+    assert (facts.spec.enabled, facts.spec.method, facts.spec.num_draft_tokens) == (True, "mtp", 16)
+
+
+def test_ngram_mod_occupancy_means_speculation() -> None:
+    facts = parse_log(
+        [
+            "slot launch_slot_: id  3 | task 0 | processing task",
+            "begin: ngram_mod occupancy = 1/4 (0.00)",
+        ]
+    )
+    assert (facts.spec.enabled, facts.spec.method) == (True, "ngram_mod")
+
+
+def test_a_placeholder_keeps_the_command_and_names_no_platform() -> None:
+    facts = parse_log(["llama-server -m m.gguf -md d.gguf --device <ROCm0|Vulkan0> --draft-max 8"])
+    assert (facts.spec.method, facts.spec.num_draft_tokens) == ("draft", 8)
+    assert facts.platform == "unknown"
+
+
+def test_a_version_query_is_no_launch() -> None:
+    facts = parse_log(["$ ./llama-server --version", "version: b9812 (0c3e5a1f2)"])
+    assert facts.version == "b9812-0c3e5a1f2"
+    assert facts.spec.enabled is None  # the query started no server: speculation not said off
+
+
+def test_a_vision_tower_on_the_cpu_is_not_the_text_model() -> None:
+    """Issue 47: the mmproj's `CLIP using CPU backend` and its `offloaded 0/N layers` say where
+    the vision tower runs; the text model offloaded to the GPU keeps its CUDA reading."""
+    lines = [
+        "llama-server -m vl-7b.gguf --mmproj mmproj-f16.gguf -md d.gguf --draft-max 8 -ngl 99",
+        "load_tensors: offloaded 29/29 layers to GPU",
+        "clip_ctx: CLIP using CPU backend",
+        "load_tensors: offloaded 0/33 layers to GPU",
+    ]
+    facts = parse_log(lines)
+    assert facts.platform != "cpu"
+    assert facts.capture.resolved == "UNKNOWN"  # a GPU at default verbosity, not NONE

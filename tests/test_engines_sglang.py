@@ -32,15 +32,29 @@ def test_spec_off_when_algorithm_is_none() -> None:
     assert "without any 'Capture cuda graph' line" in facts.capture.reason
 
 
-def test_capture_begun_never_ended_is_unknown() -> None:
+def test_capture_begun_where_the_text_ends_is_captured() -> None:
+    """Graphs were on and capture under way; nothing in the text says it failed."""
     facts = parse_log(
         [
             ARGS.format(alg="'EAGLE3'"),
             "[2025-01-01 00:00:05 TP0] Capture cuda graph begin. This can take up to minutes.",
         ]
     )
+    assert facts.capture.resolved == "CAPTURED"
+    assert facts.capture.per_worker == {"TP0": "CAPTURED"}
+    assert "no failure" in facts.capture.reason
+
+
+def test_capture_begun_then_failed_is_unknown() -> None:
+    facts = parse_log(
+        [
+            ARGS.format(alg="'EAGLE3'"),
+            "[2025-01-01 00:00:05 TP0] Capture cuda graph begin. This can take up to minutes.",
+            "RuntimeError: Capture cuda graph failed: CUDA error: out of memory",
+        ]
+    )
     assert facts.capture.resolved == "UNKNOWN"
-    assert facts.capture.per_worker == {"TP0": "UNKNOWN"}
+    assert "failed" in facts.capture.reason
 
 
 def test_nightly_spelling_of_capture_end() -> None:
@@ -113,3 +127,21 @@ def test_graphs_off_flags_of_a_launch_command(flags: str) -> None:
     )
     assert facts.capture.configured == "NONE"
     assert facts.spec.method == "NGRAM"
+
+
+def test_a_lone_named_capture_begin_is_sglang_and_captured() -> None:
+    """Issue 47: 0.5.x names the graph; the line alone is SGLang, capture under way."""
+    line = (
+        "[2026-01-01 00:00:05 TP0] Capture target decode cuda graph begin. "
+        "This can take up to several minutes. avail mem=20.1 GB"
+    )
+    facts = parse_log([line])
+    assert (facts.engine, facts.capture.resolved) == ("sglang", "CAPTURED")
+
+
+def test_pip_list_rows_give_versions() -> None:
+    assert parse_log(["Package  Version", "sglang   0.5.4.post1"], engine="sglang").version == (
+        "0.5.4.post1"
+    )
+    vllm = parse_log(["Package    Version", "vllm       0.21.0", "vllm serve m"])
+    assert (vllm.engine, vllm.version) == ("vllm", "0.21.0")

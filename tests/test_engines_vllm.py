@@ -177,3 +177,64 @@ def test_a_forced_v2_error_names_the_speculation_it_refused(error: str, method: 
     facts = parse_log([error], engine="vllm")
     assert (facts.spec.enabled, facts.spec.method) == (True, method)
     assert facts.runner_fallback is None
+
+
+@pytest.mark.parametrize(
+    ("written", "version"), [("qwen3_next_mtp", None), ("deepseek_mtp", "0.9.2")]
+)
+def test_model_specific_mtp_names_are_reported_as_the_engine_resolves_them(
+    written: str, version: str | None
+) -> None:
+    """Issue 47: vLLM 0.10 and later run every `*_mtp` method as `mtp`; 0.9 kept the name."""
+    config = f'{{"method": "{written}", "num_speculative_tokens": 2}}'
+    lines = [f"vllm serve m --speculative-config '{config}'"]
+    if version:
+        lines.insert(0, f"INFO 01-01 00:00:00 [api_server.py:1] vLLM API server version {version}")
+    facts = parse_log(lines)
+    assert facts.spec.method == ("mtp" if version is None else written)
+
+
+def test_ascend_platform_line_sets_the_graph_mode() -> None:
+    """vllm-ascend runs a requested FULL as FULL_DECODE_ONLY and says so; nothing else needed."""
+    facts = parse_log(
+        [
+            "INFO 01-26 02:10:50 [utils.py:261] non-default args: {'model': 'm', "
+            "'compilation_config': {'cudagraph_mode': 'FULL'}}",
+            "INFO 01-26 02:10:54 [platform.py:279] FULL_DECODE_ONLY compilation enabled on NPU. "
+            "use_inductor not supported - using only ACL Graph mode",
+        ]
+    )
+    assert (facts.platform, facts.capture.resolved) == ("npu", "FULL_DECODE_ONLY")
+
+
+def test_graph_capturing_finished_alone_is_captured() -> None:
+    line = (
+        "(EngineCore_DP0 pid=9) INFO 02-10 11:40:02 [gpu_model_runner.py:4410] "
+        "Graph capturing finished in 14 secs, took 0.61 GiB"
+    )
+    capture = parse_log([line]).capture
+    assert capture.resolved == "CAPTURED"
+    assert "names no mode" in capture.reason
+
+
+def test_offline_api_speculative_config() -> None:
+    facts = parse_log(
+        [
+            ">>> from vllm import LLM",
+            '>>> llm = LLM(model="m", '
+            'speculative_config={"method": "ngram", "num_speculative_tokens": 5})',
+        ]
+    )
+    assert (facts.engine, facts.spec.method, facts.spec.num_draft_tokens) == ("vllm", "ngram", 5)
+
+
+def test_a_lone_capture_finished_line_without_a_process_is_vllm() -> None:
+    line = "INFO 08-21 10:00:00 [model_runner.py:1535] Graph capturing finished in 12 secs"
+    facts = parse_log([line])
+    assert (facts.engine, facts.capture.resolved) == ("vllm", "CAPTURED")
+
+
+def test_graph_capturing_finished_without_any_prefix_is_recognised() -> None:
+    """Issue 47: the bare line alone was 'nothing recognised' (exit 2)."""
+    facts = parse_log(["Graph capturing finished in 5 secs, took 0.2 GiB"])
+    assert (facts.engine, facts.capture.resolved) == ("vllm", "CAPTURED")

@@ -239,14 +239,15 @@ def _undetected(source: Path | bytes, facts: LogFacts, patterns: Sequence[LinePa
     name = detect_engine("\n".join(line.text for line in lines).encode("utf-8", "replace"))
     if name is None:
         facts.capture.reason = (
-            "empty log" if not scanner.bytes_read else "no vLLM, SGLang or llama.cpp line found"
+            "empty log"
+            if not scanner.bytes_read
+            else "no vLLM, SGLang, llama.cpp or TensorRT-LLM line found"
         )
         facts.notes.append(
             "the file is empty"
             if not scanner.bytes_read
-            else "nothing recognised: no vLLM, SGLang or llama.cpp line in the text (looked for "
-            + LOOKED_FOR
-            + ")"
+            else "nothing recognised: no vLLM, SGLang, llama.cpp or TensorRT-LLM line in the text "
+            "(looked for " + LOOKED_FOR + ")"
         )
         return facts
     parser = ENGINES[name].Parser(facts)

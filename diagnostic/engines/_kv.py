@@ -52,7 +52,7 @@ def split_kv(text: str) -> dict[str, str]:
     out: dict[str, str] = {}
     for item in _items(text):
         key, sep, value = item.partition("=")
-        key = key.strip()
+        key = key.strip().lstrip(".…").strip()  # an author's cut before it: `..., key=value`
         if sep and key.isidentifier():
             out[key] = value.strip()
     return out

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import json
 import re
+import shlex
 from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,6 +27,7 @@ __all__ = ["Line", "LineScanner", "clean", "collapse", "read_head", "unwrap"]
 BLOCK = 256 << 10  # small blocks stay in cache across the per-anchor passes
 MAX_LINE = 1 << 20
 MAX_CONTINUATION = 64
+MAX_QUOTED = 8  # lines a wrapped quoted value (a JSON config) may span
 HEAD_BYTES = 8 << 20  # where a log's start-up, or a paste, says what it says once
 # Blocks in a row where scanning for a key byte costs more than plain finds before the plan
 # switches: a start-up block full of that byte must not spoil the plan for the gigabyte after it.
@@ -310,7 +312,9 @@ class LineScanner:
             line = self._decode(buf[start:stop], self.lines + idx + 1)
             mode = _join_mode(line.text, self.wants_more)
             if mode is not None:
-                more = self._continuation(buf, newlines, idx, end, mode=mode)
+                more = self._continuation(
+                    buf, newlines, idx, end, mode=mode, final=final, first=line.text
+                )
                 if more is None and not final and len(buf) < 4 * self.max_line:
                     self.lines += idx  # wait for the next block: the wrap goes past this one
                     return start
@@ -347,24 +351,42 @@ class LineScanner:
         return line
 
     def _continuation(
-        self, buf: bytes, newlines: np.ndarray, idx: int, end: int, *, mode: str
+        self,
+        buf: bytes,
+        newlines: np.ndarray,
+        idx: int,
+        end: int,
+        *,
+        mode: str,
+        final: bool,
+        first: str = "",
     ) -> list[Line] | None:
-        """Following physical lines that continue line idx; None when the block ends first.
+        """Following physical lines that continue line idx; None when the block ends first
+        (the source goes on: the next block may continue it).
 
         `mode`: "shell" (a command whose lines end in a continuation mark, continued while each
         does), "items" (argument items: YAML list items or flags, one per line), "answer" (the
-        one line a `--version` query printed) or "engine" (the engine's `continues`).
+        one line a `--version` query printed), "quote" (a command whose quoted value a wrap
+        cut: continued until its quotes close; "value" when the cut fell right after the flag)
+        or "engine" (the engine's `continues`).
         """
         out: list[Line] = []
         for j in range(idx + 1, min(idx + 1 + MAX_CONTINUATION, len(newlines) + 1)):
             start = int(newlines[j - 1]) + 1
             if j >= len(newlines):
-                if mode != "engine" and start < end:  # the buffer's last line, no newline
+                if start < end:  # the buffer's last line, no newline
                     last = self._decode(buf[start:end], self.lines + j + 1)
-                    if mode == "shell" or _item(last.text) is not None or _ANSWER.match(last.text):
+                    if mode in ("quote", "value"):
+                        keep = mode == "quote" or _VALUE_START.match(last.text) is not None
+                    elif mode == "engine":
+                        keep = self.continues(last.text)  # type: ignore[misc]
+                    else:
+                        keep = mode == "shell" or _item(last.text) is not None
+                        keep = keep or _ANSWER.match(last.text) is not None
+                    if keep:
                         out.append(last)
                     return out
-                return out if start >= end else None
+                return out if final else None
             nxt = self._decode(buf[start : int(newlines[j])], self.lines + j + 1)
             if mode == "answer":
                 return [nxt] if _ANSWER.match(nxt.text) else []
@@ -372,6 +394,16 @@ class LineScanner:
                 out.append(nxt)
                 if not _CONTINUED.search(nxt.text):
                     return out
+                continue
+            if mode in ("quote", "value"):
+                if mode == "value" and not out and not _VALUE_START.match(nxt.text):
+                    return out
+                out.append(nxt)
+                whole = _glue([first, *(x.text for x in out)])
+                if not _open_quote(whole[whole.find("--") :]):
+                    return out
+                if len(out) >= MAX_QUOTED:
+                    return []  # no closing quote near: not a value cut by a wrap
                 continue
             goes_on = _item(nxt.text) is not None if mode == "items" else self.continues(nxt.text)  # type: ignore[misc]
             if not goes_on:
@@ -388,6 +420,9 @@ _FLAG = re.compile(r"""^["']?--?[A-Za-z]""")
 _ANSWER = re.compile(r"(?:Version:\s*)?v?\d+\.\d+[\w.+-]*$")
 _PIP_NAME = re.compile(r"Name: (?:vllm|sglang|tensorrt[-_]llm)$", re.IGNORECASE)
 _PROGRAM = re.compile(r"(?i)vllm|sglang|llama|trtllm|tensorrt|python|serve|entrypoints")
+# A flag whose JSON value a wrap put on the next line, and how that value starts.
+_VALUE_FLAG = re.compile(r"--[\w-]*config\s*=?$")
+_VALUE_START = re.compile(r"""^['"]?[{\[]""")
 
 
 def _item(text: str) -> str | None:
@@ -402,11 +437,36 @@ def _has_flag(first: str, second: str) -> bool:
     return any(_FLAG.match(_item(t) or "") for t in (first, second))
 
 
+def _open_quote(text: str) -> bool:
+    """Whether a shell line ends inside a quoted value."""
+    try:
+        shlex.split(text, posix=True)
+    except ValueError:
+        return True
+    return False
+
+
+def _glue(parts: Sequence[str]) -> str:
+    """Pieces of a record cut by a wrap, joined: a space where the cut fell at a delimiter (a
+    form re-flows at spaces), none inside a word (a terminal cuts at its width)."""
+    text = parts[0]
+    for part in parts[1:]:
+        space = text[-1:] in ",:;{[(" or part[:1] in "'\"{[-"
+        text += (" " if space else "") + part
+    return text
+
+
 def _join_mode(text: str, wants_more: Callable[[str], bool] | None) -> str | None:
     if text.endswith("--version") or _PIP_NAME.match(text):
         return "answer"
     if _CONTINUED.search(text):
         return "shell"
+    if "--" in text and _PROGRAM.search(text):
+        if _VALUE_FLAG.search(text):
+            return "value"  # `… --speculative-config` and its JSON on the next line
+        flags = text[text.find("--") :]  # a quote opened in the prose before the flags is none
+        if ("'" in flags or '"' in flags) and _open_quote(flags):
+            return "quote"
     if _item(text) is not None:
         return "items"
     if wants_more is not None and wants_more(text):
@@ -425,6 +485,9 @@ def _join(line: Line, more: list[Line], mode: str) -> None:
         words = [_item(x.text) or "" for x in [line, *more]]
         while words and not _FLAG.match(words[0]) and not _PROGRAM.search(words[0]):
             words.pop(0)  # the value of a flag on an earlier line
+    elif mode in ("quote", "value"):
+        line.text = line.raw = _glue([line.text, *(x.text for x in more)])
+        return
     else:
         for extra in more:
             line.text += extra.text

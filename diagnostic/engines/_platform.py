@@ -40,19 +40,26 @@ SIGNS: tuple[Sign, ...] = (
         r"detected platform rocm|found \d+ ROCm devices|\bROCm\d\b|\bgfx(?:9\d\d|1[0-2]\d\d)\b"
         r"|ROCM_AITER|\[rocm\.py:|Platform:\s*ROCm\b|AMD Instinct|\bMI(?:2[05]0|3[0-5]\dX?)\b"
         r"|vllm-openai-rocm|rocm/vllm|:v?[\d.]+\S*-rocm\d|HIP_VISIBLE_DEVICES|hipGraph"
-        r"|HIP graphs?\b|llama\.cpp:\w+-rocm|llama-b\d+-bin-\w+-hip",
+        r"|HIP graphs?\b|llama\.cpp:\w+-rocm|llama-b\d+-bin-\w+-hip|\bAMD/HIP\b",
     ),
     # Ascend NPU: the vllm-ascend plugin, ACL graphs, SGLang's device and backend.
     _sign(
         "npu",
         r"platform plugin ascend|\bon NPU\b|\bACL ?graphs?\b|\bnpu graph\b|device=['\"]?npu\b"
-        r"|--device[ =]npu\b|\bascend\b|\bAscend\d|ASCEND_RT_VISIBLE_DEVICES|NPUGraph",
+        r"|--device[ =]npu\b|\bascend\b|\bAscend\d|ASCEND_RT_VISIBLE_DEVICES|NPUGraph"
+        r"|\bPYTORCH_NPU_\w+|\bHCCL_\w+=",
         flags=re.IGNORECASE,
     ),
-    _sign("xpu", r"detected platform xpu|device_config=xpu|--device[ =]xpu\b"),
+    # Intel GPUs: vLLM's platform and device, PyTorch's XPU build and dispatch key, Intel's
+    # llm-scaler images.
+    _sign(
+        "xpu",
+        r"detected platform xpu|device_config=xpu|--device[ =]xpu\b|dispatch key: XPU\b"
+        r"|\d\+xpu\b|intel/llm-scaler-vllm",
+    ),
     _sign("tpu", r"detected platform tpu|device_config=tpu|--device[ =]tpu\b"),
     # Apple and Vulkan devices in llama.cpp.
-    _sign("metal", r"- MTL\d|ggml_metal_init|\bMTL : EMBED_LIBRARY"),
+    _sign("metal", r"- MTL\d|ggml_metal_init|\bMTL : EMBED_LIBRARY|using device MTL\d"),
     _sign(
         "vulkan",
         r"ggml_vulkan: Found|- Vulkan\d|--device[ =]Vulkan\d|llama\.cpp:\w+-vulkan"
@@ -64,13 +71,16 @@ SIGNS: tuple[Sign, ...] = (
         r"detected platform cuda|device_config=cuda|found \d+ CUDA devices|- CUDA\d"
         r"|CUDA_VISIBLE_DEVICES|CUDA out of memory|CUDA available:\s*True"
         r"|\bNVIDIA (?:[A-Z]\d|GeForce|RTX|Tesla|GH|GB|DGX)|ROCm: Disabled|device=['\"]cuda"
-        r"|llama\.cpp:\w+-cuda|llama-b\d+-bin-\w+-cuda",
+        r"|llama\.cpp:\w+-cuda|llama-b\d+-bin-\w+-cuda"
+        r"|\s--gpus[ =]",  # docker's --gpus: NVIDIA's container toolkit
     ),
-    # CPU named: vLLM's CPU platform and worker, a CPU device option.
+    # CPU named: vLLM's CPU platform and worker, a CPU device option (not llama.cpp's vision
+    # tower, `CLIP using CPU backend`, which says nothing of the text model).
     _sign(
         "cpu",
         r"detected platform cpu|device_config=cpu|device type=cpu|\[cpu_worker\.py:"
-        r"|\[cpu_model_runner\.py:|VLLM_CPU_|CPU backend|\bOMP tid:|device=['\"]cpu\b"
+        r"|\[cpu_model_runner\.py:|VLLM_CPU_|(?<!CLIP using )CPU backend|\bOMP tid:"
+        r"|device=['\"]cpu\b"
         r"|--device[ =]cpu\b",
     ),
     # Implied: graphs named CUDA, and CUDA-graph capture lines, are printed on NVIDIA GPUs
@@ -120,7 +130,14 @@ ANCHORS: tuple[bytes, ...] = (
     b"VLLM_CPU",
     b"OMP tid",
     b"-bin-",
+    b"HCCL_",
+    b"XPU",
+    b"+xpu",
+    b"llm-scaler",
+    b"--gpus",
 )
+# A placeholder naming alternatives (`--device <ROCm0|Vulkan0>`) names no platform.
+_ALTERNATIVES = re.compile(r"<[^<>\s]*\|[^<>\s]*>")
 _KEYS = tuple(a.decode() for a in ANCHORS)
 # Most specific first: ROCm and NPU logs mention CUDA, and llama.cpp lists a CPU beside GPUs.
 _RANK = ("rocm", "npu", "xpu", "tpu", "metal", "vulkan", "cuda", "cpu")
@@ -138,6 +155,8 @@ class PlatformReader:
         text = line.text
         if not any(key in text for key in _KEYS):
             return  # most candidate lines are another kind: no regex for them
+        if "|" in text:
+            text = _ALTERNATIVES.sub("", text)
         for sign in SIGNS:
             found = self.strong if sign.strong else self.weak
             if sign.platform not in found and sign.regex.search(text):

@@ -39,6 +39,7 @@ ANCHORS: tuple[bytes, ...] = (
     b"server_args=",
     b"uda graph",
     b"UDA graph",
+    b"graph begin",
     b"npu graph",
     b"Decode batch",
     b"accept len",
@@ -48,13 +49,15 @@ ANCHORS: tuple[bytes, ...] = (
     b"arning",
     b"sglang",
 )
-HEAD_ANCHORS: tuple[bytes, ...] = (b"--speculative",)  # a pasted command: near the top only
+# Near the top only: a pasted command, an issue's environment bullets (`- SGLang 0.5.17 (venv)`).
+HEAD_ANCHORS: tuple[bytes, ...] = (b"--speculative", b"SGLang ")
 SIGNATURES: tuple[bytes, ...] = (
     b"server_args=ServerArgs(",
     b"sglang",
     b"Decode batch",
     b"Prefill batch",
     b"Capture cuda graph",
+    b" graph begin. This can take",  # 0.5.x names the graph: `Capture target decode cuda graph`
     b"fired up and ready to roll",
     b"Load weight begin",
     b"--speculative-algorithm",
@@ -100,7 +103,7 @@ _GRAPH_LINE = re.compile(r"(?:cuda|npu) graph", re.IGNORECASE)
 _ELAPSED = re.compile(r"(?:Time elapsed: |elapsed=)(?P<s>[\d.]+) ?s")
 _MEM = re.compile(r"mem usage=(?P<gb>[\d.]+) GB")
 _VERSION = re.compile(
-    r"\bsglang(?:==|:\s*v?|\s+version[:=]?\s*|\s+v|/v?)"
+    r"\bsglang(?:==|:\s*v?|\s+version[:=]?\s*|\s+v?|/v?)"
     r"(?P<v>\d+\.\d+\.\d+(?:\.post\d+|rc\d+|\.dev\d+)?)(?![\w.])",
     re.I,
 )
@@ -137,6 +140,7 @@ class Parser(LogParser):
         self.ranks: dict[str, _Rank] = {}
         self.tally = AcceptanceTally()
         self.disable_cuda_graph: bool | None = None
+        self.capture_failed = False  # `Capture cuda graph failed` (a capture that started, ended)
         self.args_line: Evidence | None = None
         self.ready = False
         self.graph_batches: list[Evidence] = []
@@ -220,6 +224,8 @@ class Parser(LogParser):
             )
         spec = self.facts.spec
         algorithm = args.get("speculative_algorithm")
+        if algorithm is None and ("..." in body or "…" in body):
+            return  # the author cut the line: what it left out is not said to be off
         spec.enabled = isinstance(algorithm, str) and algorithm.upper() != "NONE"
         if spec.enabled:
             spec.method = str(algorithm)
@@ -233,6 +239,8 @@ class Parser(LogParser):
         begin = _BEGIN.search(text)
         if begin:
             rank.begun.setdefault(_kind(begin["what"]), ev(line))
+        if "graph failed" in text:
+            self.capture_failed = True
         end = _END.search(text)
         if end:
             kind = _kind(end["what"])
@@ -278,6 +286,7 @@ class Parser(LogParser):
         """Resolve capture per rank; return the facts."""
         facts = self.facts
         self.tally.finish(facts)
+        _drafter_hint(facts)
         ranks = [r for r in self.ranks.values() if r.begun or r.ended]
         facts.workers = sorted(r.name for r in self.ranks.values() if r.name != "main") or ["main"]
         capture = facts.capture
@@ -290,7 +299,7 @@ class Parser(LogParser):
             capture.resolved = "NONE"
             capture.reason = f"SGLang ran on {platform.upper()}: no CUDA graphs exist there"
             return facts
-        results = {r.name: _resolve_rank(r) for r in ranks}
+        results = {r.name: _resolve_rank(r, failed=self.capture_failed) for r in ranks}
         capture.per_worker = {n: res[0] for n, res in results.items()}  # type: ignore[misc]
         modes = set(capture.per_worker.values())
         if len(modes) > 1:
@@ -363,7 +372,19 @@ def _roles(kinds: Iterable[str]) -> str:
     return ", ".join(sorted(_ROLES.get(k, k.replace("-", " ")) for k in kinds))
 
 
-def _resolve_rank(rank: _Rank) -> tuple[str, str, list[Evidence]]:
+def _drafter_hint(facts: LogFacts) -> None:
+    """A drafter whose name alone suggests EAGLE-3 under EAGLE: a hint, not a finding."""
+    spec = facts.spec
+    named = spec.method == "EAGLE" and spec.drafter and re.search(r"(?i)eagle-?3", spec.drafter)
+    if named and not facts.drafter_architecture and facts.acceptance_summary is None:
+        facts.notes.append(
+            f"hint: the drafter's name ({spec.drafter}) suggests EAGLE-3 under "
+            "--speculative-algorithm EAGLE; nothing in the log confirms it (no drafter "
+            "architecture line, no acceptance line)"
+        )
+
+
+def _resolve_rank(rank: _Rank, *, failed: bool) -> tuple[str, str, list[Evidence]]:
     lines = list(rank.begun.values()) + list(rank.ended.values())
     ended = set(rank.ended)
     if ended & set(_DECODING):
@@ -383,10 +404,17 @@ def _resolve_rank(rank: _Rank) -> tuple[str, str, list[Evidence]]:
             lines,
         )
     begun = ", ".join(sorted(rank.begun))
+    if not failed:  # graphs on, capture under way where the paste ends: nothing says it failed
+        return (
+            "CAPTURED",
+            f"capture started ({begun} graphs: they were not disabled) and the text ends "
+            "before 'Capture cuda graph end' with no failure",
+            lines,
+        )
     return (
         "UNKNOWN",
-        f"capture started ({begun} graphs: they were not disabled); the log ends before "
-        "'Capture cuda graph end' (a failed or unfinished capture)",
+        f"capture started ({begun} graphs: they were not disabled) and failed before "
+        "'Capture cuda graph end'",
         lines,
     )
 

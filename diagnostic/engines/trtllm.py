@@ -63,6 +63,21 @@ SIGNALS: tuple[Signal, ...] = (
         "startup",
         re.compile(r"TensorRT[- ]LLM version:?\s*v?(?P<v>\d+\.\d+[\w.+-]*)"),
     ),
+    # An issue form's system info: `- TensorRT-LLM: 1.2.0rc4`.
+    Signal(
+        "TensorRT-LLM:",
+        {"version": "{v}"},
+        "startup",
+        re.compile(r"TensorRT[- ]LLM:\s*v?(?P<v>\d+\.\d+[\w.+-]*)"),
+        weak=True,
+    ),
+    Signal(  # `pip list`'s row
+        "tensorrt",
+        {"version": "{v}"},
+        "startup",
+        re.compile(r"^tensorrt[-_]llm\s{2,}(?P<v>\d+\.\d+[\w.+-]*)\s*$"),
+        weak=True,
+    ),
     Signal(
         "tensorrt_llm==",
         {"version": "{v}"},
@@ -110,6 +125,9 @@ SIGNALS: tuple[Signal, ...] = (
         re.compile("num_nextn_predict_layers" + _NUM),
         weak=True,  # an MTP draft length only when max_draft_len is not given
     ),
+    # The PyTorch backend sizes a drafter's KV cache only when a drafter runs (two-model
+    # speculation): `[_torch] Draft KV cache: adjusting max_tokens …`.
+    Signal("[_torch] Draft KV cache", _ON, "startup"),
     # examples/run.py with a draft engine.
     Signal(
         "draft_len:",

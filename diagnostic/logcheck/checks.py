@@ -78,6 +78,30 @@ def _llamacpp_graph_causes(facts: LogFacts, params: dict[str, Any]) -> CheckResu
     return {"causes": "; ".join(causes)}
 
 
+# What turned SGLang's decode graphs off, when the settings say it (else the batch did).
+_GRAPHS_OFF_FLAGS = ("disable-cuda-graph", "disable_cuda_graph", "disable-decode-cuda-graph")
+
+
+def _decode_graph_cause(facts: LogFacts, params: dict[str, Any]) -> CheckResult:
+    """Why decode batches ran without CUDA graphs: the launch setting that turned graphs off
+    (--disable-cuda-graph) when the text shows one, else a batch larger than the captured
+    sizes or a mode that cannot be captured."""
+    flag = next((f for f in _GRAPHS_OFF_FLAGS if facts.requested.get(f) is True), None)
+    if flag is not None:
+        name = "--" + flag.replace("_", "-")
+        return {
+            "cause": f"the launch setting {name} turned CUDA graphs off for every step",
+            "fix": f"Remove {name} and measure again; then raise --cuda-graph-max-bs if "
+            "batches still exceed the captured sizes.",
+        }
+    return {
+        "cause": "a batch larger than the captured sizes, or a mode that cannot be captured",
+        "fix": "Raise --cuda-graph-max-bs to cover the running batch sizes (see #running-req), "
+        "or lower the concurrency of the benchmark; with speculation the verify batch is "
+        "larger than the decode batch.",
+    }
+
+
 def _runner_fallback(facts: LogFacts, params: dict[str, Any]) -> CheckResult:
     """A speculative run that fell back to Model Runner V1 because of its speculation alone
     (a fallback for the platform or another feature happens without speculation too; on a
@@ -96,5 +120,6 @@ RULE_CHECKS: dict[str, Callable[..., Any]] = {
     "nodes_disagree": _nodes_disagree,
     "llamacpp_graph_causes": _llamacpp_graph_causes,
     "runner_fallback": _runner_fallback,
+    "decode_graph_cause": _decode_graph_cause,
     "spec_capture_differs": lambda runs, params: None,  # cross-run: see rules.apply_rules
 }

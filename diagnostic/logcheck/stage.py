@@ -155,9 +155,9 @@ def _require_usable(runs: list[LogFacts]) -> None:
         return
     why = "; ".join(f"{r.path}: {r.notes[-1] if r.notes else 'unreadable'}" for r in runs)
     raise DiagnosticError(
-        f"no usable server log: {why}. Give the log of a vLLM, SGLang or llama.cpp server "
-        "(best from its start: the start-up lines say what was captured), an excerpt of one, "
-        "or its launch command"
+        f"no usable server log: {why}. Give the log of a vLLM, SGLang, llama.cpp or TensorRT-LLM "
+        "server (best from its start: the start-up lines say what was captured), an excerpt of "
+        "one, or its launch command"
     )
 
 

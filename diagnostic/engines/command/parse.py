@@ -31,7 +31,11 @@ __all__ = [
 # takes these lines too and joins their `\` continuations.
 COMMAND_ANCHORS: tuple[bytes, ...] = (b"docker run", b"podman run")
 # Placeholders of a usage text, never of a command that ran (`<redacted>` is the bundle's mask).
-_USAGE = re.compile(r"<(?!redacted>)[\w.-]+>|\[options\]", re.IGNORECASE)
+# A usage synopsis (`sglang serve --model-path <model> [options]`); a placeholder alone
+# (`--device <ROCm0|Vulkan0>`, `<path-to-drafter>`) is a value the reader did not write.
+_USAGE = re.compile(r"\[options\]", re.IGNORECASE)
+# Flags that make a program answer and exit instead of serving.
+_QUERY = frozenset({"version", "help", "h", "list-devices"})
 ENV_WORD = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")  # NAME=VALUE before the program
 _ENV_BEFORE = ("$", "+", "sudo", "env", "-e", "--env")  # what may precede NAME=VALUE
 _IMAGE_VERSION = re.compile(r":v?(?P<v>\d+\.\d+(?:\.\d+)?(?:\.post\d+|rc\d+)?)")
@@ -164,7 +168,7 @@ def find_command(
     if start is None or start >= len(tokens):
         return None
     if any(_USAGE.fullmatch(t) for t in tokens[start:]):
-        return None  # a usage example (`Example: sglang serve --model-path <model> [options]`)
+        return None  # a usage synopsis (`Example: sglang serve --model-path <model> [options]`)
     cmd = Command(argv=tokens[start:], image=image, bare=bare)
     before = "$"
     for token in tokens[:start]:
@@ -173,6 +177,8 @@ def find_command(
             cmd.env[name] = value
         before = token
     _read_flags(cmd)
+    if _QUERY.intersection(cmd.flags):
+        return None  # `llama-server --version`, `vllm serve --help`: a query, no server started
     return cmd if cmd.flags else None  # a command passes flags; a log line naming it does not
 
 

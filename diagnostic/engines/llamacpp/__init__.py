@@ -10,8 +10,11 @@ launch command's flags say of speculation.
 from diagnostic.engines.llamacpp.parser import (
     ANCHORS,
     ENGINE,
+    HEAD_ANCHORS,
     SIGNATURES,
     Parser,
+    continues,
+    wants_more,
 )
 from diagnostic.engines.llamacpp.signals import COMMANDS, SIGNALS
 
@@ -19,7 +22,10 @@ __all__ = [
     "ANCHORS",
     "COMMANDS",
     "ENGINE",
+    "HEAD_ANCHORS",
     "SIGNALS",
     "SIGNATURES",
     "Parser",
+    "continues",
+    "wants_more",
 ]

@@ -66,7 +66,9 @@ class Backend:
         if "GGML_CUDA_DISABLE_GRAPHS" in text:
             self.env_disabled = ev(line)
         o = _OFFLOADED.search(text)
-        if o:
+        if o and (self.offloaded is None or int(o["n"]) > self.offloaded[0]):
+            # the most any model offloaded: a vision tower (mmproj) or a drafter kept on the
+            # CPU does not make the text model a CPU one
             self.offloaded = (int(o["n"]), ev(line))
 
     def resolve(self, parser: LogParser) -> None:

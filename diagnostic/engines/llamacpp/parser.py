@@ -52,6 +52,13 @@ ANCHORS: tuple[bytes, ...] = (
     b"-md",
     b"router server",
 )
+# A build as people write it in prose, read only where a log's start-up or a paste is (the head):
+# ` b10549-7a61c02f1`, a bare ` b9947` (or in backticks), `version 9438`. No signature: they
+# name no engine.
+HEAD_ANCHORS: tuple[bytes, ...] = (
+    *(b"%sb%d" % (before, d) for before in (b" ", b"`", b"(") for d in range(1, 10)),
+    b"version ",
+)
 SIGNATURES: tuple[bytes, ...] = (
     b"llama_server",
     b"llama-server",
@@ -76,10 +83,15 @@ SIGNATURES: tuple[bytes, ...] = (
 # `build: N (hash)`, `build N (hash) with …`, --version's `version: N (hash)` and newer
 # `version: 0.1.0-dev (build N, commit hash)`, /props' `"build_info": "bN-hash"`.
 _BUILD = re.compile(
-    r"\b(?:build|version)(?::| =|) (?P<num>\d+) \((?P<hash>[0-9a-f]+)\)"
+    r"\b(?:build|version)(?::| =|) b?(?P<num>\d+) \((?P<hash>[0-9a-f]+)\)"
     r"|build=(?P<n2>\d+) commit=\"?(?P<h2>[0-9a-f]+)"
     r"|\(build (?P<n3>\d+), commit (?P<h3>[0-9a-f]+)\)"
     r"|build_info[\"']?\s*[:=]\s*[\"']?b(?P<n4>\d+)-(?P<h4>[0-9a-zA-Z]+)"
+)
+# Builds are numbered from 1 up: four or five digits since 2023 (not a CUDA line's `version 12040`).
+_PROSE_BUILD = re.compile(
+    r"(?<![\w.-])b(?P<n>\d{4,5})(?:-(?P<h>[0-9a-f]{7,12}))?(?![\w.])"
+    r"|\bversion:?\s+(?P<n2>\d{4,5})(?![\w.])"
 )
 # The router's child command, one argument per line: `srv  load:   --spec-type`.
 _ROUTER_ARG = re.compile(r"\bload:\s{3,}(?P<arg>\S.*)$")
@@ -109,6 +121,22 @@ _UNDERSTOOD = re.compile(
 _WARN = re.compile(r"^\d+\.\d+\.\d+\.\d+ W |^\s*(?:WARN|warning)\b|\bwarning:")
 
 
+# A draft acceptance line cut before its counts close, and the physical lines that carry them on
+# (numbers, not a new record: records start with a time `0.31.295.972 I` or a name).
+_TIME = re.compile(r"^\d+\.\d+\.\d+\.\d+ ")
+_NUMBERS = re.compile(r"^\s*[\d./()]")
+
+
+def wants_more(text: str) -> bool:
+    """A draft acceptance line a terminal wrapped inside its `(N accepted / M generated)`."""
+    return "draft acceptance" in text and "(" in text and not text.rstrip().endswith(")")
+
+
+def continues(text: str) -> bool:
+    """A physical line that carries numbers on, not a new record."""
+    return bool(_NUMBERS.match(text)) and not _TIME.match(text)
+
+
 class Parser(LogParser):
     """Feed it candidate lines in order; `finish()` returns the facts."""
 
@@ -122,6 +150,7 @@ class Parser(LogParser):
         self.ready = False
         self.router = False
         self.router_args: list[tuple[str, Line]] | None = None  # the router's child command
+        self.prose_build: str | None = None  # a build named in prose, when no build line says it
 
     def feed(self, line: Line) -> None:
         """Read one candidate line."""
@@ -158,6 +187,9 @@ class Parser(LogParser):
             if b:
                 num = b["num"] or b["n2"] or b["n3"] or b["n4"]
                 self.facts.version = f"b{num}-{b['hash'] or b['h2'] or b['h3'] or b['h4']}"
+        p = _PROSE_BUILD.search(text) if self.prose_build is None else None
+        if p and (p["n"] or "CUDA" not in text):
+            self.prose_build = f"b{p['n'] or p['n2']}" + (f"-{p['h']}" if p["h"] else "")
         if self.facts.model is None:
             m = _MODEL.search(text)
             if m:
@@ -255,6 +287,7 @@ class Parser(LogParser):
         self.tally.finish(self.facts)
         facts = self.facts
         facts.workers = ["main"]
+        facts.version = facts.version or self.prose_build
         if facts.spec.enabled is None and self.ready and not self.router:
             facts.spec.enabled = False  # llama-server names its drafter at start-up
         if facts.spec.enabled and facts.spec.num_draft_tokens is None and facts.acceptance:

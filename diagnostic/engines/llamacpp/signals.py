@@ -50,6 +50,15 @@ SIGNALS: tuple[Signal, ...] = (
         head=True,
     ),
     Signal("draft acceptance", _ON, "metric"),  # even when the line is cut before its numbers
+    # ngram-mod's hash table, logged as each prompt begins (`begin: ngram_mod occupancy = …`)
+    # and when it is reset: only that implementation drafts with it.
+    Signal(
+        "ngram_mod occupancy",
+        {**_ON, "spec.method": "{m}"},
+        "metric",
+        re.compile(r"\b(?P<m>ngram_mod) occupancy\b"),
+        weak=True,
+    ),
     # A /completion response: draft_n counts drafted tokens; generation_settings always list
     # speculative.n_max (16 by default), a draft length only when drafting happened.
     Signal('"draft_n"', _ON, "metric"),
@@ -104,7 +113,7 @@ def speculation_from_flags(facts: LogFacts, cmd: Command, line: Line, *, whole: 
     facts.requested.update(cmd.flags)
     spec = facts.spec
     drafter = cmd.text(*_DRAFT_FLAGS)
-    method = cmd.text("spec-type")
+    method, params = _spec_type(cmd.text("spec-type"))
     if method is not None and method.lower() in _OFF:
         method, drafter = None, None
     if drafter:
@@ -113,12 +122,23 @@ def speculation_from_flags(facts: LogFacts, cmd: Command, line: Line, *, whole: 
         spec.enabled, spec.method = True, spec.method or method or "draft"
     k_flags = [f for t, f in _TYPE_K_FLAGS.items() if (method or "").startswith(t)] + list(_K_FLAGS)
     k = next((n for f in k_flags if (n := cmd.number(f.lstrip("-"))) is not None), None)
+    if k is None and params.get("n_max", "").isdigit():
+        k = int(params["n_max"])
     if k is not None and (spec.enabled or not whole):
         spec.num_draft_tokens = k
     if spec.enabled:
         facts.spec_evidence.append(ev(line))
     elif spec.enabled is None and whole:
         spec.enabled = False
+
+
+def _spec_type(value: str | None) -> tuple[str | None, dict[str, str]]:
+    """A --spec-type value and its parameters (`mtp:n_min=0,n_max=16,p_min=0.75`)."""
+    if value is None or ":" not in value:
+        return value, {}
+    name, _, rest = value.partition(":")
+    pairs = (p.partition("=") for p in rest.split(","))
+    return name, {k.strip(): v.strip() for k, eq, v in pairs if eq}
 
 
 def speculative_flag(flag: str) -> bool:

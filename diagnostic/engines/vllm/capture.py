@@ -63,7 +63,7 @@ _ONE_FULL_BAR = (
     " (Model Runner V2 draws this one bar for FULL and FULL_DECODE_ONLY; only the engine-config"
     " line or the requested cudagraph_mode tells them apart, and the text has neither)"
 )
-_CUT = "the excerpt ends before capture finished; the downgrade warning names the mode"
+_CUT = "the excerpt ends before capture finished; the line that set cudagraph_mode names the mode"
 
 
 def _started(what: str) -> str:
@@ -155,12 +155,19 @@ def _resolve_one(run: _Run, proc: VWorker, config: VWorker) -> tuple[str, str, l
             return planned, _started(f"{shown} graphs ('Profiling CUDA graph memory')"), evidence
         return "UNKNOWN", _started(f"{shown} graphs, FULL or FULL_DECODE_ONLY"), evidence
     if proc.finished:
-        mode = expected if expected not in (None, "NONE") else "UNKNOWN"
+        named = expected if expected not in (None, "NONE") else None
         if proc.planned:
-            mode = _planned_mode(proc.planned, expected) or mode
+            named = _planned_mode(proc.planned, expected) or named
+        if named is None:
+            return (
+                "CAPTURED",
+                "'Graph capturing finished': graphs were captured; the text names no mode "
+                "(no bars, config line or profiling line)",
+                lines + proc.finished,
+            )
         source = "the downgrade line" if downgrades else "the config line"
         return (
-            mode or "UNKNOWN",
+            named,
             f"graphs captured (no bars from this worker); mode from {source}",
             lines + proc.finished + ([proc.planned_line] if proc.planned_line else []),
         )

@@ -39,6 +39,7 @@ ANCHORS: tuple[bytes, ...] = (
     b"LLM engine",
     b"args: {",
     b"speculative_model=",  # V0 `args: Namespace(…)`; its "_" is a rare byte already scanned
+    b"speculative_config=",  # the offline API's keyword
     b"Model Runner",
     b"SpecDecoding metrics",
     b"metrics: Draft",
@@ -48,7 +49,12 @@ ANCHORS: tuple[bytes, ...] = (
     b"spec_decode_num_accepted_tokens_per_pos",
 )
 # Start-up and paste lines: looked for near the top of a log only.
-HEAD_ANCHORS: tuple[bytes, ...] = (b"piecewise_backend", *(h.encode() for h in FLAG_HINTS))
+HEAD_ANCHORS: tuple[bytes, ...] = (
+    b"piecewise_backend",
+    b"vllm  ",  # `pip list`: the name padded to the version's column
+    *(h.encode() for h in FLAG_HINTS),
+)
+_PIP_LIST = re.compile(r"^vllm\s{2,}(?P<v>\d+\.\d+\.\d+[\w.+-]*)\s*$")
 SIGNATURES: tuple[bytes, ...] = (
     b"vLLM",
     b"LLM engine",
@@ -69,6 +75,8 @@ SIGNATURES: tuple[bytes, ...] = (
     b"--speculative-model",
     b"vllm-ascend",
     b"Capturing cudagraphs for decoding",
+    b"from vllm import",  # the offline API: `LLM(model=…, speculative_config={…})`
+    b"Graph capturing finished",  # quoted alone, even without its logging prefix
 )
 
 # Process prefixes, nested under Ray: `(EngineCore_DP0 pid=860) (RayWorkerWrapper pid=3101,
@@ -90,7 +98,12 @@ _FINISHED = re.compile(
 # Only a whole mode name counts: a line cut mid-word ("cudagraph_mode=P", a pasted excerpt)
 # is no evidence of what the engine set.
 _MODE = r"(?:CUDAGraphMode\.)?(?P<{}>FULL_AND_PIECEWISE|FULL_DECODE_ONLY|PIECEWISE|FULL|NONE)\b"
-_SETTING = re.compile("setting cudagraph_mode=" + _MODE.format("to"))
+# `setting cudagraph_mode=X` (backend support), `Setting cudagraph_mode to X.` (compile config)
+_SETTING = re.compile("[Ss]etting cudagraph_mode(?:=| to )" + _MODE.format("to"))
+# vllm-ascend's platform decides the graph mode after the request (FULL runs as FULL_DECODE_ONLY
+# there): `FULL_DECODE_ONLY compilation enabled on NPU. … using only ACL Graph mode`.
+_NPU_MODE = re.compile(_MODE.format("to") + " compilation enabled on NPU")
+_MODE_MARKERS = ("cudagraph", "Cudagraph", "CUDAGraph", "eager", "enabled on NPU")
 _OVERRIDE = re.compile(
     "[Oo]verriding cudagraph_mode (?:from " + _MODE.format("from") + " )?to " + _MODE.format("to")
 )
@@ -115,7 +128,8 @@ _OWN_MESSAGE = re.compile(
 
 def wants_more(text: str) -> bool:
     """A record the log or a terminal wrapped: a settings line whose brackets are still open,
-    a downgrade warning cut before its target, a capture line cut before its numbers."""
+    a downgrade warning cut before its target, a capture or metrics line cut before its
+    numbers."""
     for marker in ("with config: ", "non-default args: ", "args: Namespace("):
         at = text.find(marker)
         if at != -1:
@@ -124,6 +138,9 @@ def wants_more(text: str) -> bool:
         return "WARNING" in text[:80]  # cut inside the first mode name
     if "is not supported with" in text and "cudagraph_mode=" not in text:
         return True
+    if "SpecDecoding metrics" in text:  # every form ends with a rate: a number or a percentage
+        end = text.rstrip()
+        return not (end.endswith("%") or end[-1:].isdigit())
     return text.endswith("Graph capturing finished")
 
 
@@ -138,6 +155,41 @@ _RECORD = re.compile(
 )
 
 
+# Model-specific MTP names (deepseek_mtp, qwen3_next_mtp, ...) that vLLM 0.10 and later
+# rewrite to `mtp` when it reads the speculative config; 0.9 ran them under their own names.
+_MTP_ALIAS = re.compile(r"^\w+_mtp$")
+_BEFORE_MTP = re.compile(r"^0\.[0-9]\b")
+
+
+def _resolve_alias(facts: LogFacts) -> None:
+    """Report a deprecated method name under the name the engine resolved it to."""
+    method, version = facts.spec.method, facts.version or ""
+    if method and _MTP_ALIAS.match(method) and not _BEFORE_MTP.match(version):
+        facts.spec.method = "mtp"
+        facts.notes.append(f"speculative method {method!r} is vLLM's old name: it runs as 'mtp'")
+
+
+# Phrases of vLLM's warnings and capture lines that a wrap between words can squash when the
+# wrapped record is joined (`is not` + `supported` -> `is notsupported`): their spaces restored.
+_PHRASES = tuple(
+    (re.compile(r"\s*".join(re.escape(w) for w in phrase.split())), phrase)
+    for phrase in (
+        "is not supported with",
+        "with spec-decode for attention backend",
+        "setting cudagraph_mode=",
+        "Setting cudagraph_mode to",
+        "Overriding cudagraph_mode",
+        "Graph capturing finished in",
+    )
+)
+
+
+def _mend(text: str) -> str:
+    for squashed, phrase in _PHRASES:
+        text = squashed.sub(phrase, text)
+    return text
+
+
 class Parser(SettingsReader):
     """Feed it candidate lines in order; `finish()` returns the facts."""
 
@@ -149,10 +201,13 @@ class Parser(SettingsReader):
         self.metrics = Metrics(facts)
         self.ready = False
         self.ray_folded = 0  # lines Ray's log dedup folded into one (other workers' copies)
+        self.pip_version: str | None = None  # `pip list`'s row: when nothing better says it
 
     # -- lines -------------------------------------------------------------------------
     def feed(self, line: Line) -> None:
         """Read one candidate line (several records when processes wrote into one line)."""
+        if "WARNING" in line.text[:80] or "apturing" in line.text:
+            line.text = _mend(line.text)
         if line.raw.count(" pid=") > 1:
             for part in _EMBEDDED_PROC.split(line.raw):
                 if part.strip():
@@ -182,7 +237,7 @@ class Parser(SettingsReader):
                 self.fallback(line)
         if "Capturing" in line.raw or "capturing" in text:
             self._capture(proc, line)
-        if "cudagraph" in text or "Cudagraph" in text or "CUDAGraph" in text or "eager" in text:
+        if any(m in text for m in _MODE_MARKERS):
             self._modes(proc, line)
         if "Skipping CUDA graph capture" in text:
             proc.eager.append(ev(line))
@@ -197,8 +252,12 @@ class Parser(SettingsReader):
             self._requested(line)
         elif "args: Namespace(" in text:
             self._namespace(line)
+        elif "speculative_config=" in text:
+            self._api_config(line)
         if "vLLM" in text:
             self._banner(line)
+        elif text.startswith("vllm  ") and (pip := _PIP_LIST.match(text)):
+            self.pip_version = self.pip_version or pip["v"]
         if "Model Runner" in text or "model runner" in text:
             self._runner(proc, line)
         if "backend" in text and self.facts.attention_backend is None:
@@ -236,7 +295,7 @@ class Parser(SettingsReader):
 
     def _modes(self, proc: VWorker, line: Line) -> None:
         text = line.text
-        setting = _SETTING.search(text)
+        setting = _SETTING.search(text) or _NPU_MODE.search(text)
         override = _OVERRIDE.search(text)
         target = setting["to"] if setting else override["to"] if override else None
         if target:
@@ -299,6 +358,8 @@ class Parser(SettingsReader):
         elif self.generation == "V1":
             facts.model_runner = "V1"
         self.decide_platform()
+        facts.version = facts.version or self.pip_version
+        _resolve_alias(facts)
         resolve_capture(
             facts,
             workers,

@@ -4,6 +4,7 @@ pasted launch commands: what was asked for, not what the engine resolved."""
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from diagnostic.engines import _kv
 from diagnostic.engines._common import LogParser, ev
@@ -109,18 +110,34 @@ class SettingsReader(LogParser):
         self.facts.model = self.facts.model or _str(value.get("model"))
         sc = value.get("speculative_config")
         if isinstance(sc, dict) and sc:
-            spec = self.facts.spec
-            spec.enabled = True
-            spec.method = spec.method or _str(sc.get("method"))
-            spec.drafter = spec.drafter or _str(sc.get("model"))
-            k = sc.get("num_speculative_tokens")
-            if isinstance(k, int) and spec.num_draft_tokens is None:
-                spec.num_draft_tokens = k
-            self.facts.spec_evidence.append(ev(line))
+            self._speculative(sc, line)
         elif self.facts.spec.enabled is None and _whole_dict(text, value):
             # All the user set (not a cut line): no speculative config means speculation off.
             self.facts.spec.enabled = False
             self.facts.spec_evidence.append(ev(line))
+
+    def _speculative(self, sc: dict[Any, Any], line: Line) -> None:
+        """Speculation from a speculative config dict (non-default args, the offline API)."""
+        spec = self.facts.spec
+        spec.enabled = True
+        spec.method = spec.method or _str(sc.get("method"))
+        spec.drafter = spec.drafter or _str(sc.get("model"))
+        k = sc.get("num_speculative_tokens")
+        if isinstance(k, int) and spec.num_draft_tokens is None:
+            spec.num_draft_tokens = k
+        self.facts.spec_evidence.append(ev(line))
+
+    def _api_config(self, line: Line) -> None:
+        """The offline API's keyword: `LLM(…, speculative_config={"method": "ngram", …})`."""
+        text = line.text
+        at = text.find("{", text.index("speculative_config="))
+        if at == -1:
+            return
+        closes = [i for i in range(len(text) - 1, at, -1) if text[i] == "}"]
+        found = (_kv.literal(text[at : i + 1]) for i in closes)  # the dict, then the call's `)`
+        sc = next((v for v in found if isinstance(v, dict)), None) or _kv.literal_prefix(text[at:])
+        if isinstance(sc, dict) and sc:
+            self._speculative(sc, line)
 
     def _namespace(self, line: Line) -> None:
         text = line.text

@@ -63,6 +63,8 @@ SIGNALS: tuple[Signal, ...] = (
             ("vllm --version", r"vllm --version\s+v?(?P<v>\d+\.\d+[\w.+-]*)"),
             ("Name: vllm", r"Name: vllm Version:\s*(?P<v>\d+\.\d+[\w.+-]*)"),
             ("vLLM version", r"vLLM version:?\s+v?(?P<v>\d+\.\d+[\w.+-]*)"),
+            # an issue's environment bullet: ``- vLLM `0.23.1rc1.dev1302+ge765bbc97` (nightly)``
+            ("vLLM `", r"\bvLLM\s+`v?(?P<v>\d+\.\d+\.\d+[\w.+-]*)`"),
             ("vllm-openai", r"vllm/vllm-openai(?:-\w+)?:v?(?P<v>\d+\.\d+(?:\.\d+)?(?:rc\d+)?)"),
             ("vllm-ascend", r"vllm-ascend:v?(?P<v>\d+\.\d+(?:\.\d+)?(?:rc\d+)?)"),
         )
