@@ -1,0 +1,151 @@
+"""The sweep across real SSH: two nodes behind real sshd processes (node2 through a bastion,
+ProxyJump), the real llama-server launched, logged, sampled and stopped over ssh; the faults
+that come over the wire. The plans are written as a consultant writes them (docs/usage.md
+"Clusters"): the system `ssh`, the site's ssh_config (here `-F`, a throw-away one)."""
+
+from __future__ import annotations
+
+import os
+import shlex
+from pathlib import Path
+
+import pytest
+from conftest import ROOT, free_port
+from sshd import Cluster
+
+from diagnostic.bundle.store import Bundle
+from diagnostic.logcheck.stage import check_paths
+from diagnostic.measure.launch import port_in_use, run_shell
+from diagnostic.measure.plan.spec import Plan, load_plan
+from diagnostic.measure.sweep import sweep
+from diagnostic.report import render_html, report_context
+
+pytestmark = pytest.mark.engine
+TELEMETRY = ROOT / "tests" / "data" / "telemetry" / "nvidia-smi-documented.csv"
+FLAGS = "-a gemma --host 127.0.0.1 -t 1 -tb 1 -c 2048 -np 1 --metrics"
+
+
+def node_dir(cluster: Cluster, node: str, name: str) -> Path:
+    """A folder on `node` (the same machine here: a folder per node and test)."""
+    path = cluster.root / "nodes" / name / node
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def ssh_plan(
+    cluster: Cluster, tmp_path: Path, name: str, *, port: int | None = None, **options: object
+) -> Plan:
+    """A one-arm plan that launches llama-server on node1 and node2 over ssh (each in the
+    background with its pid and log in the node's folder), waits for both, fetches both logs,
+    samples node1's telemetry and stops both over ssh."""
+    server, model = os.environ["LLAMA_SERVER"], os.environ["MODEL"]
+    one, two = node_dir(cluster, "node1", name), node_dir(cluster, "node2", name)
+
+    def on(node: str, command: str) -> str:
+        return f"{cluster.ssh(node)} {shlex.quote(command)}"
+
+    def serve(folder: Path, port: str) -> str:
+        return on(
+            folder.name,
+            f"nohup {server} -m {model} {FLAGS} --port {port} > {folder}/server.log 2>&1 "
+            f"< /dev/null & echo $! > {folder}/server.pid",
+        )
+
+    settings: dict[str, object] = {
+        "restarts": 1,
+        "requests": 2,
+        "warmup": 1,
+        "max_tokens": 16,
+        "workloads": ["code"],
+        "port": port or free_port(),
+        "health_timeout_s": 300,
+        "command_timeout_s": 60,
+        "seed": 3,
+    }
+    settings.update(options)
+    health = "curl -sf http://127.0.0.1:{port}/health && curl -sf http://127.0.0.1:{port+1}/health"
+    stop = "; ".join(
+        on(
+            f.name,
+            f"kill $(cat {f}/server.pid) && while kill -0 $(cat {f}/server.pid); "
+            "do sleep 0.1; done 2>/dev/null",
+        )
+        for f in (one, two)
+    )
+    lines = [f"{k} = {_toml(v)}" for k, v in settings.items()]
+    lines += [
+        f"health = {_toml(health)}",
+        f"stop = {_toml(stop)}",
+        "logs = { "
+        + ", ".join(f"{f.name} = {_toml(on(f.name, f'cat {f}/server.log'))}" for f in (one, two))
+        + " }",
+        f"telemetry = {{ node1 = {_toml(on('node1', f'cat {TELEMETRY}'))} }}",
+    ]
+    launch = f"{serve(one, '{port}')} && {serve(two, '{port+1}')}"
+    arm = f'[[arms]]\nname = "baseline"\nlaunch = {_toml(launch)}\nspeculative = false\n'
+    path = tmp_path / f"{name}.toml"
+    path.write_text("[plan]\n" + "\n".join(lines) + "\n\n" + arm)
+    return load_plan(path)
+
+
+def _toml(value: object) -> str:
+    if isinstance(value, str):
+        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml(v) for v in value) + "]"
+    return str(value)
+
+
+# -- the cluster itself -------------------------------------------------------------------------
+
+
+def test_nodes_answer_over_ssh_and_node2_through_the_bastion(ssh_nodes: Cluster) -> None:
+    for host in ("node1", "node2"):
+        done = ssh_nodes.run(host, "echo $SSH_CONNECTION")
+        assert done.returncode == 0, done.stderr
+        # the server's port is the node's own sshd: node2's connection came through the bastion
+        assert done.stdout.split()[-1] == str(ssh_nodes.nodes[host].port)
+
+
+def test_a_changed_host_key_is_refused_and_said(ssh_nodes: Cluster) -> None:
+    result = run_shell(f"{ssh_nodes.ssh('rekeyed')} true", env={}, timeout_s=30)
+    assert result.returncode == 255
+    assert "Host key verification failed" in result.stderr_tail
+
+
+def test_a_password_prompt_never_hangs_a_plan_command(ssh_nodes: Cluster) -> None:
+    # `nokey` offers a key node1 does not accept, with BatchMode off and passwords allowed:
+    # a plan command has no terminal to prompt on, so ssh gives up instead of waiting.
+    result = run_shell(f"{ssh_nodes.ssh('nokey')} true", env={}, timeout_s=30)
+    assert result.returncode == 255
+    assert "Permission denied" in result.stderr_tail
+
+
+# -- a sweep across the nodes -------------------------------------------------------------------
+
+
+def test_a_sweep_launches_logs_samples_and_stops_both_nodes_over_ssh(
+    ssh_nodes: Cluster, tmp_path: Path, real_env: None
+) -> None:
+    plan = ssh_plan(ssh_nodes, tmp_path, "sweep")
+    port = plan.options.port
+    out = tmp_path / "b"
+    summary = sweep(plan, out=out)
+    assert [o.status for o in summary.outcomes] == ["ok"], summary.outcomes
+    assert not port_in_use("127.0.0.1", port) and not port_in_use("127.0.0.1", port + 1)
+
+    bundle = Bundle.open(out)
+    info = bundle.find_run("baseline", 0)
+    assert info is not None and info.status == "ok" and not info.log_errors
+    logs = bundle.log_sources(info)
+    assert f"listening on http://127.0.0.1:{port}\n" in logs["node1"].read_text()
+    assert f"listening on http://127.0.0.1:{port + 1}\n" in logs["node2"].read_text()
+    assert logs["node1"].read_text().count("print_timing") >= 3  # taken after the last request
+    assert info.telemetry is not None and info.telemetry["node1"].samples > 0
+
+    report = check_paths([out])
+    [table] = report.log_sources
+    assert [s.source for s in table.sources] == ["node1", "node2"]
+    assert not table.differences
+    html = render_html(report_context(bundle, check=report))
+    assert "node1" in html and "node2" in html
