@@ -7,10 +7,14 @@ from __future__ import annotations
 
 import os
 import shlex
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, free_port
+from conftest import ROOT, free_port, run_diagnose
 from sshd import Cluster
 
 from diagnostic.bundle.store import Bundle
@@ -70,7 +74,7 @@ def ssh_plan(
             f"kill $(cat {f}/server.pid) && while kill -0 $(cat {f}/server.pid); "
             "do sleep 0.1; done 2>/dev/null",
         )
-        for f in (one, two)
+        for f in (two, one)  # node1 last: its exit status is the stop's
     )
     lines = [f"{k} = {_toml(v)}" for k, v in settings.items()]
     lines += [
@@ -149,3 +153,107 @@ def test_a_sweep_launches_logs_samples_and_stops_both_nodes_over_ssh(
     assert not table.differences
     html = render_html(report_context(bundle, check=report))
     assert "node1" in html and "node2" in html
+
+
+# -- faults over the wire -----------------------------------------------------------------------
+
+
+def _sweep_until_measuring(plan: Plan, out: Path) -> subprocess.Popen[bytes]:
+    """`diagnose sweep PLAN -o OUT` in a child process, returned once its first request is
+    recorded: both remote servers run and answer."""
+    child = subprocess.Popen(
+        [sys.executable, "-m", "diagnostic", "sweep", plan.source, "-o", str(out)],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    records = out / "runs" / "baseline-r0" / "requests.jsonl"
+    deadline = time.monotonic() + 600  # a hang guard: a loaded CPU serves slowly
+    while not (records.is_file() and records.read_text().count("\n") >= 1):
+        assert child.poll() is None, "the sweep ended before it measured"
+        assert time.monotonic() < deadline, "no request recorded within 600 s"
+        time.sleep(0.05)
+    return child
+
+
+def _alive(pid: int) -> bool:
+    """Whether process `pid` runs (a zombie does not)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def _pid(cluster: Cluster, name: str, node: str) -> int:
+    return int((node_dir(cluster, node, name) / "server.pid").read_text())
+
+
+def test_a_sweep_killed_outright_leaves_the_remote_server_and_resume_stops_it_first(
+    ssh_nodes: Cluster, tmp_path: Path, real_env: None
+) -> None:
+    plan = ssh_plan(ssh_nodes, tmp_path, "sigkill")
+    out = tmp_path / "b"
+    child = _sweep_until_measuring(plan, out)
+    child.kill()
+    child.wait()
+    orphans = [_pid(ssh_nodes, "sigkill", node) for node in ("node1", "node2")]
+    # a remote server does not die with the local process: both still run
+    assert all(_alive(pid) for pid in orphans)
+
+    done = run_diagnose("sweep", plan.source, "-o", str(out), "--resume")
+    assert done.returncode == 0, done.stderr
+    assert "baseline-r0 was left running: running the plan's stop command" in done.stderr
+    assert not any(_alive(pid) for pid in orphans)
+    info = Bundle.open(out).find_run("baseline", 0)
+    assert info is not None and info.status == "ok" and info.attempts == 2
+    # measured afresh on the new servers; the killed attempt's records kept apart
+    assert (out / "runs" / "baseline-r0" / "requests.attempt1.jsonl").is_file()
+    assert all(_pid(ssh_nodes, "sigkill", n) not in orphans for n in ("node1", "node2"))
+
+
+def test_a_sweep_stopped_with_sigterm_runs_the_stop_command_over_ssh(
+    ssh_nodes: Cluster, tmp_path: Path, real_env: None
+) -> None:
+    plan = ssh_plan(ssh_nodes, tmp_path, "sigterm")
+    out = tmp_path / "b"
+    child = _sweep_until_measuring(plan, out)
+    servers = [_pid(ssh_nodes, "sigterm", node) for node in ("node1", "node2")]
+    child.send_signal(signal.SIGTERM)
+    assert child.wait(timeout=300) != 0
+    assert not any(_alive(pid) for pid in servers)
+    info = Bundle.open(out).find_run("baseline", 0)
+    assert info is not None and info.status == "interrupted"
+    assert "SIGTERM" in (info.failure or "")
+
+
+def test_sshd_killed_mid_run_fails_the_run_naming_node_and_command_and_resume_finishes(
+    ssh_nodes: Cluster, tmp_path: Path, real_env: None
+) -> None:
+    # long enough answers that node1's sshd dies while the run still measures
+    plan = ssh_plan(ssh_nodes, tmp_path, "sshd", requests=4, max_tokens=64)
+    out = tmp_path / "b"
+    node1 = ssh_nodes.nodes["node1"]
+    try:
+        child = _sweep_until_measuring(plan, out)
+        node1.kill()
+        assert child.wait(timeout=600) != 0
+        info = Bundle.open(out).find_run("baseline", 0)
+        assert info is not None and info.status == "failed"
+        failure = info.failure or ""
+        assert "the stop command failed on node2, node1 (exit 255" in failure
+        assert "Connection refused" in failure and f"{ssh_nodes.ssh('node1')} " in failure
+        assert info.log_errors["node1"].startswith("after the last request: exit 255")
+        records = Bundle.open(out).read_requests("baseline", 0).records
+        assert len(records) == 5 and all(r.error is None for r in records)  # nothing lost
+        orphan = _pid(ssh_nodes, "sshd", "node1")
+        assert _alive(orphan)  # the stop never reached node1
+    finally:
+        node1.start()
+    done = run_diagnose("sweep", plan.source, "-o", str(out), "--resume")
+    assert done.returncode == 0, done.stderr
+    assert not _alive(orphan)
+    info = Bundle.open(out).find_run("baseline", 0)
+    assert info is not None and info.status == "ok" and info.attempts == 2
+    kept = out / "runs" / "baseline-r0" / "requests.attempt1.jsonl"
+    assert kept.read_text().count("\n") == 5

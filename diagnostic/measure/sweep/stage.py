@@ -145,6 +145,7 @@ def sweep(
         plan, settings, Path(out), resume=resume, force=force, engagement=engagement, design=design
     )
     runner = StartRunner(bundle, plan, settings, reporter, grace_s)
+    runner.stop_leftovers()
     keeper = TimeKeeper(
         plan,
         bundle,
