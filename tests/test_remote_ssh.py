@@ -37,11 +37,17 @@ def node_dir(cluster: Cluster, node: str, name: str) -> Path:
 
 
 def ssh_plan(
-    cluster: Cluster, tmp_path: Path, name: str, *, port: int | None = None, **options: object
+    cluster: Cluster,
+    tmp_path: Path,
+    name: str,
+    *,
+    logs: dict[str, str] | None = None,
+    **options: object,
 ) -> Plan:
     """A one-arm plan that launches llama-server on node1 and node2 over ssh (each in the
-    background with its pid and log in the node's folder), waits for both, fetches both logs,
-    samples node1's telemetry and stops both over ssh."""
+    background with its pid, appending to its log in the node's folder), waits for both,
+    fetches both logs (or runs `logs`, node -> command on the node), samples node1's
+    telemetry and stops both over ssh."""
     server, model = os.environ["LLAMA_SERVER"], os.environ["MODEL"]
     one, two = node_dir(cluster, "node1", name), node_dir(cluster, "node2", name)
 
@@ -51,7 +57,7 @@ def ssh_plan(
     def serve(folder: Path, port: str) -> str:
         return on(
             folder.name,
-            f"nohup {server} -m {model} {FLAGS} --port {port} > {folder}/server.log 2>&1 "
+            f"nohup {server} -m {model} {FLAGS} --port {port} >> {folder}/server.log 2>&1 "
             f"< /dev/null & echo $! > {folder}/server.pid",
         )
 
@@ -61,7 +67,7 @@ def ssh_plan(
         "warmup": 1,
         "max_tokens": 16,
         "workloads": ["code"],
-        "port": port or free_port(),
+        "port": free_port(),
         "health_timeout_s": 300,
         "command_timeout_s": 60,
         "seed": 3,
@@ -81,7 +87,10 @@ def ssh_plan(
         f"health = {_toml(health)}",
         f"stop = {_toml(stop)}",
         "logs = { "
-        + ", ".join(f"{f.name} = {_toml(on(f.name, f'cat {f}/server.log'))}" for f in (one, two))
+        + ", ".join(
+            f"{f.name} = {_toml(on(f.name, (logs or {}).get(f.name, f'cat {f}/server.log')))}"
+            for f in (one, two)
+        )
         + " }",
         f"telemetry = {{ node1 = {_toml(on('node1', f'cat {TELEMETRY}'))} }}",
     ]
@@ -257,3 +266,43 @@ def test_sshd_killed_mid_run_fails_the_run_naming_node_and_command_and_resume_fi
     assert info is not None and info.status == "ok" and info.attempts == 2
     kept = out / "runs" / "baseline-r0" / "requests.attempt1.jsonl"
     assert kept.read_text().count("\n") == 5
+
+
+def test_a_node_log_of_a_gigabyte_is_cut_to_its_tail_and_a_rotated_one_kept_whole(
+    ssh_nodes: Cluster, tmp_path: Path, real_env: None
+) -> None:
+    # node1's log grows past a gigabyte of an earlier day's lines by the second fetch (made
+    # on the fly, not written to disk); node2's is rotated (copytruncate) while the run
+    # measures. Only the last MiB of node1's is kept, from a whole line on.
+    one, two = node_dir(ssh_nodes, "node1", "big"), node_dir(ssh_nodes, "node2", "big")
+    old_day = f"test -e {one}/fetched && yes '0.00.000.000 I a line of an earlier day' | head -c 1G"
+    logs = {"node1": f"{old_day}; touch {one}/fetched; cat {one}/server.log"}
+    plan = ssh_plan(
+        ssh_nodes, tmp_path, "big", logs=logs, log_keep_bytes=1 << 20, requests=4, max_tokens=64
+    )
+    port = plan.options.port
+    out = tmp_path / "b"
+    child = _sweep_until_measuring(plan, out)
+    rotated = ssh_nodes.run(
+        "node2", f"cp {two}/server.log {two}/server.log.1 && : > {two}/server.log"
+    )
+    assert rotated.returncode == 0, rotated.stderr
+    assert child.wait(timeout=600) == 0
+
+    info = Bundle.open(out).find_run("baseline", 0)
+    assert info is not None and info.status == "ok" and not info.log_errors
+    big = info.log_notes["node1"]
+    assert big.startswith("after the last request: 1.0 GiB printed, only the last ")
+    assert big.endswith(" kept (from a whole line on)")
+    logs_kept = Bundle.open(out).log_sources(info)
+    node1 = logs_kept["node1"].read_text()
+    assert len(node1) <= 1 << 20 and node1.startswith("0.00.000.000 I a line of an earlier day\n")
+    assert f"listening on http://127.0.0.1:{port}\n" in node1  # the tail that matters
+    assert "rotated or truncated in between" in info.log_notes["node2"]
+    node2 = logs_kept["node2"].read_text()
+    # the start-up lines, copied before the rotation, kept (node2 serves no request: its
+    # new file was still empty at the fetch after the last request)
+    assert f"listening on http://127.0.0.1:{port + 1}\n" in node2
+    assert (two / "server.log.1").read_text().startswith(node2)
+    [table] = check_paths([out]).log_sources
+    assert [s.source for s in table.sources] == ["node1", "node2"]

@@ -383,6 +383,11 @@ class RunInfo(Stored):
         default_factory=dict,
         description="Plan log commands that failed, by source: when, exit status, stderr tail",
     )
+    log_notes: dict[str, str] = Field(
+        default_factory=dict,
+        description="What a plan log command's copy left out, by source: a log longer than "
+        "the bytes kept (only its tail is), or one rotated between two fetches",
+    )
     capture: dict[str, Any] | None = Field(
         None, description="Resolved capture facts from the log (check), when known"
     )

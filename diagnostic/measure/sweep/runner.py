@@ -179,9 +179,16 @@ class StartRunner:
 
     def _capture_logs(self, info: RunInfo, when: str) -> RunInfo:
         logs, env = self._commands(info).logs, self.plan.arm(info.arm).env
-        timeout = self.plan.options.command_timeout_s
+        o = self.plan.options
         return capture_logs(
-            self.bundle, info, logs, env=env, when=when, reporter=self.reporter, timeout_s=timeout
+            self.bundle,
+            info,
+            logs,
+            env=env,
+            when=when,
+            reporter=self.reporter,
+            timeout_s=o.command_timeout_s,
+            keep_bytes=o.log_keep_bytes,
         )
 
     def _run_stop(self, info: RunInfo) -> str | None:
