@@ -22,6 +22,7 @@ from diagnostic.logcheck.stage import check_paths
 from diagnostic.measure.launch import port_in_use, run_shell
 from diagnostic.measure.plan.spec import Plan, load_plan
 from diagnostic.measure.sweep import sweep
+from diagnostic.measure.sweep.nodes import check_nodes
 from diagnostic.report import render_html, report_context
 
 pytestmark = pytest.mark.engine
@@ -306,3 +307,63 @@ def test_a_node_log_of_a_gigabyte_is_cut_to_its_tail_and_a_rotated_one_kept_whol
     assert (two / "server.log.1").read_text().startswith(node2)
     [table] = check_paths([out]).log_sources
     assert [s.source for s in table.sources] == ["node1", "node2"]
+
+
+# -- before the day: sweep --dry-run checks every node ----------------------------------------
+
+
+def test_dry_run_checks_every_node_the_plan_reaches(ssh_nodes: Cluster, tmp_path: Path) -> None:
+    folder = node_dir(ssh_nodes, "node1", "dry")
+    c = ssh_nodes.ssh
+    engine = f"{sys.executable} -m http.server {{port}}"  # the engine binary on the node
+    launch = (
+        f"{c('node1')} 'nohup {engine} >> {folder}/server.log 2>&1 < /dev/null "
+        f"& echo $! > {folder}/server.pid'"
+    )
+    logs = {
+        "node1": f"{c('node1')} cat {folder}/server.log",
+        "node2": f"{c('node2')} 'tail -n 1000 /var/log/no-such-folder/vllm.log'",
+        "old": f"{c('rekeyed')} cat /var/log/vllm.log",
+        "stranger": f"{c('nokey')} cat /var/log/vllm.log",
+    }
+    plan = tmp_path / "dry.toml"
+    plan.write_text(
+        "\n".join(
+            [
+                "[plan]",
+                f"port = {free_port()}",
+                "restarts = 1",
+                f"stop = {_toml(c('node1') + f' kill $(cat {folder}/server.pid)')}",
+                "logs = { " + ", ".join(f"{k} = {_toml(v)}" for k, v in logs.items()) + " }",
+                "",
+                "[[arms]]",
+                'name = "baseline"',
+                f"launch = {_toml(launch)}",
+                "",
+            ]
+        )
+    )
+    done = run_diagnose("sweep", str(plan), "--dry-run", timeout=300)
+    assert done.returncode == 1, done.stdout + done.stderr
+    err = " ".join(done.stderr.split())  # rich wraps long lines
+    assert "node2: not found there: /var/log/no-such-folder/vllm.log;" in err
+    assert "rekeyed: ssh refused the node: its host key is not the one known for it" in err
+    assert "nokey: the node accepts no key this machine offers" in err
+    assert "node1:" not in err, err
+
+    checks = {n.node: n for n in check_nodes(load_plan(plan))}
+    assert list(checks) == ["node1", "node2", "rekeyed", "nokey"]
+    node1 = checks["node1"]
+    # the engine, the folder its log goes to (the file comes with the first start), the
+    # programs of stop and logs
+    assert node1.ok
+    assert node1.found == [sys.executable, str(folder), "/dev/null", "echo", "kill", "cat"]
+    # the same clock (one machine): the offset is within its bound of the round trip
+    assert node1.clock_offset_s is not None and node1.clock_bound_s is not None
+    assert abs(node1.clock_offset_s) <= node1.clock_bound_s + 0.01
+    assert checks["node2"].reached and checks["node2"].missing == [
+        "/var/log/no-such-folder/vllm.log"
+    ]
+    assert not checks["rekeyed"].reached and "Host key verification failed" in (
+        checks["rekeyed"].problem or ""
+    )
