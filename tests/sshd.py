@@ -246,3 +246,12 @@ def ssh_cluster(root: Path) -> Iterator[Cluster]:
         yield cluster
     finally:
         stop_cluster(cluster)
+
+
+def toml_value(value: object) -> str:
+    """A TOML value of a plan line (a string escaped, a list, a number)."""
+    if isinstance(value, str):
+        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if isinstance(value, list):
+        return "[" + ", ".join(toml_value(v) for v in value) + "]"
+    return str(value)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from conftest import ROOT, free_port, run_diagnose
-from sshd import Cluster
+from sshd import Cluster, toml_value
 
 from diagnostic.bundle.store import Bundle
 from diagnostic.logcheck.stage import check_paths
@@ -83,31 +83,23 @@ def ssh_plan(
         )
         for f in (two, one)  # node1 last: its exit status is the stop's
     )
-    lines = [f"{k} = {_toml(v)}" for k, v in settings.items()]
+    lines = [f"{k} = {toml_value(v)}" for k, v in settings.items()]
     lines += [
-        f"health = {_toml(health)}",
-        f"stop = {_toml(stop)}",
+        f"health = {toml_value(health)}",
+        f"stop = {toml_value(stop)}",
         "logs = { "
         + ", ".join(
-            f"{f.name} = {_toml(on(f.name, (logs or {}).get(f.name, f'cat {f}/server.log')))}"
+            f"{f.name} = {toml_value(on(f.name, (logs or {}).get(f.name, f'cat {f}/server.log')))}"
             for f in (one, two)
         )
         + " }",
-        f"telemetry = {{ node1 = {_toml(on('node1', f'cat {TELEMETRY}'))} }}",
+        f"telemetry = {{ node1 = {toml_value(on('node1', f'cat {TELEMETRY}'))} }}",
     ]
     launch = f"{serve(one, '{port}')} && {serve(two, '{port+1}')}"
-    arm = f'[[arms]]\nname = "baseline"\nlaunch = {_toml(launch)}\nspeculative = false\n'
+    arm = f'[[arms]]\nname = "baseline"\nlaunch = {toml_value(launch)}\nspeculative = false\n'
     path = tmp_path / f"{name}.toml"
     path.write_text("[plan]\n" + "\n".join(lines) + "\n\n" + arm)
     return load_plan(path)
-
-
-def _toml(value: object) -> str:
-    if isinstance(value, str):
-        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
-    if isinstance(value, list):
-        return "[" + ", ".join(_toml(v) for v in value) + "]"
-    return str(value)
 
 
 # -- the cluster itself -------------------------------------------------------------------------
@@ -333,12 +325,12 @@ def test_dry_run_checks_every_node_the_plan_reaches(ssh_nodes: Cluster, tmp_path
                 "[plan]",
                 f"port = {free_port()}",
                 "restarts = 1",
-                f"stop = {_toml(c('node1') + f' kill $(cat {folder}/server.pid)')}",
-                "logs = { " + ", ".join(f"{k} = {_toml(v)}" for k, v in logs.items()) + " }",
+                f"stop = {toml_value(c('node1') + f' kill $(cat {folder}/server.pid)')}",
+                "logs = { " + ", ".join(f"{k} = {toml_value(v)}" for k, v in logs.items()) + " }",
                 "",
                 "[[arms]]",
                 'name = "baseline"',
-                f"launch = {_toml(launch)}",
+                f"launch = {toml_value(launch)}",
                 "",
             ]
         )
