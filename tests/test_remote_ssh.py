@@ -11,17 +11,19 @@ import signal
 import subprocess
 import sys
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 from conftest import ROOT, free_port, run_diagnose
 from sshd import Cluster, toml_value
+from test_sweep import Recorder
 
 from diagnostic.bundle.store import Bundle
 from diagnostic.logcheck.stage import check_paths
 from diagnostic.measure.launch import port_in_use, run_shell
 from diagnostic.measure.plan.spec import Plan, load_plan
-from diagnostic.measure.sweep import sweep
+from diagnostic.measure.sweep import SweepResult, sweep
 from diagnostic.measure.sweep.nodes import check_nodes
 from diagnostic.report import render_html, report_context
 
@@ -178,6 +180,16 @@ def _sweep_until_measuring(plan: Plan, out: Path) -> subprocess.Popen[bytes]:
     return child
 
 
+def _wait_measuring(out: Path, running: Future[SweepResult]) -> None:
+    """Return once the run's first request is recorded (both remote servers answer)."""
+    records = out / "runs" / "baseline-r0" / "requests.jsonl"
+    deadline = time.monotonic() + 600  # a hang guard: a loaded CPU serves slowly
+    while not (records.is_file() and records.read_text().count("\n") >= 1):
+        assert not running.done(), f"the sweep ended before it measured: {running.result()}"
+        assert time.monotonic() < deadline, "no request recorded within 600 s"
+        time.sleep(0.05)
+
+
 def _alive(pid: int) -> bool:
     """Whether process `pid` runs (a zombie does not)."""
     try:
@@ -203,9 +215,13 @@ def test_a_sweep_killed_outright_leaves_the_remote_server_and_resume_stops_it_fi
     # a remote server does not die with the local process: both still run
     assert all(_alive(pid) for pid in orphans)
 
-    done = run_diagnose("sweep", plan.source, "-o", str(out), "--resume")
-    assert done.returncode == 0, done.stderr
-    assert "baseline-r0 was left running: running the plan's stop command" in done.stderr
+    recorder = Recorder()
+    summary = sweep(plan, out=out, resume=True, reporter=recorder, grace_s=2)
+    assert [o.status for o in summary.outcomes] == ["ok"], summary.outcomes
+    assert (
+        "baseline-r0 was left running: running the plan's stop command before anything "
+        "starts" in recorder.notes
+    )
     assert not any(_alive(pid) for pid in orphans)
     info = Bundle.open(out).find_run("baseline", 0)
     assert info is not None and info.status == "ok" and info.attempts == 2
@@ -232,33 +248,40 @@ def test_a_sweep_stopped_with_sigterm_runs_the_stop_command_over_ssh(
 def test_sshd_killed_mid_run_fails_the_run_naming_node_and_command_and_resume_finishes(
     ssh_nodes: Cluster, tmp_path: Path, real_env: None
 ) -> None:
-    # long enough answers that node1's sshd dies while the run still measures
-    plan = ssh_plan(ssh_nodes, tmp_path, "sshd", requests=4, max_tokens=64)
+    # answers long enough that node1's sshd dies while the run still measures
+    plan = ssh_plan(ssh_nodes, tmp_path, "sshd", max_tokens=48)
     out = tmp_path / "b"
     node1 = ssh_nodes.nodes["node1"]
     try:
-        child = _sweep_until_measuring(plan, out)
-        node1.kill()
-        assert child.wait(timeout=600) != 0
-        info = Bundle.open(out).find_run("baseline", 0)
-        assert info is not None and info.status == "failed"
-        failure = info.failure or ""
-        assert "the stop command failed on node2, node1 (exit 255" in failure
+        with ThreadPoolExecutor(1) as pool:
+            running = pool.submit(sweep, plan, out=out, grace_s=2)
+            _wait_measuring(out, running)
+            node1.kill()
+            [outcome] = running.result(timeout=600).outcomes
+        assert outcome.status == "failed"
+        failure = outcome.failure or ""
+        assert failure.startswith("the stop command failed on node2, node1 (exit 255: ")
         assert "Connection refused" in failure and f"{ssh_nodes.ssh('node1')} " in failure
+        info = Bundle.open(out).find_run("baseline", 0)
+        assert info is not None and info.status == "failed" and info.failure == failure
         assert info.log_errors["node1"].startswith("after the last request: exit 255")
         records = Bundle.open(out).read_requests("baseline", 0).records
-        assert len(records) == 5 and all(r.error is None for r in records)  # nothing lost
+        assert len(records) == 3 and all(r.error is None for r in records)  # nothing lost
         orphan = _pid(ssh_nodes, "sshd", "node1")
         assert _alive(orphan)  # the stop never reached node1
     finally:
         node1.start()
-    done = run_diagnose("sweep", plan.source, "-o", str(out), "--resume")
-    assert done.returncode == 0, done.stderr
+    recorder = Recorder()
+    summary = sweep(plan, out=out, resume=True, reporter=recorder, grace_s=2)
+    assert [o.status for o in summary.outcomes] == ["ok"], summary.outcomes
+    assert "baseline-r0 was left failed: running the plan's stop command" in " ".join(
+        recorder.notes
+    )
     assert not _alive(orphan)
     info = Bundle.open(out).find_run("baseline", 0)
     assert info is not None and info.status == "ok" and info.attempts == 2
     kept = out / "runs" / "baseline-r0" / "requests.attempt1.jsonl"
-    assert kept.read_text().count("\n") == 5
+    assert kept.read_text().count("\n") == 3
 
 
 def test_a_node_log_of_a_gigabyte_is_cut_to_its_tail_and_a_rotated_one_kept_whole(
@@ -270,17 +293,16 @@ def test_a_node_log_of_a_gigabyte_is_cut_to_its_tail_and_a_rotated_one_kept_whol
     one, two = node_dir(ssh_nodes, "node1", "big"), node_dir(ssh_nodes, "node2", "big")
     old_day = f"test -e {one}/fetched && yes '0.00.000.000 I a line of an earlier day' | head -c 1G"
     logs = {"node1": f"{old_day}; touch {one}/fetched; cat {one}/server.log"}
-    plan = ssh_plan(
-        ssh_nodes, tmp_path, "big", logs=logs, log_keep_bytes=1 << 20, requests=4, max_tokens=64
-    )
+    plan = ssh_plan(ssh_nodes, tmp_path, "big", logs=logs, log_keep_bytes=1 << 20, max_tokens=48)
     port = plan.options.port
     out = tmp_path / "b"
-    child = _sweep_until_measuring(plan, out)
-    rotated = ssh_nodes.run(
-        "node2", f"cp {two}/server.log {two}/server.log.1 && : > {two}/server.log"
-    )
-    assert rotated.returncode == 0, rotated.stderr
-    assert child.wait(timeout=600) == 0
+    with ThreadPoolExecutor(1) as pool:
+        running = pool.submit(sweep, plan, out=out)
+        _wait_measuring(out, running)
+        rotate = f"cp {two}/server.log {two}/server.log.1 && : > {two}/server.log"
+        rotated = ssh_nodes.run("node2", rotate)
+        assert rotated.returncode == 0, rotated.stderr
+        assert [o.status for o in running.result(timeout=600).outcomes] == ["ok"]
 
     info = Bundle.open(out).find_run("baseline", 0)
     assert info is not None and info.status == "ok" and not info.log_errors

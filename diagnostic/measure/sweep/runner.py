@@ -159,9 +159,9 @@ class StartRunner:
             info = collect_run(self.bundle, info, self._settings(info), reporter=progress)
         except DiagnosticError as exc:
             info = self._capture_logs(info, "after the failed measurement")
-            return self._finish(info, server, "failed", self._died(server) or str(exc))
+            return self._finish(info, server, "failed", self._died(server, info) or str(exc))
         info = self._capture_logs(info, "after the last request")
-        died = self._died(server)
+        died = self._died(server, info)
         if died or info.status != "ok":
             return self._finish(info, server, "failed", died or info.failure)
         return self._finish(info, server, "ok", None)
@@ -242,13 +242,21 @@ class StartRunner:
     def _marker(self, start: Start) -> str:
         return f"{self.bundle.path.resolve()}:{start.arm}-r{start.restart}"
 
-    def _died(self, server: ServerProcess) -> str | None:
+    def _died(self, server: ServerProcess, info: RunInfo) -> str | None:
         code = server.poll()
         if code is None or server.daemonised:
             return None
         tail = "\n".join(f"  | {line}" for line in server.tail()[-10:])
+        hosts = ssh_hosts(self._commands(info).launch)
+        lost = (
+            f" (ssh's own status: the connection to {', '.join(hosts)} was lost; the server "
+            "may still run there)"
+            if code == 255 and hosts
+            else ""
+        )
         return (
-            f"the server exited with status {code} during the measurement; last log lines:\n{tail}"
+            f"the server exited with status {code}{lost} during the measurement; last log "
+            f"lines:\n{tail}"
         )
 
     def _new_run(self, start: Start, previous: RunInfo | None) -> RunInfo:
