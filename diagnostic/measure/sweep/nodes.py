@@ -13,14 +13,18 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from diagnostic.bundle.redact import redact_text
 from diagnostic.measure.plan.spec import Plan
-from diagnostic.measure.remote import SshCall, ssh_calls
+from diagnostic.measure.remote import (
+    PREFIXES,
+    SEPARATORS,
+    SshCall,
+    is_assignment,
+    shell_words,
+    ssh_calls,
+)
 
 __all__ = ["NodeCheck", "check_nodes"]
 
 CONNECT_TIMEOUT_S = 10
-# Words of a remote command that are not the program it runs.
-_PREFIXES = {"nohup", "exec", "env", "sudo", "nice", "time", "command"}
-_SEPARATORS = {";", "&&", "||", "|", "&", "(", ")"}
 # ssh's own words for why it could not log in, and what they mean on site.
 _PLAIN = [
     (
@@ -137,17 +141,12 @@ def _check(calls: list[SshCall], timeout_s: float) -> NodeCheck:
 def _named(remote: str) -> tuple[list[str], set[str]]:
     """The programs a remote command runs and the absolute paths it names, and the files it
     writes into (an output redirection: its folder is what must exist)."""
-    try:
-        lexer = shlex.shlex(remote, posix=True, punctuation_chars=";&|()")
-        lexer.whitespace_split = True
-        words = list(lexer)
-    except ValueError:
-        return [], set()
+    words = shell_words(remote)
     named: list[str] = []
     written: set[str] = set()
     first, redirect = True, ""
     for word in words:
-        if word in _SEPARATORS:
+        if word in SEPARATORS:
             first = True
             continue
         if "$" in word or "`" in word:
@@ -166,7 +165,7 @@ def _named(remote: str) -> tuple[list[str], set[str]]:
             redirect = ""
             continue
         if first:
-            if "=" in word.split("/")[0] or word in _PREFIXES:
+            if is_assignment(word) or word in PREFIXES:
                 continue
             named.append(word)
             first = False
