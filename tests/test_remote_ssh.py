@@ -155,8 +155,11 @@ def test_a_sweep_launches_logs_samples_and_stops_both_nodes_over_ssh(
     [table] = report.log_sources
     assert [s.source for s in table.sources] == ["node1", "node2"]
     assert not table.differences
-    html = render_html(report_context(bundle, check=report))
-    assert "node1" in html and "node2" in html
+    ctx = report_context(bundle, check=report)
+    assert ctx.node_table is not None  # the capture chapter's table of nodes
+    assert [row[1] for row in ctx.node_table.rows] == ["node1", "node2"]
+    html = render_html(ctx)
+    assert all(f"<td>{cell}</td>" in html for row in ctx.node_table.rows for cell in row[:2])
 
 
 # -- faults over the wire -----------------------------------------------------------------------
