@@ -124,7 +124,10 @@ def _check(calls: list[SshCall], timeout_s: float) -> NodeCheck:
         plain = next((words for key, words in _PLAIN if key in err), None)
         problem = f"{plain} (ssh: {err})" if plain else f"ssh: {err}"
         return NodeCheck(node=node, command=shown, reached=False, problem=problem)
-    offset = float(lines[0].split()[1]) - (sent + back) / 2
+    try:
+        offset: float | None = round(float(lines[0].split()[1]) - (sent + back) / 2, 3)
+    except (IndexError, ValueError):  # a date without %N (BSD): no offset, the rest stands
+        offset = None
     answers = lines[1:]
     found = [w for w, a in zip(names, answers, strict=False) if a == "found"]
     return NodeCheck(
@@ -133,8 +136,8 @@ def _check(calls: list[SshCall], timeout_s: float) -> NodeCheck:
         reached=True,
         missing=[w for w in names if w not in found],
         found=found,
-        clock_offset_s=round(offset, 3),
-        clock_bound_s=round((back - sent) / 2, 3),
+        clock_offset_s=offset,
+        clock_bound_s=round((back - sent) / 2, 3) if offset is not None else None,
     )
 
 
