@@ -50,6 +50,9 @@ EARLY_DIVERGENCE_CHARS = 20
 # needs more says the effect is too small to resolve in a day (report/budget.py).
 DAY_ON_SITE_S = 6 * 3600.0
 SHELL_TIMEOUT_S = 120.0  # seconds a plan's stop, health or log command may run once
+# Bytes of a plan command's output kept (a node's log: its tail). Redaction reads about 0.5-2
+# MB/s of log on one core, so a bigger tail costs minutes per fetch.
+LOG_KEEP_BYTES = 8 << 20
 HEALTH_POLL_S = 2.0  # pause between two runs of a plan's health command
 
 # Limits a plan file or a command line may not pass, refused at load with the limit named:
@@ -66,6 +69,7 @@ LIMIT_SEED = 2**53
 LIMIT_ARMS = 1_000  # arms after sweep expansion
 LIMIT_PLANNED_REQUESTS = 10_000_000  # requests a whole plan schedules, warm-ups included
 LIMIT_PLAN_BYTES = 1_048_576  # a plan file
+LIMIT_LOG_KEEP_BYTES = 1 << 30  # [plan] log_keep_bytes
 
 # Telemetry (collect --telemetry, a plan's telemetry keys): GPU samples every
 # TELEMETRY_INTERVAL_S (NVML reads take microseconds); the host's process table at most every

@@ -10,6 +10,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -173,3 +174,12 @@ def real_env() -> Iterator[None]:
             os.environ.pop(key, None)
         else:
             os.environ[key] = value
+
+
+@pytest.fixture(scope="session")
+def ssh_nodes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """Real sshd processes on 127.0.0.1 standing for node1, node2 (through a bastion) and the
+    bastion, with a throw-away ssh_config (tests/sshd.py); all stopped at the end."""
+    from sshd import ssh_cluster
+
+    yield from ssh_cluster(tmp_path_factory.mktemp("ssh"))

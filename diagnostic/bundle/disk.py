@@ -11,7 +11,7 @@ from pathlib import Path
 
 from diagnostic.errors import BundleError
 
-__all__ = ["writing"]
+__all__ = ["size_text", "writing"]
 
 _FULL = {errno.ENOSPC, errno.EDQUOT}
 _READ_ONLY = {errno.EROFS}
@@ -33,7 +33,7 @@ def _why(path: Path, exc: OSError) -> str:
     if exc.errno in _FULL:
         return (
             f"{path}: the disk is full ({exc.strerror}; {_free(path)}); free space on that "
-            f"file system (records already written are kept: {_size(_bundle_root(path))} so "
+            f"file system (records already written are kept: {size_text(_bundle_root(path))} so "
             "far), then run the same command again with --resume"
         )
     if exc.errno in _READ_ONLY:
@@ -55,7 +55,7 @@ def _free(path: Path) -> str:
                 usage = shutil.disk_usage(folder)
             except OSError:
                 break
-            return f"{_size(usage.free)} free of {_size(usage.total)} at {folder}"
+            return f"{size_text(usage.free)} free of {size_text(usage.total)} at {folder}"
     return "free space unknown"
 
 
@@ -67,7 +67,7 @@ def _bundle_root(path: Path) -> Path:
     return path.parent
 
 
-def _size(what: int | Path) -> str:
+def size_text(what: int | Path) -> str:
     """A size in words: of a number of bytes, or of a folder's files."""
     if isinstance(what, Path):
         files = what.rglob("*") if what.is_dir() else []

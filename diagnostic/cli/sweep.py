@@ -251,10 +251,12 @@ def command(
     for warning in _unset_variables(plan):
         print_labelled(console_err, "Warning:", "yellow", warning)
     if dry_run:
-        planned = sweep(plan, dry_run=True, power=True, **options.kwargs())
+        planned = sweep(plan, dry_run=True, power=True, nodes=True, **options.kwargs())
         for warning in planned.warnings[len(plan.warnings) :]:  # the stage's own doubts
             print_labelled(console_err, "Warning:", "yellow", warning)
         _print_schedule(planned)
+        if not _print_nodes(planned):
+            sys.exit(1)
         return
     _print_day(sweep(plan, dry_run=True, power=True, **options.kwargs()), adaptive=adaptive)
     with _terminate_as_interrupt(), RichReporter() as reporter:
@@ -310,6 +312,38 @@ def _print_schedule(summary: SweepResult) -> None:
         table.add_row(str(s.index + 1), block, Text(s.arm), str(s.restart))
     console.print(table)
     _print_day(summary, adaptive=summary.looks is not None)
+
+
+def _print_nodes(summary: SweepResult) -> bool:
+    """Each node the plan reaches over ssh, as checked now; False when one is not ready."""
+    if not summary.nodes:
+        return True
+    table = Table(title=Text("Nodes the plan reaches over ssh"), box=box.SIMPLE_HEAD)
+    for name in ("node", "reached", "clock offset", "not found", "found"):
+        table.add_column(name)
+    for n in summary.nodes:
+        offset = (
+            f"{n.clock_offset_s:+.3f} s ± {n.clock_bound_s:.3f}"
+            if n.clock_offset_s is not None and n.clock_bound_s is not None
+            else "-"
+        )
+        reached = Text("yes" if n.reached else "NO", style="green" if n.reached else "red")
+        table.add_row(
+            Text(n.node), reached, offset, Text(", ".join(n.missing)), Text(", ".join(n.found))
+        )
+    console.print(table)
+    for n in summary.nodes:
+        if n.problem:
+            print_labelled(console_err, "Error:", "red", f"{n.node}: {n.problem} ({n.command})")
+        elif n.missing:
+            print_labelled(
+                console_err,
+                "Error:",
+                "red",
+                f"{n.node}: not found there: {', '.join(n.missing)}; fix the plan or the node "
+                "before the sweep",
+            )
+    return all(n.ok for n in summary.nodes)
 
 
 def _print_day(summary: SweepResult, *, adaptive: bool) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import selectors
 import shutil
 import signal
 import socket
@@ -19,6 +20,7 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from diagnostic import defaults
 from diagnostic.bundle.redact import LineRedactor, redact_text
 from diagnostic.errors import LaunchError
 
@@ -224,8 +226,14 @@ class ShellResult(BaseModel):
 
     returncode: int | None = Field(description="Exit status; None when it ran out of time")
     timeout_s: float = Field(description="The time it was given")
-    stdout: bytes = Field(b"", description="Everything it printed on stdout")
+    stdout: bytes = Field(b"", description="What it printed on stdout (the tail, when cut)")
+    stdout_total: int = Field(0, description="Bytes it printed on stdout, kept or not")
     stderr_tail: str = Field("", description="Its last stderr lines, redacted")
+
+    @property
+    def cut(self) -> bool:
+        """Whether stdout was longer than the bytes kept (only its tail is in `stdout`)."""
+        return self.stdout_total > len(self.stdout)
 
     def why(self) -> str:
         """'exit 3: <stderr tail>' or 'no end within N s'; for run records and notes."""
@@ -237,9 +245,54 @@ class ShellResult(BaseModel):
         return f"{head}: {self.stderr_tail}" if self.stderr_tail else head
 
 
-def run_shell(command: str, *, env: Mapping[str, str], timeout_s: float) -> ShellResult:
+class _Tail:
+    """What a pipe gave, keeping only its last `keep` bytes."""
+
+    def __init__(self, keep: int) -> None:
+        self.keep, self.total, self.data = keep, 0, bytearray()
+
+    def add(self, chunk: bytes) -> None:
+        self.total += len(chunk)
+        self.data += chunk
+        if len(self.data) > 2 * self.keep:
+            del self.data[: len(self.data) - self.keep]
+
+    def bytes(self) -> bytes:
+        """The kept tail; when cut, from the first whole line on."""
+        data = bytes(self.data[-self.keep :]) if self.keep else b""
+        if self.total > len(data) and b"\n" in data:
+            data = data[data.find(b"\n") + 1 :]
+        return data
+
+
+def _read_until(popen: subprocess.Popen[bytes], tails: dict[int, _Tail], deadline: float) -> bool:
+    """Read the pipes into `tails` (fd -> tail) until both end (True) or `deadline` passes."""
+    with selectors.DefaultSelector() as selector:
+        for fd in tails:
+            selector.register(fd, selectors.EVENT_READ)
+        while selector.get_map():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            for key, _ in selector.select(timeout=min(left, 1.0)):
+                chunk = os.read(key.fd, 1 << 16)
+                if chunk:
+                    tails[key.fd].add(chunk)
+                else:
+                    selector.unregister(key.fd)
+    return True
+
+
+def run_shell(
+    command: str,
+    *,
+    env: Mapping[str, str],
+    timeout_s: float,
+    keep_bytes: int = defaults.LOG_KEEP_BYTES,
+) -> ShellResult:
     """Run a plan command with bash -c in its own process group; never raises for its
-    failure (the whole group is killed when it overruns `timeout_s`)."""
+    failure (the whole group is killed when it overruns `timeout_s`). Of its stdout only the
+    last `keep_bytes` are kept (a node's log of a gigabyte), from a whole line on."""
     shell = shutil.which("bash") or "/bin/sh"
     try:
         popen = subprocess.Popen(
@@ -252,35 +305,30 @@ def run_shell(command: str, *, env: Mapping[str, str], timeout_s: float) -> Shel
         )
     except OSError as exc:
         return ShellResult(returncode=127, timeout_s=timeout_s, stderr_tail=f"{shell}: {exc}")
-    try:
-        out, err = popen.communicate(timeout=timeout_s)
-        code: int | None = popen.returncode
-    except subprocess.TimeoutExpired as late:
+    assert popen.stdout is not None and popen.stderr is not None
+    out, err = _Tail(keep_bytes), _Tail(1 << 16)
+    tails = {popen.stdout.fileno(): out, popen.stderr.fileno(): err}
+    code: int | None = None
+    ended = _read_until(popen, tails, time.monotonic() + timeout_s)
+    if ended:
+        code = popen.wait()  # its output ended: it ended, or ends now
+    else:  # out of time (a child it left in the background holding the pipes, too)
         _signal_group(popen.pid, signal.SIGKILL)
-        out, err, code = _after_kill(popen, late)
-    lines = err.decode("utf-8", "replace").splitlines()[-TAIL_LINES // 4 :]
-    tail = redact_text(" | ".join(lines))
-    return ShellResult(returncode=code, timeout_s=timeout_s, stdout=out, stderr_tail=tail)
-
-
-def _after_kill(
-    popen: subprocess.Popen[bytes], late: subprocess.TimeoutExpired
-) -> tuple[bytes, bytes, None]:
-    """What a killed command printed. A child it put in a session of its own (setsid, a
-    daemon) outlives the kill and may hold the pipes open: reading is given up after a few
-    seconds instead of waiting for that child for ever."""
-    try:
-        out, err = popen.communicate(timeout=_DRAIN_S)
-    except subprocess.TimeoutExpired:
-        for pipe in (popen.stdout, popen.stderr):
-            if pipe is not None:
-                pipe.close()
         popen.wait()
-        out, err = late.stdout or b"", late.stderr or b""
-        err = (err if isinstance(err, bytes) else err.encode()) + (
-            b"\n(a process it started in the background still holds its output)"
-        )
-    return (out if isinstance(out, bytes) else out.encode()), err, None
+        ended = _read_until(popen, tails, time.monotonic() + _DRAIN_S)
+    for pipe in (popen.stdout, popen.stderr):
+        pipe.close()
+    lines = err.bytes().decode("utf-8", "replace").splitlines()
+    if not ended:
+        lines.append("(a process it started in the background still holds its output)")
+    tail = redact_text(" | ".join(lines[-TAIL_LINES // 4 :]))
+    return ShellResult(
+        returncode=code,
+        timeout_s=timeout_s,
+        stdout=out.bytes(),
+        stdout_total=out.total,
+        stderr_tail=tail,
+    )
 
 
 # -- ports -------------------------------------------------------------------------------

@@ -34,6 +34,8 @@ from diagnostic.schema.telemetry import QuietWindow, TelemetrySource
 #       "newer than this diagnose reads" instead of a field it does not know.
 #   (3, an optional field) 2026-12: run.json `telemetry` and runs/<run>/telemetry/<source>.csv
 #       (schema/telemetry.py: the CSV's own format line, diagnose-telemetry/1).
+#   (3, an optional field) 2026-12: run.json `log_notes` (a plan log command's copy cut to its
+#       tail, or a log rotated between two fetches).
 #   (3, optional fields) 2027-02: manifest.json `sealing` (written when the bundle is created:
 #       its runs are sealed, so a run without a seal is a seal removed) and `seal` (the
 #       manifest's own digest, taken at each write); seals of format diagnose-seal/2, whose
@@ -384,6 +386,11 @@ class RunInfo(Stored):
     log_errors: dict[str, str] = Field(
         default_factory=dict,
         description="Plan log commands that failed, by source: when, exit status, stderr tail",
+    )
+    log_notes: dict[str, str] = Field(
+        default_factory=dict,
+        description="What a plan log command's copy left out, by source: a log longer than "
+        "the bytes kept (only its tail is), or one rotated between two fetches",
     )
     capture: dict[str, Any] | None = Field(
         None, description="Resolved capture facts from the log (check), when known"

@@ -97,6 +97,13 @@ class PlanTable(_Table):
         description="Seconds one run of a stop, health or log command may take; past it its "
         "process group is killed and the start goes on (stop) or fails (health)",
     )
+    log_keep_bytes: int = Field(
+        defaults.LOG_KEEP_BYTES,
+        ge=4096,
+        le=defaults.LIMIT_LOG_KEEP_BYTES,
+        description="Bytes of a log command's output kept: a node's log longer than this is "
+        "kept from the last whole line within its last bytes, said in run.json log_notes",
+    )
     order: Literal["blocks", "sequential"] = Field(
         "blocks", description="blocks: every block starts each arm once, in seeded random order"
     )

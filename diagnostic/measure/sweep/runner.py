@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from diagnostic import defaults
 from diagnostic.bundle.redact import redact_command, redact_env, redact_variables
 from diagnostic.bundle.seal import seal_line, seal_run
-from diagnostic.bundle.store import Bundle, log_file, metrics_files
+from diagnostic.bundle.store import Bundle, log_file, metrics_files, run_id
 from diagnostic.common.progress import Reporter, WithOverall
 from diagnostic.engines import parse_log
 from diagnostic.errors import DiagnosticError
@@ -34,6 +34,7 @@ from diagnostic.measure.launch import (
 )
 from diagnostic.measure.plan.commands import Commands
 from diagnostic.measure.plan.spec import Plan
+from diagnostic.measure.remote import ssh_hosts
 from diagnostic.measure.schedule import Start
 from diagnostic.measure.sweep.logs import capture_logs
 from diagnostic.schema.bundle import MAIN_SOURCE, LaunchInfo, RunInfo, utc_now
@@ -43,6 +44,7 @@ __all__ = ["OVERALL", "OutcomeStatus", "RunOutcome", "StartRunner", "capture_fac
 OVERALL = "sweep"  # the reporter label of the overall bar (steps = requests)
 REQUESTS = "requests.jsonl"
 SERVER = log_file(MAIN_SOURCE)  # the launch command's output: logs/server.log
+STOP_FAILED = "the stop command failed"  # in a run's failure: its server may still run
 OutcomeStatus = Literal["ok", "failed", "interrupted", "skipped", "planned", "decided"]
 
 
@@ -96,7 +98,6 @@ class StartRunner:
         if previous is not None and previous.status == "ok":
             progress.skipped = True
             return previous
-        self._stop_leftover(previous)
         info = self._new_run(start, previous)
         if not wait_port_free(self.host, self.port, timeout_s=self.grace_s):
             busy = f"port {self.port} is in use by another process; stop it or change [plan] port"
@@ -158,9 +159,9 @@ class StartRunner:
             info = collect_run(self.bundle, info, self._settings(info), reporter=progress)
         except DiagnosticError as exc:
             info = self._capture_logs(info, "after the failed measurement")
-            return self._finish(info, server, "failed", self._died(server) or str(exc))
+            return self._finish(info, server, "failed", self._died(server, info) or str(exc))
         info = self._capture_logs(info, "after the last request")
-        died = self._died(server)
+        died = self._died(server, info)
         if died or info.status != "ok":
             return self._finish(info, server, "failed", died or info.failure)
         return self._finish(info, server, "ok", None)
@@ -178,49 +179,84 @@ class StartRunner:
 
     def _capture_logs(self, info: RunInfo, when: str) -> RunInfo:
         logs, env = self._commands(info).logs, self.plan.arm(info.arm).env
-        timeout = self.plan.options.command_timeout_s
+        o = self.plan.options
         return capture_logs(
-            self.bundle, info, logs, env=env, when=when, reporter=self.reporter, timeout_s=timeout
+            self.bundle,
+            info,
+            logs,
+            env=env,
+            when=when,
+            reporter=self.reporter,
+            timeout_s=o.command_timeout_s,
+            keep_bytes=o.log_keep_bytes,
         )
 
-    def _run_stop(self, info: RunInfo) -> None:
-        """The plan's stop command, before the launch's process group is signalled."""
+    def _run_stop(self, info: RunInfo) -> str | None:
+        """The plan's stop command, before the launch's process group is signalled; why it
+        failed (naming the nodes it reaches and the command), None when it did not."""
         stop = self._commands(info).stop
         if stop is None:
-            return
+            return None
         timeout = self.plan.options.command_timeout_s
         result = run_shell(stop, env=self.plan.arm(info.arm).env, timeout_s=timeout)
-        if result.returncode is None:
+        if result.returncode == 0:
+            return None
+        why = (
+            f"no end within {timeout:g} s ([plan] command_timeout_s)"
+            if result.returncode is None
+            else result.why()
+        )
+        hosts = ssh_hosts(stop)
+        nodes = f" on {', '.join(hosts)}" if hosts else ""
+        failure = f"{STOP_FAILED}{nodes} ({why}): {redact_command(stop)}"
+        self.reporter.note(
+            f"{info.arm}-r{info.restart}: {failure}; signalling the launch's process group all "
+            "the same; the server may still run there (--resume runs the stop command first)"
+        )
+        return failure
+
+    def stop_leftovers(self) -> None:
+        """Before a resumed sweep starts anything: the servers its earlier runs may have left
+        running (a sweep killed outright, a stop command that failed) are stopped, the local
+        process group by its marker and the plan's stop command for each (once per distinct
+        command), so no start measures against an orphan."""
+        done: set[str] = set()
+        for run in self.bundle.runs():
+            left = run.status == "running" or STOP_FAILED in (run.failure or "")
+            if run.launch is None or not left:
+                continue
+            start = Start(index=0, block=run.block, arm=run.arm, restart=run.restart)
+            pid = run.launch.pid
+            if pid and stop_leftover(pid, self._marker(start), grace_s=self.grace_s):
+                self.reporter.note(f"stopped the server (pid {pid}) a killed sweep left running")
+            stop = self._commands(run).stop
+            if stop is None or stop in done:
+                continue
+            done.add(stop)
             self.reporter.note(
-                f"{info.arm}-r{info.restart}: the stop command did not end within {timeout:g} s "
-                "([plan] command_timeout_s) and was killed; signalling the launch's process "
-                "group all the same"
+                f"{run_id(run.arm, run.restart)} was left {run.status}: running the plan's stop "
+                "command before anything starts"
             )
-        elif result.returncode != 0:
-            self.reporter.note(
-                f"{info.arm}-r{info.restart}: the stop command failed ({result.why()}); "
-                "signalling the launch's process group all the same"
-            )
+            self._run_stop(run)
 
     def _marker(self, start: Start) -> str:
         return f"{self.bundle.path.resolve()}:{start.arm}-r{start.restart}"
 
-    def _stop_leftover(self, previous: RunInfo | None) -> None:
-        """A sweep killed outright (SIGKILL, power) leaves its server holding the port."""
-        if previous is None or previous.status != "running" or previous.launch is None:
-            return
-        pid = previous.launch.pid
-        start = Start(index=0, block=previous.block, arm=previous.arm, restart=previous.restart)
-        if pid and stop_leftover(pid, self._marker(start), grace_s=self.grace_s):
-            self.reporter.note(f"stopped the server (pid {pid}) a killed sweep left running")
-
-    def _died(self, server: ServerProcess) -> str | None:
+    def _died(self, server: ServerProcess, info: RunInfo) -> str | None:
         code = server.poll()
         if code is None or server.daemonised:
             return None
         tail = "\n".join(f"  | {line}" for line in server.tail()[-10:])
+        hosts = ssh_hosts(self._commands(info).launch)
+        lost = (
+            f" (ssh's own status: the connection to {', '.join(hosts)} was lost; the server "
+            "may still run there)"
+            if code == 255 and hosts
+            else ""
+        )
         return (
-            f"the server exited with status {code} during the measurement; last log lines:\n{tail}"
+            f"the server exited with status {code}{lost} during the measurement; last log "
+            f"lines:\n{tail}"
         )
 
     def _new_run(self, start: Start, previous: RunInfo | None) -> RunInfo:
@@ -288,7 +324,12 @@ class StartRunner:
         launch = info.launch
         if server is not None:
             assert launch is not None
-            self._run_stop(info)
+            stopped = self._run_stop(info)
+            if stopped is not None:  # the server may still run on its node
+                status, failure = (
+                    ("failed" if status == "ok" else status),
+                    "; ".join(w for w in (failure, stopped) if w),
+                )
             launch.exit_code = server.stop(grace_s=self.grace_s)
             if not wait_port_free(self.host, self.port, timeout_s=self.grace_s):
                 self.reporter.note(f"port {self.port} still busy {self.grace_s:g} s after the stop")

@@ -24,6 +24,7 @@ from diagnostic.measure.schedule import (
     estimate,
 )
 from diagnostic.measure.sweep import planner
+from diagnostic.measure.sweep.nodes import NodeCheck, check_nodes
 from diagnostic.measure.sweep.runner import OVERALL, OutcomeStatus, RunOutcome, StartRunner
 from diagnostic.measure.sweep.timekeeper import TimeKeeper
 from diagnostic.measure.telemetry import TelemetrySettings
@@ -66,6 +67,9 @@ class SweepResult(BaseModel):
     warnings: list[str] = Field(default_factory=list, description="Doubts about the plan")
     time_plan: TimePlan | None = Field(None, description="What the sweep planned, and took")
     day: planner.DayEstimate = Field(description="Expected wall-clock, fixed and adaptive plan")
+    nodes: list[NodeCheck] = Field(
+        default_factory=list, description="--dry-run: each node the plan reaches over ssh"
+    )
 
     def count(self, status: OutcomeStatus) -> int:
         """Starts that ended with `status`."""
@@ -90,6 +94,7 @@ def sweep(
     pilot: Path | None = None,
     power: bool = False,
     telemetry: bool = False,
+    nodes: bool = False,
 ) -> SweepResult:
     """Run `plan` into the bundle `out`: every scheduled start launched, measured and stopped.
 
@@ -104,6 +109,7 @@ def sweep(
     estimate also gives both designs' power at the plan's target and the restarts for 90%
     (seconds of simulation: the CLI asks for it, and prints it). `telemetry`: sample this
     machine's GPUs (NVML) and host during every run, as the plan's telemetry_local does.
+    `nodes` (with a dry run): connect to every node the plan reaches over ssh and check it.
     """
     reporter = reporter or NullReporter()
     o = plan.options
@@ -126,6 +132,7 @@ def sweep(
         reporter.note(summary.warnings[-1])
     if dry_run:
         summary.outcomes = [RunOutcome(start=s, status="planned") for s in schedule]
+        summary.nodes = check_nodes(plan) if nodes else []
         return summary
     if out is None:
         raise DiagnosticError("sweep needs -o BUNDLE (the folder the measurements go to)")
@@ -145,6 +152,7 @@ def sweep(
         plan, settings, Path(out), resume=resume, force=force, engagement=engagement, design=design
     )
     runner = StartRunner(bundle, plan, settings, reporter, grace_s)
+    runner.stop_leftovers()
     keeper = TimeKeeper(
         plan,
         bundle,
