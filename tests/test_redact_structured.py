@@ -189,3 +189,23 @@ def test_a_signature_block_is_public_and_kept_byte_for_byte() -> None:
     assert out["signature"] == block and "hunter2x" not in out["note"]
     plain = json.dumps({"root": "ab" * 32, "signature": block})
     assert redact_attachment(plain) == plain  # nothing to mask: unchanged, byte for byte
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "llama-server -m /m/g.gguf --port 8080 > /tmp/server.log 2>&1 & echo $! > /tmp/server.pid",
+        "ssh -F /tmp/ssh_config node1 'nohup llama-server -m m.gguf --port 8000 >log 2>&1 &'",
+        "vllm serve /models/m --port 8000 2>>err.log </dev/null &>all.log | tee out.log",
+    ],
+)
+def test_redirections_and_the_shells_own_parameters_are_no_values(command: str) -> None:
+    """`2>&1`, `>> FILE`, `&>FILE` and `$!` are the shell's, not an option's value (a sweep's
+    own launch templates lost them to the mask)."""
+    assert redact_command(command) == command
+    assert redact_command(command, launch=False) == command
+
+
+def test_a_secret_in_a_redirections_file_is_still_scanned() -> None:
+    secret = "ghp_" + "a1B2c3D4e5F6g7H8i9J0" * 2
+    assert secret not in redact_command(f"llama-server -m m.gguf > /tmp/{secret}.log 2>&1")

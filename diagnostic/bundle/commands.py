@@ -51,6 +51,7 @@ _IMAGE_ENGINES = (
 )
 _NAME_SHAPE = re.compile(r"^--?[A-Za-z][A-Za-z0-9]*(?:[-_.][A-Za-z0-9]+)*$")
 _PLAIN = re.compile(r"^[\w./:@%+,~{}$=\[\]-]*$")
+_SPECIAL = re.compile(r"\$[!$?#@*0-9-]")  # the shell's own parameters ($!, $?, $1 …)
 _SHELL_VAR = re.compile(r"(?<![\\$])\$(?:\{([A-Za-z_]\w*)\}|([A-Za-z_]\w*))")
 
 
@@ -64,6 +65,13 @@ def redact_command(command: str, scan: Scan, *, launch: bool = True) -> str:
     for token in [*split_line(command), Token("op", len(command), len(command), "")]:
         if token.kind == "word":
             segment.append(token)
+            continue
+        if token.kind == "redirect":
+            continue
+        if token.kind == "target":
+            kept = _scanned(token.value, scan)
+            if kept != token.value:
+                edits.append((token.start, token.end, _quoted(kept)))
             continue
         if launch or _engine([w.value for w in segment])[0] is not None:
             edits += _segment(command, segment, scan)
@@ -308,6 +316,8 @@ def _positional(line: str, word: Token, scan: Scan, *, first: bool) -> list[tupl
     nested = _nested_launch(word, scan)
     if nested:
         return nested
+    if _SPECIAL.fullmatch(value):
+        return []
     if key_like(value) or not (first or _PLAIN.match(value) or " " in value):
         return [(word.start, word.end, MASK)]
     kept = _scanned(value, scan)

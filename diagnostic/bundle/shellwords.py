@@ -3,21 +3,29 @@ replaced and the rest of the line kept as written (quotes, spacing, `\\` continu
 
 POSIX shell quoting: '…' literal, "…" with \\" \\\\ \\$ \\` escapes, \\x outside quotes; the
 operators ; & | && || ( ) and a newline end a simple command; # at a word's start begins a
-comment to the end of the line. An unbalanced quote runs to the end of the line."""
+comment to the end of the line; a redirection (`>`, `2>>`, `&>`, `2>&1`, `<`) is a token of its
+own at a word's start, and the file it names a "target" (no argument of the command). An unbalanced quote runs to
+the end of the line."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 __all__ = ["Token", "split_line"]
 
 _OPERATORS = ("&&", "||", ";;", ";", "&", "|", "(", ")", "\n")
+# A redirection: an optional descriptor, the operator, and a descriptor it duplicates (2>&1,
+# >&-) when there is one; otherwise the next word is the file.
+_PLACEHOLDER = re.compile(r"<[^<>\s]+>")  # <redacted>, <model>: a word, no redirection
+_REDIRECT = re.compile(r"(?:\d+|&)?(?:>>|>\||<>|>&|<&|>|<)(?:(?<=&)(?:\d+|-))?")
 
 
 @dataclass(frozen=True)
 class Token:
-    """A word (`kind` "word": its text as the shell reads it, `value`), an operator ("op") or
-    a comment ("comment"); `start`/`end` locate it in the line as written."""
+    """A word (`kind` "word": its text as the shell reads it, `value`), an operator ("op"), a
+    redirection ("redirect") and the file it names ("target"), or a comment ("comment");
+    `start`/`end` locate it in the line as written."""
 
     kind: str
     start: int
@@ -29,6 +37,7 @@ def split_line(line: str) -> list[Token]:
     """The tokens of a shell line, in order."""
     tokens: list[Token] = []
     i, n = 0, len(line)
+    target = False  # the next word is a redirection's file
     while i < n:
         c = line[i]
         if c == "\\" and line.startswith("\\\n", i):
@@ -36,6 +45,12 @@ def split_line(line: str) -> list[Token]:
             continue
         if c in " \t\r":
             i += 1
+            continue
+        redirect = _redirect_at(line, i)
+        if redirect:
+            tokens.append(Token("redirect", i, i + len(redirect), redirect))
+            target = not redirect.endswith(("&", "-")) and not redirect[-1].isdigit()
+            i += len(redirect)
             continue
         op = next((o for o in _OPERATORS if line.startswith(o, i)), None)
         if op is not None:
@@ -77,5 +92,15 @@ def split_line(line: str) -> list[Token]:
             else:
                 value.append(c)
                 i += 1
-        tokens.append(Token("word", start, min(i, n), "".join(value)))
+        tokens.append(Token("target" if target else "word", start, min(i, n), "".join(value)))
+        target = False
     return tokens
+
+
+def _redirect_at(line: str, i: int) -> str:
+    """The redirection that starts at `i` (a word's start), or ""; `2` in `2>` only when the
+    `>` follows at once, and `&>` but not the `&` operator; not a `<placeholder>`."""
+    m = _REDIRECT.match(line, i)
+    if m is None or _PLACEHOLDER.match(line, i):
+        return ""
+    return m.group()
