@@ -3,9 +3,9 @@ replaced and the rest of the line kept as written (quotes, spacing, `\\` continu
 
 POSIX shell quoting: '…' literal, "…" with \\" \\\\ \\$ \\` escapes, \\x outside quotes; the
 operators ; & | && || ( ) and a newline end a simple command; # at a word's start begins a
-comment to the end of the line; a redirection (`>`, `2>>`, `&>`, `2>&1`, `<`) is a token of its
-own at a word's start, and the file it names a "target" (no argument of the command). An unbalanced quote runs to
-the end of the line."""
+comment to the end of the line; a redirection (`>`, `2>>`, `&>`, `2>&1`, `<`) at a word's
+start is a token of its own, and the file it names a "target" (no argument of the command). An
+unbalanced quote runs to the end of the line."""
 
 from __future__ import annotations
 
