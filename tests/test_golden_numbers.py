@@ -47,6 +47,7 @@ def test_every_sample_has_an_expected_file() -> None:
         "llamacpp-cpu-adaptive",
         "llamacpp-cpu-gemma3",
         "sglang-h200-gemma3",
+        "sglang-h200-gemma3-eagle3",
         "vllm-cpu-0.32",
         "vllm-h200-gemma3",
         "vllm-h200-gemma3-noise",

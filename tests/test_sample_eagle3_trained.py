@@ -1,12 +1,15 @@
 """The trained-head SGLang sample (issue 50, samples/sglang-h200-gemma3-eagle3): a head that
 accepts ~1 token per step under the right flag as well as the wrong one. check names the wrong
-flag on the EAGLE arm alone and 'drafts never accepted' on both head arms; page 1 does not
-make the flag the cause, since the right-flag arm lost as much."""
+flag on the EAGLE arm alone, 'drafts never accepted' on both head arms and the head itself on
+the right-flag arm; page 1 makes the head the cause, not the flag (the right-flag arm lost as
+much). The old sample's random head reads the same."""
 
 from __future__ import annotations
 
 import shutil
 from pathlib import Path
+
+import pytest
 
 from diagnostic.bundle.store import Bundle
 from diagnostic.logcheck.stage import check_paths
@@ -29,11 +32,21 @@ def test_check_names_the_flag_on_the_eagle_arm_and_no_acceptance_on_both(tmp_pat
     }
     near_one = _runs_with(report, "acceptance-near-one")
     assert {n.rsplit("-r", 1)[0] for n in near_one} == {"eagle3-k3", "eagle-flag-k3"}
+    head = _runs_with(report, "eagle3-head-accepts-nothing")
+    assert head == {f"eagle3-k3-r{r}" for r in range(3)}
 
 
-def test_page_one_does_not_blame_the_flag_when_the_right_flag_loses_as_much() -> None:
-    ctx = report_context(Bundle.open(SAMPLE))
+@pytest.mark.parametrize(
+    ("sample", "right"),
+    [("sglang-h200-gemma3-eagle3", "eagle3-k3"), ("sglang-h200-gemma3", "eagle3-head-k3")],
+)
+def test_page_one_blames_the_head_not_the_flag(sample: str, right: str) -> None:
+    ctx = report_context(Bundle.open(SAMPLE.parent / sample))
     causes = [c.text for c in ctx.summary.root_causes]
     flag = [t for t in causes if "--speculative-algorithm EAGLE" in t]
     assert flag and all("not what made it slower" in t for t in flag), causes
-    assert any("eagle3-k3, without this problem" in t for t in flag), flag
+    assert any(f"{right}, without this problem" in t for t in flag), flag
+    (head,) = [t for t in causes if t.startswith("The EAGLE-3 head accepts nothing")]
+    assert f"({right}): why {right} is" in head, head  # explains the loss, denied by no arm
+    advice = [r.text for r in ctx.recommendations if r.text.startswith("Fix the head")]
+    assert advice and all("may not help" not in t for t in advice), advice

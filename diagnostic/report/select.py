@@ -152,10 +152,19 @@ def _on_plan_baseline(a: Analysis, comps: list[Comparison]) -> list[Comparison]:
     return [c for c in comps if c.baseline == a.baseline] or comps
 
 
-def denied(a: Analysis, arms: list[str]) -> str:
+# Problems of the drafter itself: an arm without the finding may still have the problem (the
+# same head under the wrong flag cannot show that it accepts nothing under the right one), so
+# no arm denies them.
+DRAFTER_RULES = frozenset({"eagle3-head-accepts-nothing"})
+
+
+def denied(a: Analysis, arms: list[str], rule: str = "") -> str:
     """Why the measurements deny that a problem on `arms` explains their loss: a speculative
     arm without it lost as much on the same workload (its ratio inside the range of the
-    problem's arm, both slower than the margin allows); '' when none did."""
+    problem's arm, both slower than the margin allows); '' when none did, and for a problem of
+    the drafter itself (DRAFTER_RULES)."""
+    if rule in DRAFTER_RULES:
+        return ""
     floor = 1 / (1 + a.noise_band.delta)
     for w in workloads(a):
         comps = spec_comparisons(a, w)

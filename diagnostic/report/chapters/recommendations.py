@@ -210,7 +210,7 @@ def _equivalence_recs(a: Analysis) -> list[Recommendation]:
 def _checked(a: Analysis, p: FindingView) -> str:
     """A finding's advice, with what the measured arms say against it when they deny that it
     explains the loss (an arm without the problem lost as much)."""
-    why = sel.denied(a, p.arm_ids)
+    why = sel.denied(a, p.arm_ids, p.rule)
     if not why:
         return p.advice
     return f"{p.advice.rstrip('.')} — though it may not help: {why}."

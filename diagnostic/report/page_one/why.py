@@ -52,7 +52,7 @@ def _root_box(inputs: Inputs, problems: list[FindingView]) -> tuple[list[Cause],
         for p in problems
         if set(p.arm_ids) & lost.keys() and not (better and better <= set(p.arm_ids))
     ]
-    denied = {id(p): w for p in candidates if (w := sel.denied(a, p.arm_ids))}
+    denied = {id(p): w for p in candidates if (w := sel.denied(a, p.arm_ids, p.rule))}
     explains = [p for p in candidates if id(p) not in denied]
     bears = [p for p in problems if p not in candidates and lead in p.arm_ids]
     others = len(problems) - len(candidates) - len(bears)
