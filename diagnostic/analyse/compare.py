@@ -178,8 +178,8 @@ class Deciding:
 def decide(pending: Sequence[Pending], *, delta: float, design: Design) -> list[Comparison]:
     """Every comparison's deciding interval and verdict. The family is the plan's declared
     speculative comparisons (arms × workloads × levels) with ≥ 3 restarts a side; their
-    intervals are simultaneous at 95% — many-to-one max-|t| over block variances moderated
-    across the family (family.py), Bonferroni for members not paired on ≥ 3 blocks — and,
+    intervals are simultaneous at 95% — Šidák's level over each member's own block
+    variance (family.py), Bonferroni for members not paired on ≥ 3 blocks — and,
     under an adaptive design, at the Pocock per-look level calibrated for t intervals.
     A/A and configuration comparisons decide at 95% alone (a check; a table row); derived
     rows and withheld ones show a 95% interval and get no verdict."""
@@ -227,7 +227,7 @@ def _family(
     family: Sequence[Pending], alpha: float, before: int | None, name: str = "95% CI"
 ) -> dict[int, Deciding]:
     """Simultaneous intervals at family-wise `alpha` over the members with ≥ 3 restarts a
-    side (on the blocks before `before`): max-|t| for those paired on ≥ 3 blocks, Bonferroni
+    side (on the blocks before `before`): Šidák for those paired on ≥ 3 blocks, Bonferroni
     for the rest, α split between the two in proportion to their sizes."""
     diffs = {id(p): p.block_diffs(before) for p in family}
     paired = [p for p in family if len(diffs[id(p)]) >= defaults.MIN_RESTARTS]

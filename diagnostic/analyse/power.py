@@ -17,7 +17,6 @@ __all__ = [
     "day_power",
     "fewest",
     "planned_critical",
-    "reference_correlation",
     "win_rate",
 ]
 
@@ -26,30 +25,14 @@ MAX_DAYS = 10  # days on site beyond which a plan is "more than" that
 MAX_EFFECT_PCT = 100  # the largest speedup (+100%) a day is asked about
 
 
-def reference_correlation(reference_starts: int) -> float:
-    """Correlation of two comparisons' block log ratios against one reference of
-    `reference_starts` starts per block (2: the baseline with its A/A repeat), every start
-    alike in noise: Var(reference)/(Var(arm) + Var(reference)) = 1/(r + 1)."""
-    return 1.0 / (reference_starts + 1)
-
-
 @functools.lru_cache(maxsize=1024)
-def planned_critical(size: int, blocks: int, alpha: float, rho: float) -> tuple[float, float]:
-    """(c, df) the verdicts of a family of `size` comparisons are expected to reach on `blocks`
-    blocks when the comparisons' block log ratios are alike in variance with correlation
-    `rho`. df = (blocks − 1)·size/(1 + (size − 1)·ρ²): family.moderated_variances'
-    Satterthwaite df when the variances look equal (prior df infinite). c: the max-|t|
-    critical value at family-wise `alpha` (family.equicorrelated_critical) over the
-    correlation family.block_correlation leaves on average, ρ shrunk by Schäfer & Strimmer's
-    λ at its expectation, v/(ρ² + v) with v = (1 − ρ²)²/(blocks − 1): on few blocks most of
-    the way to independence. The comparisons of one arm on several workloads share its
-    restarts and correlate more than `rho`; that is left out (c then errs high, df high)."""
-    from diagnostic.analyse.family import equicorrelated_critical
+def planned_critical(size: int, blocks: int, alpha: float) -> tuple[float, float]:
+    """(c, df) the verdicts of a family of `size` comparisons reach on `blocks` blocks: each
+    on its own variance, df = blocks − 1, at Šidák's level (family.sidak_critical) — what
+    compare.decide uses, whatever the comparisons' correlation."""
+    from diagnostic.analyse.family import sidak_critical
 
-    df = (blocks - 1) * size / (1 + (size - 1) * rho**2)
-    v = (1 - rho**2) ** 2 / (blocks - 1)
-    shrunk = rho * rho**2 / (rho**2 + v) if rho > 0 else 0.0
-    return equicorrelated_critical(size, shrunk, df, alpha), df
+    return sidak_critical(size, blocks - 1, alpha), float(blocks - 1)
 
 
 def win_rate(
@@ -60,7 +43,6 @@ def win_rate(
     margin: float,
     *,
     futility: bool,
-    rho: float = 0.5,
     alpha: float = 0.05,
 ) -> float:
     """P(WIN) of one comparison in a family of `family` at a true ratio 1 + target, block log
@@ -69,7 +51,7 @@ def win_rate(
     level (sequential_alpha(looks, α): α itself at one look), above 1 + margin is a WIN; with
     `futility`, an interim look whose one-sided t test rejects the target stops the
     comparison undecided (defaults.FUTILITY_ALPHA). The looks' t statistics are drawn
-    exactly, the variance pooled on the family's df (sequential.t_look_paths, seeded). A
+    exactly, each on its own variance (sequential.t_look_paths, seeded). A
     look before defaults.MIN_RESTARTS blocks decides nothing (no verdict): left out."""
     import numpy as np
     from scipy import stats as sps
@@ -83,9 +65,9 @@ def win_rate(
         return 1.0
     shift = math.log1p(target) / sd_log
     level = sequential.sequential_alpha(looks, alpha)
-    crit = [planned_critical(family, n, level, rho) for n in looks]
+    crit = [planned_critical(family, n, level) for n in looks]
     q, df = np.array(crit).T
-    mean, se = sequential.t_look_paths(looks, shift, POWER_PATHS, df[-1] / (looks[-1] - 1))
+    mean, se = sequential.t_look_paths(looks, shift, POWER_PATHS)
     with np.errstate(divide="ignore", invalid="ignore"):
         win = mean - q * se > math.log1p(margin) / sd_log
         futile = sps.t.cdf((mean - shift) / se, df) < defaults.FUTILITY_ALPHA
@@ -177,7 +159,6 @@ def day_power(
     keys: int,
     target: float,
     margin: float,
-    rho: float,
     budget_s: float = defaults.DAY_ON_SITE_S,
     wanted: float | None = None,
 ) -> DayPower:
@@ -199,7 +180,7 @@ def day_power(
 
     def power(effect: float, spec: int = speculative, days: int = 1) -> float:
         looks = [blocks(spec, days)]
-        return win_rate(looks, sd_block, spec * keys, effect, margin, futility=False, rho=rho)
+        return win_rate(looks, sd_block, spec * keys, effect, margin, futility=False)
 
     at_target = power(target)
     smallest = fewest(lambda pct: power(pct / 100), wanted, 1, MAX_EFFECT_PCT)

@@ -163,7 +163,6 @@ class Day:
             keys=max(1, keys),
             target=plan.design.target or defaults.TARGET,
             margin=a.noise_band.delta,
-            rho=power.reference_correlation(references),
             budget_s=self.budget_s,
         )
         if d.decides_target and not added:
