@@ -142,7 +142,7 @@ def test_an_unblocked_family_is_simultaneous_by_bonferroni_and_printed_as_decidi
     assert out[3].ci_level == 0.95 and out[3].family_size == 1 and out[3].ci_label == "95% CI"
 
 
-def test_a_blocked_family_shares_the_max_t_critical_value_over_moderated_variances() -> None:
+def test_a_blocked_family_takes_sidaks_level_on_each_members_own_variance() -> None:
     rng = np.random.default_rng(1)
     _, family, aa = _family(rng, True, [1.3, 1.02, 0.7, 1.1])
     out = decide([*family, aa], delta=0.02, design=FIXED)
@@ -155,9 +155,8 @@ def test_a_blocked_family_shares_the_max_t_critical_value_over_moderated_varianc
         # each interval alone is wider than 95%, narrower than Bonferroni's 1 - 0.05/4
         assert 0.95 < c.ci_level < 1 - 0.05 / 4 and c.ci_level == pytest.approx(iv.level)
         assert c.ci_label.startswith("simultaneous 95% CI over 4 comparisons (each 9")
-        # the moderated df pools the arms' block variances: more than the 4 of 5 blocks
         assert c.verdict == stats.verdict(c.ci_low, c.ci_high, 0.02)
-    assert all(iv.df > 4 for iv in expected)  # equal noise: the prior pools the four
+    assert all(iv.df == 4 for iv in expected)  # each member's own 5 blocks, nothing pooled
     assert out[0].verdict == "WIN" and out[2].verdict == "LOSS"
     assert out[4].kind == "aa" and out[4].ci_label == "95% CI" and not out[4].withheld
 
