@@ -181,14 +181,22 @@ def decide(pending: Sequence[Pending], *, delta: float, design: Design) -> list[
     intervals are simultaneous at 95% — Šidák's level over each member's own block
     variance (family.py), Bonferroni for members not paired on ≥ 3 blocks — and,
     under an adaptive design, at the Pocock per-look level calibrated for t intervals.
-    A/A and configuration comparisons decide at 95% alone (a check; a table row); derived
-    rows and withheld ones show a 95% interval and get no verdict."""
+    The A/A comparisons (the design's check, one per workload and level) are simultaneous at
+    95% among themselves, so that a bundle without drift fails the check 5% of the time, not
+    1 − 0.95^k with k workloads; configuration comparisons decide at 95% alone (a table
+    row); derived rows and withheld ones show a 95% interval and get no verdict."""
     family = [p for p in pending if p.in_family]
     present = [p.result.ci.p_value for p in family if p.result.ci.p_value is not None]
     adjusted = iter(stats.bh_adjust(present))
     p_adj = {id(p): next(adjusted) for p in family if p.result.ci.p_value is not None}
     looks = design.looks if design.kind == "adaptive" else []
     deciding = _by_look(family, design, looks) if looks else _family(family, design.alpha, None)
+    checks = [
+        p
+        for p in pending
+        if p.kind == "aa" and not p.derived and p.result.method != "within-process"
+    ]
+    deciding |= _family(checks, design.alpha, None)
     return [_finish(p, deciding.get(id(p)), p_adj.get(id(p)), delta, design) for p in pending]
 
 
