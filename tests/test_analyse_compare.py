@@ -205,8 +205,19 @@ def test_adaptive_design_decides_at_the_calibrated_per_look_level() -> None:
     assert fixed.stopping is None
 
 
+def test_an_adaptive_plan_with_one_look_is_decided_and_labelled_as_a_fixed_one() -> None:
+    """One planned look: the interval, level and label of a fixed plan (no "look 1 of 1")."""
+    rng = np.random.default_rng(3)
+    arm = _side("spec", _simulate(rng, 1.5, 4, 15, sd=0.03))
+    base = _side("base", _simulate(rng, 1.0, 4, 15, sd=0.03))
+    one = _one(arm, base, Design(kind="adaptive", looks=[4]))
+    fixed = _one(arm, base)
+    assert one.ci_label == fixed.ci_label == "95% CI" and "look" not in one.ci_label
+    assert (one.ci_low, one.ci_high, one.ci_level) == (fixed.ci_low, fixed.ci_high, 0.95)
+
+
 def test_the_per_look_level_is_family_wise() -> None:
-    """Each look's family shares one max-|t| critical value at the Pocock per-look level:
+    """Each look's family shares Šidák's level within the Pocock per-look level:
     the family as a whole, not each comparison, spends the look's α."""
     rng = np.random.default_rng(6)
     _, family, _ = _family(rng, True, [1.3, 1.3], blocks=5)

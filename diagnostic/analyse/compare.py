@@ -189,7 +189,8 @@ def decide(pending: Sequence[Pending], *, delta: float, design: Design) -> list[
     present = [p.result.ci.p_value for p in family if p.result.ci.p_value is not None]
     adjusted = iter(stats.bh_adjust(present))
     p_adj = {id(p): next(adjusted) for p in family if p.result.ci.p_value is not None}
-    looks = design.looks if design.kind == "adaptive" else []
+    # One planned look is a fixed design: decided once at α, labelled as such (no "look 1 of 1").
+    looks = design.looks if design.kind == "adaptive" and len(design.looks) > 1 else []
     deciding = _by_look(family, design, looks) if looks else _family(family, design.alpha, None)
     checks = [
         p

@@ -562,7 +562,12 @@ def compute(bundle_dir: str | Path) -> dict[str, Any]:
         now = max(x["look"] for x in family)
         for look in sorted({x["look"] for x in family}):
             before = looks[look - 1] if look < now else None
-            head = f"Pocock-adjusted 95% CI, look {look} of {len(looks)}"
+            # one planned look is a fixed design: labelled as one (R13)
+            head = (
+                f"Pocock-adjusted 95% CI, look {look} of {len(looks)}"
+                if len(looks) > 1
+                else "95% CI"
+            )
             at = decide_family(family, per_look, before, head)
             outs |= {id(x): at[id(x)] for x in family if x["look"] == look and id(x) in at}
     elif family:
