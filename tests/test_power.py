@@ -5,6 +5,7 @@ simulation through analyse's own decision path (benchmarks/verdict_power.py)."""
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import pytest
 from scipy import stats as sps
@@ -85,3 +86,17 @@ def test_fewer_arms_or_more_days_decide_the_target() -> None:
     quiet = _day(0.02)
     assert quiet.decides_target and "To decide" not in quiet.sentence()
     assert quiet.smallest is not None and quiet.smallest < 0.10
+
+
+def test_a_day_figure_carries_the_range_its_cvs_own_uncertainty_allows() -> None:
+    """The restart variance on 8 df: its 95% chi-square limits, and the sentence gives the
+    WIN probability at both (the noise sample's "decides +10% with 96%" is 45–100%)."""
+    low, high = power.variance_limits(8)
+    assert low == pytest.approx(8 / sps.chi2.ppf(0.975, 8)) and low < 1 < high
+    assert high == pytest.approx(8 / sps.chi2.ppf(0.025, 8))
+    d = replace(_day(0.05), at_target_limits=(0.1, 0.6), cv_limits=(0.034, 0.096), cv_df=8)
+    assert "probability 27% (10% to 60% at the 95% limits of the restart CV, 3.4% to 9.6%, " in (
+        d.sentence()
+    )
+    assert "which 8 df of restarts allow)" in d.sentence()
+    assert "limits" not in _day(0.05).sentence()  # an assumed CV: no range to give

@@ -17,6 +17,7 @@ __all__ = [
     "day_power",
     "fewest",
     "planned_critical",
+    "variance_limits",
     "win_rate",
 ]
 
@@ -109,6 +110,11 @@ class DayPower:
     days: int | None  # days with every arm to decide the target; None: more than MAX_DAYS
     wanted: float  # the probability of deciding asked for
     budget_s: float  # measuring time of a day
+    # P(WIN) at the target at the 95% confidence limits of the restart CV (high CV first),
+    # the limits themselves and the restarts' df they come from; None: the CV was assumed
+    at_target_limits: tuple[float, float] | None = None
+    cv_limits: tuple[float, float] | None = None
+    cv_df: int | None = None
 
     @property
     def decides_target(self) -> bool:
@@ -120,6 +126,12 @@ class DayPower:
         with probability 11% and +25% with 80%. To decide +10% with 80%: 3 arms (1
         speculative, 18 blocks) in a day, or 2 days with every arm.'"""
         chance = f"{self.at_target:.0%}" if self.at_target >= 0.005 else "below 1%"
+        if self.at_target_limits and self.cv_limits:
+            (low, high), (cv_low, cv_high) = self.at_target_limits, self.cv_limits
+            chance += (
+                f" ({low:.0%} to {high:.0%} at the 95% limits of the restart CV, "
+                f"{cv_low:.1%} to {cv_high:.1%}, which {self.cv_df} df of restarts allow)"
+            )
         smallest = (
             f"{self.smallest:+.0%} with {self.wanted:.0%}"
             if self.smallest is not None
@@ -148,6 +160,16 @@ class DayPower:
             f"{text} To decide {self.target:+.0%} with {self.wanted:.0%}: "
             f"{', or '.join(ways)}{alone}."
         )
+
+
+def variance_limits(df: int, level: float = 0.95) -> tuple[float, float]:
+    """Factors (low, high) that carry a variance estimated on `df` degrees of freedom to the
+    ends of its chi-square confidence interval at `level`: df/χ²(1 − (1 − level)/2, df) and
+    df/χ²((1 − level)/2, df). Normal-theory: a variance's own uncertainty."""
+    from scipy import stats as sps
+
+    tail = (1 - level) / 2
+    return df / float(sps.chi2.ppf(1 - tail, df)), df / float(sps.chi2.ppf(tail, df))
 
 
 def day_power(
