@@ -38,3 +38,26 @@ def test_longer_drafts_are_said_to_cost_more_only_when_the_intervals_show_it(
     assert len(keep) == 2
     for text in keep:
         assert "cost more" not in text and "longer drafts were not shown to gain" in text
+
+
+def test_a_verdict_that_rests_on_the_pooled_reference_says_so_where_it_is_printed() -> None:
+    """The sample's pooled-reference WIN that the baseline alone does not give (ngram-k6 on
+    prose) is no workload's lead; given as one, page 1's line carries the sensitivity."""
+    import importlib
+
+    from diagnostic.analyse.core import analyse
+
+    page_one_answer = importlib.import_module("diagnostic.report.page_one.answer")
+
+    a = analyse(Bundle.open(SAMPLE))
+    c = next(x for x in a.comparisons if x.arm == "ngram-k6" and x.workload == "prose")
+    assert c.verdict == "WIN" and c.sensitivity is not None
+    line = page_one_answer._line(a, "prose", c, "than with speculation off", "n-gram at k=6")
+    assert line.verdict == "WIN" and line.sentence.endswith(
+        " — only with the A/A repeat pooled into the reference (INCONCLUSIVE against baseline "
+        "alone)."
+    )
+    plain = page_one_answer._line(
+        a, "prose", c.model_copy(update={"sensitivity": None}), "than", "k=6"
+    )
+    assert "pooled" not in plain.sentence

@@ -119,6 +119,8 @@ def verdict_line(a: Analysis, workload: str, describe: Describe, day: Day) -> Ve
     tail = f"{'no verdict' if c.withheld else c.verdict}, {restarts}"
     if stop := f.futility(c):
         tail += f"; {stop}"
+    if c.sensitivity:  # the verdict rests on pooling the A/A repeat: said where printed
+        tail += f"; only with the A/A repeat pooled into the reference: {c.sensitivity}"
     if c.withheld:
         tail += f"; {c.label or WITHIN_PROCESS_LABEL}; {day.extension(c)}"
     sentence = f"{lead} {body} {interval} ({tail}).".replace("  ", " ")
