@@ -61,3 +61,26 @@ def test_a_verdict_that_rests_on_the_pooled_reference_says_so_where_it_is_printe
         a, "prose", c.model_copy(update={"sensitivity": None}), "than", "k=6"
     )
     assert "pooled" not in plain.sentence
+
+
+def test_page_ones_bars_use_the_reference_its_ratios_use() -> None:
+    """The adaptive sample pools the A/A repeat into the reference: the no-speculation bar is
+    that reference (over the paired blocks), the speculative bar it times the ratio, its
+    whiskers the ratio's interval; not the baseline arm's own estimate."""
+    from diagnostic.analyse.core import analyse
+    from diagnostic.report import select as sel
+    from diagnostic.report.page_one.profiles import chart_bars
+
+    a = analyse(Bundle.open(SAMPLE))
+    bars, pooled = chart_bars(a)
+    assert pooled and len(bars) == 4
+    for base, spec in zip(bars[::2], bars[1::2], strict=True):
+        c = sel.lead_comparison(a, base.group)
+        assert c is not None and c.reference_tps is not None and c.ratio is not None
+        assert base.baseline and base.value == c.reference_tps and base.low is None
+        assert spec.value == pytest.approx(c.reference_tps * c.ratio)
+        assert (spec.low, spec.high) == pytest.approx(
+            (c.reference_tps * c.ci_low, c.reference_tps * c.ci_high)  # type: ignore[operator]
+        )
+        own = sel.arm_workload(sel.arm_by_id(a, c.baseline), base.group, 1)
+        assert own is not None and own.decode_tps.estimate != pytest.approx(base.value)
