@@ -95,8 +95,8 @@ def test_a_day_figure_carries_the_range_its_cvs_own_uncertainty_allows() -> None
     assert low == pytest.approx(8 / sps.chi2.ppf(0.975, 8)) and low < 1 < high
     assert high == pytest.approx(8 / sps.chi2.ppf(0.025, 8))
     d = replace(_day(0.05), at_target_limits=(0.1, 0.6), cv_limits=(0.034, 0.096), cv_df=8)
-    assert "probability 27% (10% to 60% at the 95% limits of the restart CV, 3.4% to 9.6%, " in (
-        d.sentence()
-    )
-    assert "which 8 df of restarts allow)" in d.sentence()
+    assert (
+        "probability 27% (10% to 60% across the restart-to-restart variation the measured "
+        "restarts leave possible at 95% confidence, 3.4% to 9.6%)"
+    ) in d.sentence()
     assert "limits" not in _day(0.05).sentence()  # an assumed CV: no range to give

@@ -280,8 +280,9 @@ def test_the_method_says_what_a_day_decides_at_high_noise(
         r"At the restart-to-restart variation this bundle measured \(13%\), a 6 h day holds "
         r"(\d+) blocks "
         r"of the 4 arms \(6 comparisons\): it decides a true \+10% with probability (\d+)% "
-        r"\((\d+)% to (\d+)% at the 95% limits of the restart CV, [\d.]+% to [\d.]+%, which "
-        r"\d+ df of restarts allow\) and \+(\d+)% with 80%\. To decide \+10% with 80%: (.+)\.",
+        r"\((\d+)% to (\d+)% across the restart-to-restart variation the measured restarts "
+        r"leave possible at 95% confidence, [\d.]+% to [\d.]+%\) and \+(\d+)% with 80%\. "
+        r"To decide \+10% with 80%: (.+)\.",
         said[0],
     )
     assert m is not None, said[0]

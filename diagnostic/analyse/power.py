@@ -128,9 +128,10 @@ class DayPower:
         chance = f"{self.at_target:.0%}" if self.at_target >= 0.005 else "below 1%"
         if self.at_target_limits and self.cv_limits:
             (low, high), (cv_low, cv_high) = self.at_target_limits, self.cv_limits
-            chance += (
-                f" ({low:.0%} to {high:.0%} at the 95% limits of the restart CV, "
-                f"{cv_low:.1%} to {cv_high:.1%}, which {self.cv_df} df of restarts allow)"
+            chance += (  # plain words: page 1 prints it for a noise study
+                f" ({low:.0%} to {high:.0%} across the restart-to-restart variation the "
+                f"measured restarts leave possible at 95% confidence, {cv_low:.1%} to "
+                f"{cv_high:.1%})"
             )
         smallest = (
             f"{self.smallest:+.0%} with {self.wanted:.0%}"
