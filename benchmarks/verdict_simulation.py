@@ -45,6 +45,20 @@ What is read from each Comparison (the rewrite of issue 18 renames the fields; b
   what the sweep stops on. The verdict and 95% interval the report printed before the
   rewrite (Comparison.verdict, ci_low/ci_high) are then tabulated separately.
 
+Section `--noisy-arm` (issue 45): one arm noisier than the rest of its family. A family of
+`--noisy-family` speculative arms, every one with no true effect, against one baseline, in
+blocks; one arm's restart CV is 1×, 2× or 3× the others' (`--noisy-cv`), at 3, 5 and 8
+blocks. Each restart's log level is normal with its arm's SD plus the request mean's noise
+(request CV/√requests); the block drift is shared by a block's arms and cancels in its
+differences, so it is left out. The block differences (arm − baseline) go through
+diagnostic.analyse.family.simultaneous_intervals and diagnostic.analyse.stats.verdict, the
+functions compare.decide calls for a blocked family, without writing bundles: a cell then
+takes seconds, not the hours that thousands of analysed bundles would take on one core.
+Per cell: the noisy arm's coverage against the marginal level its interval states
+(FamilyInterval.level), its false decisions (WIN or LOSS) against what that level allows
+(1 − level: a false decision needs an interval that misses 1 by the margin), and the
+family's joint coverage against 1 − α.
+
 Coverage: the deciding interval contains the true ratio. For a one-arm bundle the family
 has one comparison; for the `--family` bundle (one spec arm per true ratio) the family-wise
 coverage counts a bundle when every interval covers its own ratio.
@@ -74,6 +88,8 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 from analyse_bundles import synthetic_record  # noqa: E402  (tests/analyse_bundles.py)
 
 from diagnostic.analyse.core import analyse  # noqa: E402
+from diagnostic.analyse.family import simultaneous_intervals  # noqa: E402
+from diagnostic.analyse.stats import verdict  # noqa: E402
 from diagnostic.bundle.store import Bundle  # noqa: E402
 from diagnostic.schema.analysis import Comparison  # noqa: E402
 from diagnostic.schema.bundle import ArmSpec, Manifest, PlanSpec, RunInfo  # noqa: E402
@@ -515,6 +531,82 @@ def shown_table(summaries: Sequence[Summary]) -> str:
     return "\n".join([head, *rows])
 
 
+# -- one noisier arm (issue 45) ------------------------------------------------------------
+@dataclass(frozen=True)
+class NoisyCell:
+    """One cell of the noisy-arm table: the noisy arm's coverage, stated level and false
+    decisions, and the family's joint coverage, over `n` simulated families."""
+
+    scale: float
+    blocks: int
+    n: int
+    covered: int
+    level: float  # mean stated marginal level of the noisy arm's interval
+    false: int
+    joint: int
+
+
+def noisy_cell(scale: float, blocks: int, args: argparse.Namespace) -> NoisyCell:
+    """`args.noisy_sims` families of `args.noisy_family` null arms, arm 0 at `scale`× the CV."""
+    import numpy as np
+
+    rng = np.random.default_rng([args.seed, int(scale * 10), blocks])
+    arms = args.noisy_family
+    sd = np.full(arms + 1, _sigma(args.noisy_restart_cv))
+    sd[1] = _sigma(args.noisy_restart_cv * scale)  # 0: the baseline, 1: the noisy arm
+    sd = np.sqrt(sd**2 + _sigma(args.request_cv) ** 2 / args.requests)
+    covered = false = joint = 0
+    level = 0.0
+    for _ in range(args.noisy_sims):
+        logs = rng.standard_normal((arms + 1, blocks)) * sd[:, None]
+        diffs = [dict(enumerate(logs[j] - logs[0])) for j in range(1, arms + 1)]
+        out = simultaneous_intervals(diffs, ALPHA)
+        hits = [i.low <= 0.0 <= i.high for i in out]
+        noisy = out[0]
+        covered += hits[0]
+        joint += all(hits)
+        level += noisy.level
+        false += verdict(math.exp(noisy.low), math.exp(noisy.high), args.margin) in ("WIN", "LOSS")
+    n = args.noisy_sims
+    return NoisyCell(scale, blocks, n, covered, level / n, false, joint)
+
+
+def noisy_table(cells: Sequence[NoisyCell]) -> str:
+    """Markdown table of the noisy-arm cells, each rate with its Monte Carlo SE."""
+    head = (
+        "| noisy arm's CV | blocks | families | its coverage | stated level | its false "
+        "decisions | allowed | joint coverage (target 95%) |\n"
+        "|---|---:|---:|---:|---:|---:|---:|---:|"
+    )
+    rows = []
+    for c in cells:
+        cov, cse = _rate(c.covered, c.n)
+        bad, bse = _rate(c.false, c.n)
+        joint, jse = _rate(c.joint, c.n)
+        rows.append(
+            f"| {c.scale:g}× | {c.blocks} | {c.n} | {_pct(cov)} ± {_pct(cse)} | "
+            f"{_pct(c.level)} | {_pct(bad)} ± {_pct(bse)} | {_pct(1 - c.level)} | "
+            f"{_pct(joint)} ± {_pct(jse)} |"
+        )
+    return "\n".join([head, *rows])
+
+
+def noisy_arm(args: argparse.Namespace) -> int:
+    """Print the noisy-arm table; 1 when a cell misses: coverage more than 2 points under its
+    stated level, or false decisions above the allowed rate."""
+    start = time.perf_counter()
+    cells = [noisy_cell(s, b, args) for s in args.noisy_cv for b in args.noisy_blocks]
+    print(
+        f"Seed {args.seed}; {args.noisy_family} null speculative arms and one baseline; restart"
+        f" CV {args.noisy_restart_cv:.0%} (the noisy arm: that × its factor); request CV "
+        f"{args.request_cv}, {args.requests} requests; δ = {args.margin}; "
+        f"{time.perf_counter() - start:.0f} s.\n"
+    )
+    print(noisy_table(cells))
+    misses = [c for c in cells if c.covered / c.n < c.level - 0.02 or c.false / c.n > 1 - c.level]
+    return 1 if misses else 0
+
+
 # -- command line ---------------------------------------------------------------------------
 def cases(args: argparse.Namespace) -> tuple[list[Case], list[Case]]:
     """One-arm cases (design × restart CV × effect) and the family cases."""
@@ -565,11 +657,19 @@ def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--drift-cv", type=float, default=0.01)
     p.add_argument("--margin", type=float, default=0.02, help="plan.margin δ")
     p.add_argument("--tmp", default=None, help="folder for the bundles (default /dev/shm)")
+    p.add_argument("--noisy-arm", action="store_true", help="run only the noisy-arm section")
+    p.add_argument("--noisy-sims", type=int, default=2000, help="families per noisy-arm cell")
+    p.add_argument("--noisy-family", type=int, default=3, help="null spec arms in the family")
+    p.add_argument("--noisy-restart-cv", type=float, default=0.10)
+    p.add_argument("--noisy-cv", type=float, nargs="+", default=[1.0, 2.0, 3.0])
+    p.add_argument("--noisy-blocks", type=int, nargs="+", default=[3, 5, 8])
     return p.parse_args(argv)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse(argv)
+    if args.noisy_arm:
+        return noisy_arm(args)
     single, family = cases(args)
     tmp = scratch_dir(args.tmp)
     start = time.perf_counter()

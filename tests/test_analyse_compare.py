@@ -142,7 +142,7 @@ def test_an_unblocked_family_is_simultaneous_by_bonferroni_and_printed_as_decidi
     assert out[3].ci_level == 0.95 and out[3].family_size == 1 and out[3].ci_label == "95% CI"
 
 
-def test_a_blocked_family_shares_the_max_t_critical_value_over_moderated_variances() -> None:
+def test_a_blocked_family_takes_sidaks_level_on_each_members_own_variance() -> None:
     rng = np.random.default_rng(1)
     _, family, aa = _family(rng, True, [1.3, 1.02, 0.7, 1.1])
     out = decide([*family, aa], delta=0.02, design=FIXED)
@@ -155,9 +155,8 @@ def test_a_blocked_family_shares_the_max_t_critical_value_over_moderated_varianc
         # each interval alone is wider than 95%, narrower than Bonferroni's 1 - 0.05/4
         assert 0.95 < c.ci_level < 1 - 0.05 / 4 and c.ci_level == pytest.approx(iv.level)
         assert c.ci_label.startswith("simultaneous 95% CI over 4 comparisons (each 9")
-        # the moderated df pools the arms' block variances: more than the 4 of 5 blocks
         assert c.verdict == stats.verdict(c.ci_low, c.ci_high, 0.02)
-    assert all(iv.df > 4 for iv in expected)  # equal noise: the prior pools the four
+    assert all(iv.df == 4 for iv in expected)  # each member's own 5 blocks, nothing pooled
     assert out[0].verdict == "WIN" and out[2].verdict == "LOSS"
     assert out[4].kind == "aa" and out[4].ci_label == "95% CI" and not out[4].withheld
 
@@ -206,8 +205,19 @@ def test_adaptive_design_decides_at_the_calibrated_per_look_level() -> None:
     assert fixed.stopping is None
 
 
+def test_an_adaptive_plan_with_one_look_is_decided_and_labelled_as_a_fixed_one() -> None:
+    """One planned look: the interval, level and label of a fixed plan (no "look 1 of 1")."""
+    rng = np.random.default_rng(3)
+    arm = _side("spec", _simulate(rng, 1.5, 4, 15, sd=0.03))
+    base = _side("base", _simulate(rng, 1.0, 4, 15, sd=0.03))
+    one = _one(arm, base, Design(kind="adaptive", looks=[4]))
+    fixed = _one(arm, base)
+    assert one.ci_label == fixed.ci_label == "95% CI" and "look" not in one.ci_label
+    assert (one.ci_low, one.ci_high, one.ci_level) == (fixed.ci_low, fixed.ci_high, 0.95)
+
+
 def test_the_per_look_level_is_family_wise() -> None:
-    """Each look's family shares one max-|t| critical value at the Pocock per-look level:
+    """Each look's family shares Šidák's level within the Pocock per-look level:
     the family as a whole, not each comparison, spends the look's α."""
     rng = np.random.default_rng(6)
     _, family, _ = _family(rng, True, [1.3, 1.3], blocks=5)

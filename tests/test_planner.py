@@ -200,7 +200,7 @@ def test_power_estimate_sizes_both_designs_with_the_family_intervals() -> None:
     sd = math.sqrt(2 * (math.log1p(0.05**2) + math.log1p(0.03**2) / 15))
 
     def tail(n: int) -> float:
-        c, df = planned_critical(7, n, 0.05, 0.5)
+        c, df = planned_critical(7, n, 0.05)
         return float(sps.nct.sf(c, df, (math.log(1.1) - math.log(1.02)) / sd * math.sqrt(n)))
 
     need = next(n for n in range(3, 100) if tail(n) >= 0.9)

@@ -121,8 +121,7 @@ def test_recorded_remedy_sweep_ran_the_plan_unchanged() -> None:
 def test_recorded_remedy_report_leads_with_before_and_after() -> None:
     """The recorded before-and-after: after the fix (FlashAttention MLA + n-gram) against as
     found (Triton MLA + n-gram, capture downgraded), on the same restarts paired by block, in
-    decode tok/s and as one ratio with its range (about 271 → 892 tok/s on code, 3.3×); the
-    failed A/A check is page 1's red warning with its rule, and the WINs clear it."""
+    decode tok/s and as one ratio with its range (about 271 → 892 tok/s on code, 3.3×)."""
     from diagnostic.bundle.store import Bundle
     from diagnostic.report.build import report_context
 
@@ -141,20 +140,24 @@ def test_recorded_remedy_report_leads_with_before_and_after() -> None:
     assert pairs["code"].paired and pairs["code"].reference_tps is not None
     assert abs(pairs["code"].reference_tps - 271) < 2
     assert abs(pairs["code"].reference_tps * (pairs["code"].ratio or 0) - 892) < 3
-    for line in answer.lines:
-        c = pairs[line.workload]
-        assert (line.verdict, line.word) == ("WIN", "faster")
-        assert line.sentence.startswith(
-            f"On {line.workload} the fixed server decodes {c.ratio:.2f}× faster than as found, "
-            f"between {c.ci_low:.2f}× and {c.ci_high:.2f}×: "
-        )
-    assert ctx.summary.warning.startswith("The A/A check failed")
-    assert "page 1 marks the others not confirmed" in ctx.summary.warning
-    assert not any("A/A check failed" in c for c in ctx.summary.caveats)
-    # the widest A/A interval (code) contains 1: the failed check names the one that does not
+    code, prose = answer.lines
+    c = pairs["code"]
+    assert (code.verdict, code.word) == ("WIN", "faster")
+    assert code.sentence.startswith(
+        f"On code the fixed server decodes {c.ratio:.2f}× faster than as found, "
+        f"between {c.ci_low:.2f}× and {c.ci_high:.2f}×: "
+    )
+    # Issue 45: on prose the fix's WIN rested on a variance borrowed from quieter arms; on its
+    # own blocks it is undecided, so nothing beats the configuration as found there.
+    assert "prose" not in pairs and (prose.verdict, prose.word) == ("NONE", "keep as found")
+    # The A/A check, simultaneous over code and prose, holds: no warning, and the band gives
+    # the widest A/A interval with its own level.
+    assert ctx.summary.warning == "" and a.noise_band.aa_check is True
     band = ctx.variance.band
-    assert "code, concurrency 1: [95% CI 0.54–1.52]" in band
-    assert "failed: triton-base-aa vs triton-base on prose: 0.81–0.99 excludes 1" in band
+    assert (
+        "code, concurrency 1: [simultaneous 95% CI over 2 comparisons (each 97.5%): 0.43–1.91]"
+        ", containing 1." in band
+    )
 
 
 def test_plan_names_a_bad_as_found(tmp_path: Path) -> None:

@@ -149,7 +149,7 @@ def test_the_adaptive_sample_stopped_the_decided_arm_and_rotated_its_prompts() -
     k2 = by["ngram-k2", "prose"]
     assert k2.verdict == "WIN" and k2.stopping and k2.stopping.look_number == 2
     on_code = by["ngram-k2", "code"]
-    assert on_code.verdict == "WIN" and on_code.ci_low > 1.04  # type: ignore[operator]
+    assert on_code.verdict == "WIN" and on_code.ci_low > 1.03  # type: ignore[operator]  (1.032)
     assert a.sweep is not None
     assert {w.workload: w.best_k for w in a.sweep.workloads} == {
         "code": 2,
@@ -195,10 +195,11 @@ def test_the_cpu_vllm_sample_is_sealed_and_its_logs_say_cpu(tmp_path: Path) -> N
             continue
         assert {r.acceptance_source for r in w.restarts} == {"metrics around the workload"}
         assert all(1.0 < (r.acceptance_length or 0) < 4.0 for r in w.restarts)
-    # Drafts accepted (2.25 and 2.51 tokens per step), yet slower: a LOSS on code, matched to
-    # the baseline by the launches; prose undecided at 3 restarts.
+    # Drafts accepted (2.25 and 2.51 tokens per step), yet slower on code (0.40×), matched
+    # to the baseline by the launches; on its own variance (2 df at 3 restarts) neither
+    # workload is decided (issue 45: a LOSS only while the variance was moderated).
     by = {c.workload: c for c in a.comparisons if c.kind == "spec"}
     assert all(c.baseline == "base" and c.matched for c in by.values())
-    assert (by["code"].verdict, by["prose"].verdict) == ("LOSS", "INCONCLUSIVE")
-    assert by["code"].ci_high is not None and by["code"].ci_high < 1.0
+    assert (by["code"].verdict, by["prose"].verdict) == ("INCONCLUSIVE", "INCONCLUSIVE")
+    assert by["code"].ratio < 0.5 and by["code"].lean == "slower"
     assert (a.equivalence[0].n_prompts, a.equivalence[0].n_identical) == (24, 19)

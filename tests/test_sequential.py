@@ -142,18 +142,3 @@ def test_designs_outside_the_method_are_refused() -> None:
     for looks in ((2, 6), (4, 5), (4, 8, 1200), ()):
         with pytest.raises(ValueError):
             sequential.overall_alpha(looks, 0.01)
-
-
-def test_paths_with_a_pooled_variance_carry_its_df() -> None:
-    """pooled = 2.5 at looks 4 and 10: n·se² is a χ² on 2.5·(n − 1) df over its df (mean 1,
-    variance 2/df), the mean's law is unchanged, and the two looks share their blocks."""
-    looks = (4, 10)
-    mean, se = sequential.t_look_paths(looks, 0.3, 1 << 16, pooled=2.5)
-    for i, n in enumerate(looks):
-        v = n * se[:, i] ** 2
-        df = 2.5 * (n - 1)
-        assert float(v.mean()) == pytest.approx(1.0, abs=0.01)
-        assert float(v.var()) == pytest.approx(2 / df, rel=0.05)
-        assert float(mean[:, i].mean()) == pytest.approx(0.3, abs=0.01)
-        assert float(mean[:, i].var()) == pytest.approx(1 / n, rel=0.03)
-    assert float(np.corrcoef(mean[:, 0], mean[:, 1])[0, 1]) == pytest.approx(0.4**0.5, abs=0.02)

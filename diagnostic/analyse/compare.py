@@ -178,17 +178,26 @@ class Deciding:
 def decide(pending: Sequence[Pending], *, delta: float, design: Design) -> list[Comparison]:
     """Every comparison's deciding interval and verdict. The family is the plan's declared
     speculative comparisons (arms × workloads × levels) with ≥ 3 restarts a side; their
-    intervals are simultaneous at 95% — many-to-one max-|t| over block variances moderated
-    across the family (family.py), Bonferroni for members not paired on ≥ 3 blocks — and,
+    intervals are simultaneous at 95% — Šidák's level over each member's own block
+    variance (family.py), Bonferroni for members not paired on ≥ 3 blocks — and,
     under an adaptive design, at the Pocock per-look level calibrated for t intervals.
-    A/A and configuration comparisons decide at 95% alone (a check; a table row); derived
-    rows and withheld ones show a 95% interval and get no verdict."""
+    The A/A comparisons (the design's check, one per workload and level) are simultaneous at
+    95% among themselves, so that a bundle without drift fails the check 5% of the time, not
+    1 − 0.95^k with k workloads; configuration comparisons decide at 95% alone (a table
+    row); derived rows and withheld ones show a 95% interval and get no verdict."""
     family = [p for p in pending if p.in_family]
     present = [p.result.ci.p_value for p in family if p.result.ci.p_value is not None]
     adjusted = iter(stats.bh_adjust(present))
     p_adj = {id(p): next(adjusted) for p in family if p.result.ci.p_value is not None}
-    looks = design.looks if design.kind == "adaptive" else []
+    # One planned look is a fixed design: decided once at α, labelled as such (no "look 1 of 1").
+    looks = design.looks if design.kind == "adaptive" and len(design.looks) > 1 else []
     deciding = _by_look(family, design, looks) if looks else _family(family, design.alpha, None)
+    checks = [
+        p
+        for p in pending
+        if p.kind == "aa" and not p.derived and p.result.method != "within-process"
+    ]
+    deciding |= _family(checks, design.alpha, None)
     return [_finish(p, deciding.get(id(p)), p_adj.get(id(p)), delta, design) for p in pending]
 
 
@@ -227,7 +236,7 @@ def _family(
     family: Sequence[Pending], alpha: float, before: int | None, name: str = "95% CI"
 ) -> dict[int, Deciding]:
     """Simultaneous intervals at family-wise `alpha` over the members with ≥ 3 restarts a
-    side (on the blocks before `before`): max-|t| for those paired on ≥ 3 blocks, Bonferroni
+    side (on the blocks before `before`): Šidák for those paired on ≥ 3 blocks, Bonferroni
     for the rest, α split between the two in proportion to their sizes."""
     diffs = {id(p): p.block_diffs(before) for p in family}
     paired = [p for p in family if len(diffs[id(p)]) >= defaults.MIN_RESTARTS]

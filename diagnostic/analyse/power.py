@@ -17,7 +17,7 @@ __all__ = [
     "day_power",
     "fewest",
     "planned_critical",
-    "reference_correlation",
+    "variance_limits",
     "win_rate",
 ]
 
@@ -26,30 +26,14 @@ MAX_DAYS = 10  # days on site beyond which a plan is "more than" that
 MAX_EFFECT_PCT = 100  # the largest speedup (+100%) a day is asked about
 
 
-def reference_correlation(reference_starts: int) -> float:
-    """Correlation of two comparisons' block log ratios against one reference of
-    `reference_starts` starts per block (2: the baseline with its A/A repeat), every start
-    alike in noise: Var(reference)/(Var(arm) + Var(reference)) = 1/(r + 1)."""
-    return 1.0 / (reference_starts + 1)
-
-
 @functools.lru_cache(maxsize=1024)
-def planned_critical(size: int, blocks: int, alpha: float, rho: float) -> tuple[float, float]:
-    """(c, df) the verdicts of a family of `size` comparisons are expected to reach on `blocks`
-    blocks when the comparisons' block log ratios are alike in variance with correlation
-    `rho`. df = (blocks − 1)·size/(1 + (size − 1)·ρ²): family.moderated_variances'
-    Satterthwaite df when the variances look equal (prior df infinite). c: the max-|t|
-    critical value at family-wise `alpha` (family.equicorrelated_critical) over the
-    correlation family.block_correlation leaves on average, ρ shrunk by Schäfer & Strimmer's
-    λ at its expectation, v/(ρ² + v) with v = (1 − ρ²)²/(blocks − 1): on few blocks most of
-    the way to independence. The comparisons of one arm on several workloads share its
-    restarts and correlate more than `rho`; that is left out (c then errs high, df high)."""
-    from diagnostic.analyse.family import equicorrelated_critical
+def planned_critical(size: int, blocks: int, alpha: float) -> tuple[float, float]:
+    """(c, df) the verdicts of a family of `size` comparisons reach on `blocks` blocks: each
+    on its own variance, df = blocks − 1, at Šidák's level (family.sidak_critical) — what
+    compare.decide uses, whatever the comparisons' correlation."""
+    from diagnostic.analyse.family import sidak_critical
 
-    df = (blocks - 1) * size / (1 + (size - 1) * rho**2)
-    v = (1 - rho**2) ** 2 / (blocks - 1)
-    shrunk = rho * rho**2 / (rho**2 + v) if rho > 0 else 0.0
-    return equicorrelated_critical(size, shrunk, df, alpha), df
+    return sidak_critical(size, blocks - 1, alpha), float(blocks - 1)
 
 
 def win_rate(
@@ -60,7 +44,6 @@ def win_rate(
     margin: float,
     *,
     futility: bool,
-    rho: float = 0.5,
     alpha: float = 0.05,
 ) -> float:
     """P(WIN) of one comparison in a family of `family` at a true ratio 1 + target, block log
@@ -69,7 +52,7 @@ def win_rate(
     level (sequential_alpha(looks, α): α itself at one look), above 1 + margin is a WIN; with
     `futility`, an interim look whose one-sided t test rejects the target stops the
     comparison undecided (defaults.FUTILITY_ALPHA). The looks' t statistics are drawn
-    exactly, the variance pooled on the family's df (sequential.t_look_paths, seeded). A
+    exactly, each on its own variance (sequential.t_look_paths, seeded). A
     look before defaults.MIN_RESTARTS blocks decides nothing (no verdict): left out."""
     import numpy as np
     from scipy import stats as sps
@@ -83,9 +66,9 @@ def win_rate(
         return 1.0
     shift = math.log1p(target) / sd_log
     level = sequential.sequential_alpha(looks, alpha)
-    crit = [planned_critical(family, n, level, rho) for n in looks]
+    crit = [planned_critical(family, n, level) for n in looks]
     q, df = np.array(crit).T
-    mean, se = sequential.t_look_paths(looks, shift, POWER_PATHS, df[-1] / (looks[-1] - 1))
+    mean, se = sequential.t_look_paths(looks, shift, POWER_PATHS)
     with np.errstate(divide="ignore", invalid="ignore"):
         win = mean - q * se > math.log1p(margin) / sd_log
         futile = sps.t.cdf((mean - shift) / se, df) < defaults.FUTILITY_ALPHA
@@ -127,6 +110,11 @@ class DayPower:
     days: int | None  # days with every arm to decide the target; None: more than MAX_DAYS
     wanted: float  # the probability of deciding asked for
     budget_s: float  # measuring time of a day
+    # P(WIN) at the target at the 95% confidence limits of the restart CV (high CV first),
+    # the limits themselves and the restarts' df they come from; None: the CV was assumed
+    at_target_limits: tuple[float, float] | None = None
+    cv_limits: tuple[float, float] | None = None
+    cv_df: int | None = None
 
     @property
     def decides_target(self) -> bool:
@@ -138,6 +126,13 @@ class DayPower:
         with probability 11% and +25% with 80%. To decide +10% with 80%: 3 arms (1
         speculative, 18 blocks) in a day, or 2 days with every arm.'"""
         chance = f"{self.at_target:.0%}" if self.at_target >= 0.005 else "below 1%"
+        if self.at_target_limits and self.cv_limits:
+            (low, high), (cv_low, cv_high) = self.at_target_limits, self.cv_limits
+            chance += (  # plain words: page 1 prints it for a noise study
+                f" ({low:.0%} to {high:.0%} across the restart-to-restart variation the "
+                f"measured restarts leave possible at 95% confidence, {cv_low:.1%} to "
+                f"{cv_high:.1%})"
+            )
         smallest = (
             f"{self.smallest:+.0%} with {self.wanted:.0%}"
             if self.smallest is not None
@@ -168,6 +163,16 @@ class DayPower:
         )
 
 
+def variance_limits(df: int, level: float = 0.95) -> tuple[float, float]:
+    """Factors (low, high) that carry a variance estimated on `df` degrees of freedom to the
+    ends of its chi-square confidence interval at `level`: df/χ²(1 − (1 − level)/2, df) and
+    df/χ²((1 − level)/2, df). Normal-theory: a variance's own uncertainty."""
+    from scipy import stats as sps
+
+    tail = (1 - level) / 2
+    return df / float(sps.chi2.ppf(1 - tail, df)), df / float(sps.chi2.ppf(tail, df))
+
+
 def day_power(
     sd_block: float,
     *,
@@ -177,7 +182,6 @@ def day_power(
     keys: int,
     target: float,
     margin: float,
-    rho: float,
     budget_s: float = defaults.DAY_ON_SITE_S,
     wanted: float | None = None,
 ) -> DayPower:
@@ -199,7 +203,7 @@ def day_power(
 
     def power(effect: float, spec: int = speculative, days: int = 1) -> float:
         looks = [blocks(spec, days)]
-        return win_rate(looks, sd_block, spec * keys, effect, margin, futility=False, rho=rho)
+        return win_rate(looks, sd_block, spec * keys, effect, margin, futility=False)
 
     at_target = power(target)
     smallest = fewest(lambda pct: power(pct / 100), wanted, 1, MAX_EFFECT_PCT)

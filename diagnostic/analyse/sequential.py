@@ -57,15 +57,12 @@ def planned_looks(max_blocks: int, max_looks: int = 4, first: int = 4) -> list[i
 
 
 def t_look_paths(
-    looks: Sequence[int], shift: float, paths: int = _SEQ_PATHS, pooled: float = 1.0
+    looks: Sequence[int], shift: float, paths: int = _SEQ_PATHS
 ) -> tuple[np.ndarray, np.ndarray]:
     """Seeded paths of i.i.d. N(shift, 1) block differences: (mean, standard error) at each
     look, shape (paths, K). Each segment between looks is drawn as its sum (normal) and its
     within-segment sum of squares (χ², independent of the sum): the exact joint law of the
-    looks' t statistics without drawing every block. `pooled` > 1: the variance is estimated
-    on `pooled`·(n − 1) df, as a family's pooled variance is (family.moderated_variances):
-    the other comparisons' share, (pooled − 1)·(n − 1) df, is drawn as a χ² independent of
-    this comparison's blocks."""
+    looks' t statistics without drawing every block."""
     rng = np.random.default_rng(_SEQ_SEED)
     sizes = np.diff(np.asarray([0, *looks], dtype=float))
     sums = rng.standard_normal((paths, len(sizes))) * np.sqrt(sizes) + shift * sizes
@@ -73,12 +70,8 @@ def t_look_paths(
     n = np.cumsum(sizes)
     total = np.cumsum(sums, axis=1)
     ss = np.cumsum(within + sums**2 / sizes, axis=1) - total**2 / n
-    if pooled > 1:
-        extra = np.diff(np.asarray([0.0, *(pooled - 1) * (n - 1)]))
-        drawn = rng.chisquare(np.maximum(extra, 1e-12), (paths, len(sizes))) * (extra > 0)
-        ss = ss + np.cumsum(drawn, axis=1)
     with np.errstate(divide="ignore", invalid="ignore"):
-        se = np.sqrt(np.maximum(ss, 0.0) / (max(pooled, 1.0) * (n - 1)) / n)
+        se = np.sqrt(np.maximum(ss, 0.0) / (n - 1) / n)
     return total / n, se
 
 

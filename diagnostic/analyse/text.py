@@ -58,9 +58,9 @@ def methods(first_chunk_assumed: bool, design: Design | None = None) -> Methods:
         ),
         multiplicity=(
             "The family is every speculative comparison with a verdict (all arms, workloads and "
-            "levels, m in all): their intervals are simultaneous at 95%, by the maximum |t| "
-            "over the members' block differences (they share the baseline and its blocks), "
-            "each member's block variance moderated toward the family's common one; members "
+            "levels, m in all): their intervals are simultaneous at 95%, each member's paired t "
+            "interval on its own block variance (none borrowed from a quieter arm) at "
+            "Šidák's level (1 − α)^(1/m); members "
             "not paired on 3 blocks take Bonferroni (level 1 − α/m) for their share of α. The "
             "before-and-after (the recommended configuration against the one as found) is a "
             "family of its own, simultaneous at 95% the same way. Benjamini-Hochberg p-values "

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 import pandas as pd
@@ -147,7 +147,8 @@ class Day:
         to its arms."""
         family = [c for c in a.comparisons if c.kind == "spec" and not c.derived]
         noise = measured_noise(a)
-        if not self.restart_s or noise.empty:
+        restart_s = self.restart_s
+        if not restart_s or noise.empty:
             return ""
         # A bundle without speculation (a noise study: the baseline and its A/A repeat) says
         # what its noise leaves a day with one speculative arm added, decided or not.
@@ -155,20 +156,33 @@ class Day:
         arms = len({c.arm for c in family}) or added
         keys = round(len(family) / arms) if family else len(sel.workloads(a)) * len(sel.levels(a))
         references = 2 if plan.design.pool_aa else 1
-        d = power.day_power(
-            pairing.block_sd(noise, plan.requests, references),
-            start_s=self.restart_s,
-            arms=max(len(plan.arms), len(a.arms)) + added,
-            speculative=arms,
-            keys=max(1, keys),
-            target=plan.design.target or defaults.TARGET,
-            margin=a.noise_band.delta,
-            rho=power.reference_correlation(references),
-            budget_s=self.budget_s,
-        )
+
+        def day(scale: float) -> power.DayPower:  # at the restart variance times `scale`
+            scaled = noise.assign(t2_sq=noise["t2_sq"] * scale)
+            return power.day_power(
+                pairing.block_sd(scaled, plan.requests, references),
+                start_s=restart_s,
+                arms=max(len(plan.arms), len(a.arms)) + added,
+                speculative=arms,
+                keys=max(1, keys),
+                target=plan.design.target or defaults.TARGET,
+                margin=a.noise_band.delta,
+                budget_s=self.budget_s,
+            )
+
+        d = day(1.0)
         if d.decides_target and not added:
             return ""
         restart_cv = math.sqrt(max(pairing.pooled_noise(noise)[1], 0.0))
+        df = _restart_df(a)
+        if df and restart_cv > 0:  # the CV's own uncertainty: the figure at its 95% limits
+            low, high = power.variance_limits(df)
+            d = replace(
+                d,
+                at_target_limits=(day(high).at_target, day(low).at_target),
+                cv_limits=(restart_cv * math.sqrt(low), restart_cv * math.sqrt(high)),
+                cv_df=df,
+            )
         spec = ", with one speculative arm added," if added else ","
         return (
             f"At the restart-to-restart variation this bundle measured ({restart_cv:.0%}){spec} "
@@ -195,6 +209,17 @@ class Day:
             f"A {width} wide interval needs {need} restarts per arm; a day holds {fit} at "
             f"{m} requests: not resolvable in a day."
         )
+
+
+def _restart_df(a: Analysis) -> int:
+    """Degrees of freedom of the pooled restart variance: each arm's restarts less one, on
+    one workload (its workloads share the restarts)."""
+    df = 0
+    for arm in a.arms:
+        rows = [w for w in arm.workloads if w.workload != ALL_WORKLOADS and w.planning]
+        if rows:
+            df += max(len(rows[0].restarts) - 1, 0)
+    return df
 
 
 def measured_noise(a: Analysis) -> pd.DataFrame:

@@ -171,10 +171,12 @@ class Comparison(_Model):
 
     @property
     def checks_design(self) -> bool:
-        """An A/A comparison with restarts on both sides: its 95% interval must contain 1
-        (NoiseBand.aa_check)."""
+        """An A/A comparison with restarts on both sides, one workload and level (the derived
+        'all' row repeats them): its interval, simultaneous at 95% over the bundle's A/A
+        comparisons, must contain 1 (NoiseBand.aa_check)."""
         return (
             self.kind == "aa"
+            and not self.derived
             and not self.within_process_only
             and self.ci_low is not None
             and self.ci_high is not None

@@ -294,10 +294,6 @@ def ratio_interval(a: dict, b: dict, level: float, blocks: bool) -> tuple[float,
 
 
 # -- R8: the family's simultaneous intervals ---------------------------------------------------
-MVT_DRAWS = 1 << 20
-MVT_SEED = 8  # not the package's: an independent draw
-
-
 def block_values(cell: dict) -> dict[Any, float]:
     """block → mean of the log restart summaries of the restarts in that block."""
     out: dict[Any, list[float]] = defaultdict(list)
@@ -312,116 +308,21 @@ def block_diffs(a: dict, b: dict, before: int | None) -> dict[Any, float]:
     return {k: va[k] - vb[k] for k in va if k in vb and (before is None or k < before)}
 
 
-def fit_prior(s2: list[float], d: list[float]) -> tuple[float, float] | None:
-    """Smyth (2004): log s² has mean log s0² + ψ(d/2) − log(d/2) − ψ(d0/2) + log(d0/2) and
-    variance ψ'(d/2) + ψ'(d0/2); solved for d0 by root finding. (s0², d0), d0 = inf when the
-    log variances scatter no more than sampling explains."""
-    keep = [(v, k) for v, k in zip(s2, d, strict=True) if v > 0 and k > 0]
-    if len(keep) < 2:
-        return None
-    v = np.array([x for x, _ in keep])
-    k = np.array([y for _, y in keep])
-    z = np.log(v) - special.digamma(k / 2) + np.log(k / 2)
-    excess = float(np.var(z, ddof=1) - np.mean(special.polygamma(1, k / 2)))
-    if excess <= 0:
-        return float(np.exp(z.mean())), math.inf
-    half = optimize.brentq(lambda y: float(special.polygamma(1, y)) - excess, 1e-10, 1e10)
-    d0 = 2 * half
-    return float(np.exp(z.mean() + special.digamma(half) - math.log(half))), d0
-
-
-def correlations(diffs: list[dict[Any, float]]) -> tuple[np.ndarray, np.ndarray]:
-    m = len(diffs)
-    r = np.identity(m)
-    n = np.zeros((m, m))
-    for j in range(m):
-        for k in range(m):
-            both = [b for b in diffs[j] if b in diffs[k]]
-            n[j, k] = len(both)
-            if j == k or len(both) < 3:
-                continue
-            x = np.array([diffs[j][b] for b in both])
-            y = np.array([diffs[k][b] for b in both])
-            if np.std(x) > 0 and np.std(y) > 0:
-                r[j, k] = stats.pearsonr(x, y).statistic
-    return r, n
-
-
-def shrunk(r: np.ndarray, n: np.ndarray) -> np.ndarray:
-    """Towards the identity by λ = Σ (1 − r²)²/(n − 1) / Σ r² over pairs sharing ≥ 3 blocks,
-    then by steps of 0.05 until the smallest eigenvalue is ≥ 1e-6."""
-    pairs = [(j, k) for j in range(len(r)) for k in range(len(r)) if j != k and n[j, k] >= 3]
-    num = sum((1 - r[j, k] ** 2) ** 2 / (n[j, k] - 1) for j, k in pairs)
-    den = sum(r[j, k] ** 2 for j, k in pairs)
-    lam = min(1.0, num / den) if den > 0 else 1.0
-    out = (1 - lam) * r + lam * np.identity(len(r))
-    while min(np.linalg.eigvalsh(out)) < 1e-6:
-        lam = min(1.0, lam + 0.05)
-        out = (1 - lam) * r + lam * np.identity(len(r))
-    return out
-
-
-def moderated(diffs: list[dict[Any, float]]) -> list[tuple[float, float]]:
-    """(s̃², df) per comparison: s̃² = w·s0² + (1 − w)·s², w = d0/(d0 + d) (1 when d0 = inf);
-    df = 2·s̃⁴ / Var(s̃²) (Satterthwaite) with Cov(s_j², s_k²) = 2·ρ²·s_j²·s_k²·(n_jk −
-    1)/(d_j·d_k), ρ² = r_jk² − (1 − r_jk²)²/(n_jk − 1) within [0, 1], and s0² counted as
-    the plain mean of the s_k²; never below d."""
-    s2 = [float(np.var(list(d.values()), ddof=1)) for d in diffs]
-    own = [len(d) - 1.0 for d in diffs]
-    prior = fit_prior(s2, own)
-    if prior is None:
-        return list(zip(s2, own, strict=True))
-    r, n = correlations(diffs)
-    m = len(diffs)
-
-    def rho_sq(j: int, k: int) -> float:  # r² less its bias (1 − r²)²/(n − 1), within [0, 1]
-        if j == k:
-            return 1.0
-        bias = (1 - r[j, k] ** 2) ** 2 / max(n[j, k] - 1, 1)
-        return min(1.0, max(0.0, r[j, k] ** 2 - bias))
-
-    cov = [
-        [
-            2 * rho_sq(j, k) * s2[j] * s2[k] * max(n[j, k] - 1, 0) / (own[j] * own[k])
-            for k in range(m)
-        ]
-        for j in range(m)
-    ]
-    var_pool = sum(sum(row) for row in cov) / m**2
-    out = []
-    for j in range(m):
-        w = 1.0 if math.isinf(prior[1]) else prior[1] / (prior[1] + own[j])
-        var = w * prior[0] + (1 - w) * s2[j]
-        cov_pool = sum(cov[k][j] for k in range(m)) / m
-        spread = w * w * var_pool + (1 - w) ** 2 * cov[j][j] + 2 * w * (1 - w) * cov_pool
-        out.append((var, own[j] if spread <= 0 else max(own[j], 2 * var * var / spread)))
-    return out
-
-
-def critical(corr: np.ndarray, df: float, alpha: float) -> float:
-    """The 1 − α quantile of max |T_j|, T multivariate t (corr, df): drawn, own seed."""
-    if len(corr) == 1:
-        return float(stats.t.ppf(1 - alpha / 2, df))
-    rng = np.random.default_rng(MVT_SEED)
-    z = rng.standard_normal((MVT_DRAWS, len(corr))) @ np.linalg.cholesky(corr).T
-    w = np.sqrt(rng.chisquare(df, MVT_DRAWS) / df)
-    return float(np.quantile(np.abs(z).max(axis=1) / w, 1 - alpha))
-
-
 def family_intervals(
     diffs: list[dict[Any, float]], alpha: float
 ) -> list[tuple[float, float, float, float, float, float]]:
-    """(ratio, low, high, level, se, df) per comparison: the moderated s̃² and df, then mean ±
-    c·s̃/√n, c at the smallest df, level 1 − 2·T_df.sf(c)."""
-    post = moderated(diffs)
-    c = critical(shrunk(*correlations(diffs)), min(df for _, df in post), alpha)
+    """(ratio, low, high, level, se, df) per comparison: each one's one-sample t interval on
+    its own block log ratios (scipy's ttest_1samp) at Šidák's level (1 − α)^(1/k), k the
+    members; se and df its own."""
+    level = (1 - alpha) ** (1 / len(diffs))
     out = []
-    for d, (v, df) in zip(diffs, post, strict=True):
-        mean = float(np.mean(list(d.values())))
-        half = c * math.sqrt(v / len(d))
-        level = 1 - 2 * float(stats.t.sf(c, df))
-        se = math.sqrt(v / len(d))
-        out.append((math.exp(mean), math.exp(mean - half), math.exp(mean + half), level, se, df))
+    for d in diffs:
+        values = np.array(list(d.values()))
+        test = stats.ttest_1samp(values, 0.0)
+        ci = test.confidence_interval(level)
+        se = float(np.std(values, ddof=1) / math.sqrt(len(values)))
+        mean = float(values.mean())
+        out.append((math.exp(mean), math.exp(ci.low), math.exp(ci.high), level, se, float(test.df)))
     return out
 
 
@@ -445,8 +346,8 @@ def family_label(head: str, m: int, level: float, bonferroni: bool) -> str:
 
 
 def decide_family(members: list[dict], alpha: float, before: int | None, head: str) -> dict:
-    """R8 at one level α: members paired on ≥ 3 blocks (before `before`) share the max-|t|
-    value at α·(their share); the others get Bonferroni at α/m on all their restarts (at an
+    """R8 at one level α: members paired on ≥ 3 blocks (before `before`) take Šidák's level
+    at α·(their share); the others get Bonferroni at α/m on all their restarts (at an
     earlier look: only the unpaired). {id: (ratio, low, high, level, label, m, se, df)}."""
     diffs = {id(x): block_diffs(x["a"], x["b"], before) if x["blocks"] else {} for x in members}
     paired = [x for x in members if len(diffs[id(x)]) >= 3]
@@ -588,7 +489,7 @@ def se_df(a: dict, b: dict, blocks: bool) -> tuple[float, float]:
 
 def futility_p(ratio: float, se: float, df: float, target: float) -> float | None:
     """R14: one-sided p of 'ratio ≥ 1 + target': T_df.cdf((log ratio − log(1 + target)) / se)
-    with the deciding interval's ratio, SE and df (R8's moderated ones in the family)."""
+    with the deciding interval's ratio, SE and df (R8's own ones in the family)."""
     if se == 0:
         return None
     return float(stats.t.cdf((math.log(ratio) - math.log1p(target)) / se, df))
@@ -661,17 +562,29 @@ def compute(bundle_dir: str | Path) -> dict[str, Any]:
         now = max(x["look"] for x in family)
         for look in sorted({x["look"] for x in family}):
             before = looks[look - 1] if look < now else None
-            head = f"Pocock-adjusted 95% CI, look {look} of {len(looks)}"
+            # one planned look is a fixed design: labelled as one (R13)
+            head = (
+                f"Pocock-adjusted 95% CI, look {look} of {len(looks)}"
+                if len(looks) > 1
+                else "95% CI"
+            )
             at = decide_family(family, per_look, before, head)
             outs |= {id(x): at[id(x)] for x in family if x["look"] == look and id(x) in at}
     elif family:
         outs = decide_family(family, 0.05, None, "95% CI")
+    # R8: the A/A comparisons (not the 'all' row, not within-process) form a family of
+    # their own at 95%: the check fails 5% of the time without drift.
+    aa_members = [x for x in pending if x["kind"] == "aa" and x["key"] != "all" and not x["within"]]
+    aa_outs = decide_family(aa_members, 0.05, None, "95% CI") if aa_members else {}
     comparisons = []
     for x in pending:
         a, b, kind = x["a"], x["b"], x["kind"]
         if id(x) in outs:
             ratio, low, high, ci_level, label, size = outs[id(x)][:6]
             withheld = False
+        elif id(x) in aa_outs:
+            ratio, low, high, ci_level, label, size = aa_outs[id(x)][:6]
+            withheld = bool(x["withheld"])
         else:
             ci_level, label, size = 0.95, "95% CI", 1
             if x["within"]:
@@ -717,7 +630,9 @@ def compute(bundle_dir: str | Path) -> dict[str, Any]:
     checked = [  # the A/A check: two restarts a side form its interval
         c
         for c in comparisons
-        if c["kind"] == "aa" and (c["arm"], c["workload"], c["concurrency"]) not in within
+        if c["kind"] == "aa"
+        and c["workload"] != "all"
+        and (c["arm"], c["workload"], c["concurrency"]) not in within
     ]
     aa_check = all(c["ci_low"] <= 1 <= c["ci_high"] for c in checked) if checked else None
 

@@ -191,7 +191,7 @@ class Power(BaseModel):
 
     target: float = Field(description="The speedup looked for (0.1 = +10%)")
     family: int = Field(
-        description="Comparisons sharing the 5% error rate (simultaneous max-|t| intervals)"
+        description="Comparisons sharing the 5% error rate (simultaneous intervals, Šidák)"
     )
     fixed: float = Field(description="WIN rate at the target, fixed design, the plan's restarts")
     adaptive: float = Field(description="The same, adaptive design (looks, futility stop)")
@@ -301,7 +301,7 @@ def power_estimate(
     """Chance of a WIN when the true speedup is the target, for the fixed design (one look)
     and the adaptive one (Pocock looks, futility stop, the reference pooled with the A/A
     repeat when `pooled`), each over the family of `speculative` arms × `keys` comparisons
-    (analyse.power.win_rate: the max-|t| intervals the verdicts use), the restarts each needs
+    (analyse.power.win_rate: the Šidák intervals the verdicts use), the restarts each needs
     for `wanted`, and what a day on site decides with the fixed plan (analyse.power.day_power:
     `arms` arms a block at `start_s` seconds a start). Block log ratios have the SD
     pairing.block_sd gives at each design's requests: with m < n prompts per restart the
@@ -312,16 +312,13 @@ def power_estimate(
     sd_fixed = pairing.block_sd(noise, requests)
     references = 2 if pooled else 1
     sd_adaptive = pairing.block_sd(noise, adaptive_requests, references)
-    rho_adaptive = power.reference_correlation(references)
 
     def fixed(n: int) -> float:
         return power.win_rate([n], sd_fixed, family, target, margin, futility=False)
 
     def adaptive(n: int) -> float:
         looks = sequential.planned_looks(n)
-        return power.win_rate(
-            looks, sd_adaptive, family, target, margin, futility=True, rho=rho_adaptive
-        )
+        return power.win_rate(looks, sd_adaptive, family, target, margin, futility=True)
 
     n_fixed = power.fewest(fixed, wanted, defaults.MIN_RESTARTS, cap)
     return Power(
@@ -344,6 +341,5 @@ def power_estimate(
             keys=keys,
             target=target,
             margin=margin,
-            rho=power.reference_correlation(1),
         ),
     )

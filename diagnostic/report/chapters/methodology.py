@@ -174,6 +174,12 @@ def _adaptive(p: PlanSpec) -> str:
     """The adaptive design in words: its looks, when an arm stopped, and, when the manifest
     records them, the futility rule and the pooled reference."""
     d = p.design
+    if len(d.looks) == 1:
+        return (
+            f"fixed: one look, after {d.looks[0]} blocks (recorded as adaptive with a single "
+            "look, which decides once at the family's 95%, as a fixed plan does)"
+            + (f"; each block's reference: {_pooled(p)}" if d.pool_aa else "")
+        )
     looks = ", ".join(str(n) for n in d.looks)
     stop = "decided (WIN, LOSS or EQUIVALENT)" + (" or futile" if d.target is not None else "")
     parts = [

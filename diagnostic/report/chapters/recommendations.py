@@ -71,10 +71,20 @@ def _sweep_recs(a: Analysis) -> list[Recommendation]:
         if best is None or top.k <= sw.best_k or top.ratio is None or best.ratio is None:
             continue
         if top.ratio < best.ratio:
+            # "cost more" is a claim about a trend: only when the intervals do not overlap
+            # (a conservative test of the difference); else the data only fail to show a gain
+            apart = (
+                top.ci_high is not None and best.ci_low is not None and top.ci_high < best.ci_low
+            )
+            claim = (
+                "longer drafts cost more than they gain"
+                if apart
+                else f"k={top.k} measured lower, but not distinguishably (the intervals "
+                "overlap): longer drafts were not shown to gain"
+            )
             out.append(
                 Recommendation(
-                    text=f"Keep k at {sw.best_k} on {sw.workload}; longer drafts cost more than "
-                    "they gain.",
+                    text=f"Keep k at {sw.best_k} on {sw.workload}; {claim}.",
                     evidence=f"k={top.k}: {f.ratio_ci(top.ratio, top.ci_low, top.ci_high)} against "
                     f"k={sw.best_k}: {f.ratio_ci(best.ratio, best.ci_low, best.ci_high)}",
                 )

@@ -21,7 +21,19 @@ def _band_text(a: Analysis) -> str:
     inside = f"a speedup interval inside [{f.num(lo, 3)}, {f.num(hi, 3)}] counts as no difference"
     text = f"Margin δ = {f.pct(nb.delta)} ({nb.source}): {inside}."
     if nb.aa_check is not None:
-        aa = f.ci(nb.aa_ci_low, nb.aa_ci_high, fmt="ratio") or f.MISSING
+        widest = next(  # the A/A interval the band reports, labelled with its own level
+            (
+                c
+                for c in a.comparisons
+                if c.checks_design and (c.ci_low, c.ci_high) == (nb.aa_ci_low, nb.aa_ci_high)
+            ),
+            None,
+        )
+        aa = (
+            f.decided_ci(widest, nb.delta)
+            if widest
+            else f.ci(nb.aa_ci_low, nb.aa_ci_high, fmt="ratio")
+        ) or f.MISSING
         text += f" Measured restart noise, A/A {nb.aa_source}: {aa}" + (
             ", containing 1."
             if nb.aa_check

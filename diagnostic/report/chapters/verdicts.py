@@ -87,9 +87,21 @@ def verdict_line(a: Analysis, workload: str, describe: Describe, day: Day) -> Ve
         else f"{c.n_restarts_arm} vs {c.n_restarts_baseline} restarts"
     )
     several = len(sel.spec_comparisons(a, workload)) > 1
+    # "the best" only over the configurations shown below it: one whose simultaneous
+    # interval reaches the best one's lower end is not distinguishable from it (a tie)
+    ties = [
+        name_of(a, x.arm, describe)
+        for x in sel.spec_comparisons(a, workload)
+        if c.verdict == "WIN" and x is not c and not x.withheld and _reaches(x, c)
+    ]
+    tied = (
+        f" (not distinguishable from {f.join(ties)}: their intervals reach its lower end)"
+        if ties
+        else ""
+    )
     lead = (
         f"On {workload}, the best of {len(sel.spec_comparisons(a, workload))} configurations, "
-        f"{name},"
+        f"{name}{tied},"
         if several
         else f"On {workload}, {name}"
     )
@@ -107,6 +119,8 @@ def verdict_line(a: Analysis, workload: str, describe: Describe, day: Day) -> Ve
     tail = f"{'no verdict' if c.withheld else c.verdict}, {restarts}"
     if stop := f.futility(c):
         tail += f"; {stop}"
+    if c.sensitivity:  # the verdict rests on pooling the A/A repeat: said where printed
+        tail += f"; only with the A/A repeat pooled into the reference: {c.sensitivity}"
     if c.withheld:
         tail += f"; {c.label or WITHIN_PROCESS_LABEL}; {day.extension(c)}"
     sentence = f"{lead} {body} {interval} ({tail}).".replace("  ", " ")
@@ -176,3 +190,10 @@ def losses(a: Analysis, describe: Describe) -> list[str]:
     ]
     level = f" ({once})" if once else ""
     return [f"Slower than no speculation, a LOSS{level}: {'; '.join(settings)}."]
+
+
+def _reaches(x: Comparison, best: Comparison) -> bool:
+    """x's deciding interval reaches up to the best one's lower end: not shown below it."""
+    if x.ci_high is None or best.ci_low is None:
+        return False
+    return x.ci_high >= best.ci_low

@@ -153,6 +153,9 @@ def _line(a: Analysis, w: str, c: Comparison, versus: str, subject: str) -> Answ
             "EQUIVALENT": f" — within the ±{margin} that counts as no difference",
             "INCONCLUSIVE": " — the range still holds both faster and slower",
         }.get(c.verdict, "")
+        if c.sensitivity:  # the verdict rests on pooling the A/A repeat: said where printed
+            alone = c.sensitivity.split(" (")[0]
+            tail += f" — only with the A/A repeat pooled into the reference ({alone})"
     sentence = f"On {w} {subject} decodes {factor} {how} {versus}{between}: {tps}{tail}."
     return AnswerLine(workload=w, verdict=verdict, word=word, sentence=sentence)
 
