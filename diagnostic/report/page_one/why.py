@@ -102,9 +102,11 @@ def _cause(p: FindingView, lost: dict[str, Comparison]) -> Cause:
         for arm in p.arm_ids
         if (c := lost.get(arm))
     ]
+    # a drafter's own problem has no telling line: what it accepts is in chapter 1
+    quoted = (p.severity == "error" or losers) and p.rule not in sel.DRAFTER_RULES
     return Cause(
         text=f"{p.title or p.message} ({p.arms}): why {f.join(losers)}.",
-        quote=telling_line(p.evidence) if p.severity == "error" or losers else None,
+        quote=telling_line(p.evidence) if quoted else None,
     )
 
 
