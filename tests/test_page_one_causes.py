@@ -32,3 +32,18 @@ def test_a_cause_the_measured_arms_support_is_named() -> None:
     (cause,) = [c for c in ctx.summary.root_causes if "capture downgraded" in c.text]
     assert "not what made it slower" not in cause.text
     assert cause.quote is not None and "PIECEWISE" in cause.quote.text
+
+
+def test_each_cause_is_said_once_and_never_both_explaining_and_denied() -> None:
+    """The trained-head sample: the same finding on several runs is one line, and a problem
+    that explains one arm's loss is not also listed as 'not what made it slower' for another;
+    the advice the measured arms support comes before the advice they deny."""
+    ctx = report_context(Bundle.open(SAMPLES / "sglang-h200-gemma3-eagle3"))
+    causes = [c.text for c in ctx.summary.root_causes]
+    assert len(causes) == len(set(causes)), causes
+    titles = {t.split(" (")[0] for t in causes if "not what made it slower" not in t}
+    denied = [t for t in causes if "not what made it slower" in t]
+    assert titles and not [t for t in denied if t.split(" (")[0] in titles], causes
+    texts = [r.text for r in ctx.recommendations]
+    head = next(n for n, t in enumerate(texts) if t.startswith("Fix the head before the flag"))
+    assert all(n > head for n, t in enumerate(texts) if "though it may not help" in t), texts

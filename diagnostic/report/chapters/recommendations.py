@@ -229,13 +229,15 @@ def _checked(a: Analysis, p: FindingView) -> str:
 def recommendations(
     a: Analysis, problems: list[FindingView], describe: Describe, day: Day
 ) -> list[Recommendation]:
-    """Numbered recommendations: fix what check found, then serving profiles, then method."""
+    """Numbered recommendations: fix what check found (first what the measured arms do not
+    deny), then serving profiles, then method."""
+    ordered = sorted(problems, key=lambda p: bool(sel.denied(a, p.arm_ids, p.rule)))
     recs = [
         Recommendation(
             text=_checked(a, p),
             evidence=f"{p.message} ({p.rule})",
         )
-        for p in problems
+        for p in ordered
     ]
     recs += _profile_recs(a, describe, bool(problems)) + _sweep_recs(a) + _measurement_recs(a, day)
     unique = list({r.text: r for r in recs}.values())

@@ -23,6 +23,7 @@ LOGS = "Server logs"  # the box's title when no finding explains the headline
 def root_causes(inputs: Inputs, problems: list[FindingView]) -> tuple[list[Cause], str, str]:
     """The box: (causes, title, sentence), a log line quoted once and not again below it."""
     causes, label, note = _root_box(inputs, problems)
+    causes = list({c.text: c for c in reversed(causes)}.values())[::-1]  # one of each, first kept
     quoted: set[str] = set()
     for n, cause in enumerate(causes):
         if cause.quote is not None and cause.quote.text in quoted:
@@ -54,6 +55,7 @@ def _root_box(inputs: Inputs, problems: list[FindingView]) -> tuple[list[Cause],
     ]
     denied = {id(p): w for p in candidates if (w := sel.denied(a, p.arm_ids, p.rule))}
     explains = [p for p in candidates if id(p) not in denied]
+    explained = {p.rule for p in explains}  # a rule that explains on some arms is not denied
     bears = [p for p in problems if p not in candidates and lead in p.arm_ids]
     others = len(problems) - len(candidates) - len(bears)
     recommended = any(c.arm == lead and c.verdict == "WIN" for c in best.values())
@@ -63,7 +65,7 @@ def _root_box(inputs: Inputs, problems: list[FindingView]) -> tuple[list[Cause],
         + [
             Cause(text=f"{p.title or p.message} ({p.arms}): not what made it slower — {why}.")
             for p in candidates
-            if (why := denied.get(id(p)))
+            if (why := denied.get(id(p))) and p.rule not in explained
         ]
         + [Cause(text=f"On {role} ({lead}) too: {p.title or p.message} ({p.arms}).") for p in bears]
     )
