@@ -78,3 +78,9 @@ TELEMETRY_HOST_INTERVAL_S = 0.5
 TELEMETRY_SCAN_INTERVAL_S = 2.0  # the whole process table (who else is busy), at most this often
 TELEMETRY_START_S = 30.0  # longest wait for the recorder's first samples (it is spawned)
 TELEMETRY_STOP_S = 15.0  # longest wait for its last sample and its report
+# The quiet window before a run's first request (measure/telemetry/quiet.py), taken with local
+# telemetry: half spinning, half sleeping in QUIET_TICK_S ticks. A few seconds: /proc/stat counts
+# steal in 10 ms ticks, and a run's start-up takes far longer.
+QUIET_WINDOW_S = 4.0
+QUIET_MAX_S = 60.0
+QUIET_TICK_S = 0.005

@@ -208,6 +208,7 @@ def collected(tmp_path: Path, llama_server: str) -> Iterator[Path]:
     out = tmp_path / "b"
     args = ["collect", llama_server, "-o", str(out), "--workloads", "code", "--requests", "2"]
     args += ["--warmup", "1", "--max-tokens", "8", "--telemetry", "--telemetry-interval", "0.1"]
+    args += ["--telemetry-quiet", "0.5"]
     args += ["--telemetry-node", f"node=cat {shlex.quote(str(DATA / 'nvidia-smi-documented.csv'))}"]
     result = CliRunner().invoke(main, args)
     assert result.exit_code == 0, result.output
@@ -234,6 +235,9 @@ def test_collect_samples_the_host_on_a_real_llama_server(collected: Path) -> Non
     assert len(preempt) and (preempt >= 0).all()
     assert frame.steal_pct.dropna().between(0, 100).all()  # empty where the OS does not say
     assert len(frames["node"]) == 6
+    # the quiet window before the first request: the arm-free covariate, in run.json
+    assert run.quiet is not None and run.quiet.ticks >= 1
+    assert (run.quiet.steal_cores is None) == (run.quiet.steal_since_boot_s is None)
     # sealed with the run: every telemetry file is in the seal, and the seal holds
     assert run.seal is not None
     assert {"telemetry/host.csv", "telemetry/node.csv"} <= set(run.seal.files)

@@ -25,7 +25,8 @@ def test_sweep_records_telemetry_per_start_and_the_report_shows_it(
     csv = shlex.quote(str(DATA / "nvidia-smi-documented.csv"))
     # the template's {restart} is rendered per start: each run names its own restart
     node = f"cat {csv}; echo restart {{restart}} >&2"
-    extra = f"telemetry_local = true\ntelemetry_interval_s = 0.2\ntelemetry = {{node = '{node}'}}"
+    extra = "telemetry_local = true\ntelemetry_interval_s = 0.2\ntelemetry_quiet_s = 0.5\n"
+    extra += f"telemetry = {{node = '{node}'}}"
     _plan(tmp_path, _arm("baseline", SERVER))  # writes plan.toml
     text = (tmp_path / "plan.toml").read_text().replace("[plan]\n", f"[plan]\n{extra}\n", 1)
     plan = parse_plan(text, source=str(tmp_path / "plan.toml"))
@@ -40,5 +41,6 @@ def test_sweep_records_telemetry_per_start_and_the_report_shows_it(
         assert frames["host"].server_cpu_pct.notna().any()  # the launched pid, told apart
         assert len(frames["node"]) == 6
         assert run.seal is not None and "telemetry/host.csv" in run.seal.files
+        assert run.quiet is not None and run.quiet.ticks >= 1  # taken before each start's requests
     ctx = report_context(bundle)
     assert ctx.telemetry is not None and ctx.telemetry.windows

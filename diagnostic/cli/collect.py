@@ -137,6 +137,15 @@ def _workload_names(value: str | None) -> list[str] | None:
     dest="telemetry_interval_s",
     maximum=defaults.TELEMETRY_MAX_INTERVAL_S,
 )
+@number_option(
+    "--telemetry-quiet",
+    defaults.QUIET_WINDOW_S,
+    0.0,
+    "With --telemetry: seconds of the quiet window before the first request (VM steal and a "
+    "probe thread's CPU share, which no arm can move; 0: none).",
+    dest="telemetry_quiet_s",
+    maximum=defaults.QUIET_MAX_S,
+)
 @api_key_option
 @number_option(
     "--timeout",
@@ -200,6 +209,7 @@ def command(
     telemetry: bool,
     telemetry_remote: tuple[str, ...],
     telemetry_interval_s: float,
+    telemetry_quiet_s: float,
     api_key_env: str | None,
     timeout_s: float,
     first_token_timeout_s: float,
@@ -252,7 +262,7 @@ def command(
         token_timeout_s=token_timeout_s,
         run_timeout_s=run_timeout_s,
         engagement=engagement_from(engagement),
-        telemetry=_telemetry(telemetry, telemetry_remote, telemetry_interval_s),
+        telemetry=_telemetry(telemetry, telemetry_remote, telemetry_interval_s, telemetry_quiet_s),
         as_found=as_found,
     )
     preflight(config)  # a bad URL, bundle or server: one error, before any warning or bar
@@ -263,7 +273,9 @@ def command(
         sys.exit(1)
 
 
-def _telemetry(local: bool, nodes: tuple[str, ...], interval_s: float) -> TelemetrySettings | None:
+def _telemetry(
+    local: bool, nodes: tuple[str, ...], interval_s: float, quiet_s: float
+) -> TelemetrySettings | None:
     """--telemetry (this machine) and --telemetry-node NAME=COMMAND|URL (a node)."""
     if not (local or nodes):
         return None
@@ -276,7 +288,7 @@ def _telemetry(local: bool, nodes: tuple[str, ...], interval_s: float) -> Teleme
             )
         remote[name] = command
     try:
-        return TelemetrySettings(local=local, interval_s=interval_s, remote=remote)
+        return TelemetrySettings(local=local, interval_s=interval_s, quiet_s=quiet_s, remote=remote)
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--telemetry-node") from None
 

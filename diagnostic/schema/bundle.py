@@ -17,7 +17,7 @@ from pydantic import (
 
 from diagnostic import defaults
 from diagnostic.schema.base import Stored, Strict
-from diagnostic.schema.telemetry import TelemetrySource
+from diagnostic.schema.telemetry import QuietWindow, TelemetrySource
 
 # Bundle format history (bump SCHEMA_VERSION and add an upgrade in bundle.py on any change
 # that an older reader would misread; adding an optional field is not such a change):
@@ -38,6 +38,8 @@ from diagnostic.schema.telemetry import TelemetrySource
 #       its runs are sealed, so a run without a seal is a seal removed) and `seal` (the
 #       manifest's own digest, taken at each write); seals of format diagnose-seal/2, whose
 #       digest covers `sealed_at` too (bundle/seal.py).
+#   (3, an optional field) 2026-12: run.json `quiet`, the host measured in a quiet window before
+#       the run's first request (schema/telemetry.py QuietWindow); a run without it has none.
 SCHEMA_VERSION = 3
 MAIN_SOURCE = "server"  # the log source of the server process itself (its stdout, --log PATH)
 _SOURCE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+=-]*$")
@@ -397,6 +399,12 @@ class RunInfo(Stored):
         default_factory=dict,
         description="Telemetry sources sampled during the run (telemetry/<source>.csv), or "
         "why one was absent",
+    )
+    quiet: QuietWindow | None = Field(
+        None,
+        description="This machine in a quiet window before the first request (local "
+        "telemetry): VM steal, a spinning thread's CPU share, a sleeping one's lateness; the "
+        "run's arm-free covariate. None: not taken",
     )
     seal: RunSeal | None = Field(
         None,

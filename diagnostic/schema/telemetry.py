@@ -16,6 +16,7 @@ __all__ = [
     "LOW_IS_WORSE",
     "OPTIONAL_COLUMNS",
     "TELEMETRY_FORMAT",
+    "QuietWindow",
     "RestartOutlier",
     "TelemetryAnalysis",
     "TelemetryCause",
@@ -24,6 +25,7 @@ __all__ = [
     "TelemetryStat",
     "TelemetryVariance",
     "TelemetryWindow",
+    "steal_reported",
     "telemetry_file",
 ]
 
@@ -125,6 +127,51 @@ class TelemetrySource(Stored):
     errors: list[str] = Field(
         default_factory=list, description="Lines or reads that could not be used (first few)"
     )
+
+
+class QuietWindow(Stored):
+    """run.json `quiet`: this machine measured in a quiet window before the run's first request
+    (the server up and idle, no request in flight): conditions no arm can move, the run's
+    arm-free covariate (measure/telemetry/quiet.py says how)."""
+
+    seconds: float = Field(gt=0, description="Wall-clock seconds the window took")
+    cores: int = Field(ge=1, description="Logical cores of this machine")
+    steal_cores: float | None = Field(
+        None,
+        ge=0,
+        description="VM steal over the window (/proc/stat, all cores): seconds stolen per "
+        "second, in cores; None where the OS has no steal counter",
+    )
+    steal_since_boot_s: float | None = Field(
+        None,
+        ge=0,
+        description="The host's steal counter at the window's end, seconds since boot (0: it "
+        "never moved, so it may not be reported at all); None where the OS has none",
+    )
+    spin_share: float = Field(
+        ge=0,
+        le=1,
+        description="First half: the CPU time a spinning thread got per second of wall-clock "
+        "(1: it lost none to the hypervisor or to another task)",
+    )
+    tick_s: float = Field(gt=0, description="Second half: the sleep asked per tick, seconds")
+    ticks: int = Field(ge=0, description="Ticks slept")
+    tick_late_ms: float = Field(ge=0, description="Mean lateness of a tick's wake-up, ms")
+
+
+def steal_reported(windows: list[QuietWindow]) -> str | None:
+    """None when the quiet windows' steal can be used; else why it is not available: no steal
+    counter, or one that never moved since boot in any run (a sandbox such as gVisor, a VM
+    without steal accounting, or bare metal all read 0 there)."""
+    if not windows or any(w.steal_since_boot_s is None for w in windows):
+        return "this host's OS has no VM steal counter"
+    if all(w.steal_since_boot_s == 0 for w in windows):
+        return (
+            "the host's steal counter (/proc/stat) never moved since boot in any run: this "
+            "machine (bare metal, a sandbox such as gVisor, or a VM without steal accounting) "
+            "may not report steal"
+        )
+    return None
 
 
 class TelemetryStat(Strict):

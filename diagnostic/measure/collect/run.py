@@ -25,6 +25,7 @@ from diagnostic.measure.client.faults import refused
 from diagnostic.measure.collect.settings import RunSettings, plan_jobs
 from diagnostic.measure.environment import capture_environment
 from diagnostic.measure.telemetry import Recording, recording, server_pid
+from diagnostic.measure.telemetry.quiet import quiet_window
 from diagnostic.measure.workloads import Workload
 from diagnostic.schema.bundle import RequestRecord, RunInfo, decode_tps, latest_attempts, utc_now
 
@@ -57,6 +58,7 @@ def collect_run(
     run = _with_fingerprint(run, found, settings.model)
     for path, why in found.unreadable.items():
         reporter.note(f"{run_id(run.arm, run.restart)}: GET {path}: {why}; not kept")
+    run = _with_quiet(run, settings, existing)
     bundle.write_run(run)
     options = settings.client_options(settings.model or found.model)
     past = _Past(existing)
@@ -170,6 +172,17 @@ def _with_fingerprint(run: RunInfo, found: Fingerprint, model: str | None) -> Ru
             "environment": capture_environment(run.base_url),
         }
     )
+
+
+def _with_quiet(run: RunInfo, settings: RunSettings, existing: list[RequestRecord]) -> RunInfo:
+    """The quiet window, before the recorder starts and before the first request (local
+    telemetry only); a resumed run keeps the window taken before its first request."""
+    asked = settings.telemetry
+    if asked is None or not asked.local or asked.quiet_s <= 0:
+        return run
+    if existing and run.quiet is not None:
+        return run
+    return run.model_copy(update={"quiet": quiet_window(asked.quiet_s)})
 
 
 def _with_telemetry(run: RunInfo, telemetry: Recording | None, reporter: Reporter) -> RunInfo:

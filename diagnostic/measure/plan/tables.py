@@ -149,6 +149,13 @@ class PlanTable(_Table):
         description="Seconds between telemetry samples (GPU; the host's at least "
         "TELEMETRY_HOST_INTERVAL_S)",
     )
+    telemetry_quiet_s: float = Field(
+        defaults.QUIET_WINDOW_S,
+        ge=0,
+        le=defaults.QUIET_MAX_S,
+        description="With local telemetry: seconds of the quiet window before each run's first "
+        "request (VM steal and a probe thread's CPU share, which no arm can move; 0: none)",
+    )
     as_found: str | None = Field(
         None,
         description="The arm that is the client's configuration as found: the report's "

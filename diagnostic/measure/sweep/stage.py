@@ -297,7 +297,10 @@ def run_settings(
     local = telemetry or o.telemetry_local
     if local or o.telemetry:
         extra["telemetry"] = TelemetrySettings(
-            local=local, interval_s=o.telemetry_interval_s, remote=o.telemetry
+            local=local,
+            interval_s=o.telemetry_interval_s,
+            quiet_s=o.telemetry_quiet_s,
+            remote=o.telemetry,
         )
     return RunSettings(
         base_url=plan.base_url,

@@ -44,6 +44,13 @@ class TelemetrySettings(BaseModel):
         le=defaults.TELEMETRY_MAX_INTERVAL_S,
         description="Seconds between GPU samples",
     )
+    quiet_s: float = Field(
+        defaults.QUIET_WINDOW_S,
+        ge=0,
+        le=defaults.QUIET_MAX_S,
+        description="Seconds of the quiet window before each run's first request (local "
+        "only; 0: none): VM steal and a probe thread's share, which no arm can move",
+    )
     remote: dict[str, str] = Field(
         default_factory=dict,
         description="Remote sources: name = a command printing nvidia-smi CSV, or a DCGM "
