@@ -84,3 +84,7 @@ TELEMETRY_STOP_S = 15.0  # longest wait for its last sample and its report
 QUIET_WINDOW_S = 4.0
 QUIET_MAX_S = 60.0
 QUIET_TICK_S = 0.005
+# The same probe during the run (the recorder's IdleProbe): a tick every QUIET_TICK_S, and every
+# PROBE_SPIN_EVERY ticks a spin of PROBE_SPIN_S (under 1% of one core in all).
+PROBE_SPIN_S = 0.0005
+PROBE_SPIN_EVERY = 20

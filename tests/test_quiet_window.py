@@ -4,6 +4,7 @@ honestly where the host does not report steal. No test asserts a timing or a rat
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -12,7 +13,7 @@ from pydantic import ValidationError
 from diagnostic.measure.plan.spec import parse_plan
 from diagnostic.measure.sweep.stage import run_settings
 from diagnostic.measure.telemetry import TelemetrySettings
-from diagnostic.measure.telemetry.quiet import quiet_window, steal_seconds
+from diagnostic.measure.telemetry.quiet import IdleProbe, quiet_window, steal_seconds
 from diagnostic.schema.bundle import RunInfo
 from diagnostic.schema.telemetry import QuietWindow, steal_reported
 
@@ -28,6 +29,21 @@ def test_the_window_measures_this_machine() -> None:
     assert (window.steal_since_boot_s is None) == (counter is None)
     again = QuietWindow.model_validate(window.model_dump())  # what run.json stores reads back
     assert again == window
+
+
+def test_the_idle_probe_reports_only_what_it_measured() -> None:
+    probe = IdleProbe(tick_s=0.001, spin_s=0.0005, spin_every=2)
+    try:
+        deadline = time.monotonic() + 30  # until it has ticked and spun (never a timing)
+        late, share = None, None
+        while (late is None or share is None) and time.monotonic() < deadline:
+            time.sleep(0.05)
+            late, share = probe.take()
+        assert late is not None and late >= 0 and share is not None and 0 <= share <= 1
+    finally:
+        probe.close()
+    probe.take()  # what it measured before it stopped
+    assert probe.take() == (None, None)  # stopped: nothing new
 
 
 def _window(since_boot: float | None, steal: float | None = 0.0) -> QuietWindow:

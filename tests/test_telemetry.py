@@ -238,6 +238,9 @@ def test_collect_samples_the_host_on_a_real_llama_server(collected: Path) -> Non
     # the quiet window before the first request: the arm-free covariate, in run.json
     assert run.quiet is not None and run.quiet.ticks >= 1
     assert (run.quiet.steal_cores is None) == (run.quiet.steal_since_boot_s is None)
+    # ... and the same probe during the run, in the recorder: from the second sample on
+    assert frame.probe_late_ms.dropna().ge(0).all() and frame.probe_share.notna().any()
+    assert frame.probe_share.dropna().between(0, 1).all()
     # sealed with the run: every telemetry file is in the seal, and the seal holds
     assert run.seal is not None
     assert {"telemetry/host.csv", "telemetry/node.csv"} <= set(run.seal.files)

@@ -34,8 +34,9 @@ __all__ = [
 #   diagnose-telemetry/1 — 2026-12: one CSV per source, `# diagnose-telemetry/1 kind=<kind>`
 #       then a header of the kind's columns (GPU_COLUMNS or HOST_COLUMNS), one row per sample
 #       per device, appended and flushed as taken; t_s on the run's clock (collect's origin).
-#       The host's `steal_pct` and `server_preempt_per_s` came later (OPTIONAL_COLUMNS): a file
-#       without them reads them as empty.
+#       The host's `steal_pct` and `server_preempt_per_s` came later (OPTIONAL_COLUMNS), then
+#       `probe_late_ms` and `probe_share` (the recorder's idle probe): a file without them
+#       reads them as empty.
 TELEMETRY_FORMAT = "diagnose-telemetry/1"
 
 TelemetryKind = Literal["nvml", "host", "nvidia-smi", "dcgm"]
@@ -86,7 +87,9 @@ FOLLOWS_DECODE_RATE = frozenset(
 )
 # Variables whose lower values are the worse ones (a lower clock or power limit); for the
 # others a higher value is worse.
-LOW_IS_WORSE = frozenset({"sm_clock_mhz", "mem_clock_mhz", "freq_mhz", "power_limit_w"})
+LOW_IS_WORSE = frozenset(
+    {"sm_clock_mhz", "mem_clock_mhz", "freq_mhz", "power_limit_w", "probe_share"}
+)
 # Columns of the client machine's host source (psutil).
 HOST_COLUMNS = (
     "t_s",
@@ -100,11 +103,13 @@ HOST_COLUMNS = (
     "server_preempt_per_s",  # involuntary context switches/s of its processes' main threads
     "other_cpu_pct",  # the rest of the busy time (other processes, interrupts, VM steal), % core
     "top_other",  # the busiest other processes: "name pid pct; …"
+    "probe_late_ms",  # an idle probe thread's mean wake-up lateness since the previous sample
+    "probe_share",  # ... and the CPU share its short spins got (1: none lost)
 )
 
 
 # Columns added after the format's first files: a file without them reads as empty there.
-OPTIONAL_COLUMNS = frozenset({"steal_pct", "server_preempt_per_s"})
+OPTIONAL_COLUMNS = frozenset({"steal_pct", "server_preempt_per_s", "probe_late_ms", "probe_share"})
 
 
 def telemetry_file(source: str) -> str:

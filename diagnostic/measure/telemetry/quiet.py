@@ -15,6 +15,7 @@ bundle saw it move (schema/telemetry.py `steal_reported`)."""
 
 from __future__ import annotations
 
+import threading
 import time
 
 import psutil
@@ -22,7 +23,7 @@ import psutil
 from diagnostic import defaults
 from diagnostic.schema.telemetry import QuietWindow
 
-__all__ = ["quiet_window", "steal_seconds"]
+__all__ = ["IdleProbe", "quiet_window", "steal_seconds"]
 
 
 def steal_seconds() -> float | None:
@@ -76,3 +77,58 @@ def _ticks(seconds: float, tick_s: float) -> tuple[int, float]:
         late += max(0.0, time.perf_counter() - asked - tick_s)
         count += 1
     return count, 1000 * late / count if count else 0.0
+
+
+class IdleProbe:
+    """The same probe during the run, in the telemetry recorder's process: a thread that
+    sleeps in ticks of `tick_s` (how late it wakes) and, every `spin_every` ticks, spins for
+    `spin_s` (the share of that wall-clock it ran). It keeps less than a hundredth of one core
+    busy, so it moves nothing; a server that keeps every core busy would move it (the analysis
+    checks its balance across arms). take() gives the figures since the previous take."""
+
+    def __init__(
+        self,
+        tick_s: float = defaults.QUIET_TICK_S,
+        spin_s: float = defaults.PROBE_SPIN_S,
+        spin_every: int = defaults.PROBE_SPIN_EVERY,
+    ) -> None:
+        self._tick_s, self._spin_s, self._every = tick_s, spin_s, spin_every
+        self._lock = threading.Lock()
+        self._late = self._ticks = self._cpu = self._wall = 0.0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        n = 0
+        while not self._stop.is_set():
+            asked = time.perf_counter()
+            time.sleep(self._tick_s)
+            late = max(0.0, time.perf_counter() - asked - self._tick_s)
+            n += 1
+            spun = (0.0, 0.0)
+            if n % self._every == 0:
+                wall0, cpu0 = time.perf_counter(), time.thread_time()
+                end = wall0 + self._spin_s
+                while time.perf_counter() < end:
+                    pass
+                spun = (time.thread_time() - cpu0, time.perf_counter() - wall0)
+            with self._lock:
+                self._late += late
+                self._ticks += 1
+                self._cpu += spun[0]
+                self._wall += spun[1]
+
+    def take(self) -> tuple[float | None, float | None]:
+        """Mean tick lateness (ms) and spin share since the previous take; None for a figure
+        with nothing measured yet."""
+        with self._lock:
+            late = 1000 * self._late / self._ticks if self._ticks else None
+            share = min(1.0, self._cpu / self._wall) if self._wall > 0 else None
+            self._late = self._ticks = self._cpu = self._wall = 0.0
+        return late, share
+
+    def close(self) -> None:
+        """Stop the thread."""
+        self._stop.set()
+        self._thread.join(timeout=1.0)

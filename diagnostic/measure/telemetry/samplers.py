@@ -18,6 +18,7 @@ import psutil
 from diagnostic import defaults
 from diagnostic.errors import TelemetryError
 from diagnostic.measure.telemetry.parse import Row, SmiParser, parse_dcgm
+from diagnostic.measure.telemetry.quiet import IdleProbe
 
 __all__ = ["CommandSource", "DcgmSource", "HostSampler", "NvmlSampler", "Sampler"]
 
@@ -114,10 +115,11 @@ class NvmlSampler(Sampler):
 
 class HostSampler(Sampler):
     """This machine (the client's): CPU load and frequency, the client's own CPU (collect and
-    its workers), the server's when it runs here, everything else's, and the busiest other
-    processes. Reading every process costs milliseconds on a busy host, so the process table
-    is read at most every TELEMETRY_SCAN_INTERVAL_S; in between, `other` is the machine's
-    busy time less the client's, the server's and this recorder's."""
+    its workers), the server's when it runs here, everything else's, the busiest other
+    processes, and an idle probe thread's lateness and share (quiet.py's IdleProbe). Reading
+    every process costs milliseconds on a busy host, so the process table is read at most
+    every TELEMETRY_SCAN_INTERVAL_S; in between, `other` is the machine's busy time less the
+    client's, the server's and this recorder's."""
 
     def __init__(self, client_pid: int, server_pid: int | None) -> None:
         super().__init__()
@@ -129,6 +131,7 @@ class HostSampler(Sampler):
         self._scanned = -math.inf
         self._switches: dict[int, int] = {}  # pid → involuntary context switches last read
         self._switched_at: float | None = None
+        self._probe = IdleProbe()
         psutil.cpu_percent(None)  # the first call starts the interval (each function its own)
         psutil.cpu_times_percent(None)
         self.sample()  # every process' cpu_percent needs a first reading too
@@ -157,7 +160,12 @@ class HostSampler(Sampler):
         row["server_preempt_per_s"] = self._preemptions() if self._server_pid else None
         row["other_cpu_pct"] = max(0.0, busy - client - (server or 0.0) - mine)
         row["top_other"] = top
+        row["probe_late_ms"], row["probe_share"] = self._probe.take()
         return [row]
+
+    def close(self) -> None:
+        """Stop the idle probe."""
+        self._probe.close()
 
     def _preemptions(self) -> float | None:
         """Involuntary context switches per second of the server's processes (their main
