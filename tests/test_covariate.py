@@ -101,7 +101,7 @@ def test_a_balanced_arm_free_covariate_adjusts_the_comparisons(tmp_path: Path) -
     analysis = analyse(_bundle(tmp_path / "b"))
     cov = analysis.covariate
     assert cov is not None and cov.covariate == "quiet.steal_cores" and cov.arm_free
-    assert cov.applied and cov.balanced and cov.why.startswith("applied")
+    assert cov.applied and cov.balanced and cov.why.startswith("no arm moves")
     [slope] = cov.slopes
     assert slope.slope == pytest.approx(SLOPE, abs=0.05) and slope.sd_adjusted < slope.sd_raw / 3
     # both estimates kept; the comparisons decided are the adjusted ones, and narrower
@@ -126,7 +126,7 @@ def test_a_covariate_the_arm_moves_is_caught_and_the_raw_verdicts_stand(tmp_path
     spec = next(b for b in cov.balance if b.arm == "spec")
     assert spec.method == "paired-blocks" and spec.difference == pytest.approx(0.5, abs=0.05)
     assert spec.p_value is not None and spec.p_value < BALANCE_ALPHA / len(cov.balance)
-    assert "withheld" in cov.why and "spec" in cov.why
+    assert "the raw verdicts stand" in cov.why and cov.why.startswith("spec moves")
     comparison = next(c for c in analysis.comparisons if c.arm == "spec")
     est = next(e for e in cov.estimates if e.arm == "spec")
     assert (comparison.ratio, comparison.verdict) == (est.raw_ratio, est.raw_verdict)
@@ -154,3 +154,29 @@ def test_the_noise_samples_run_steal_is_a_study_never_a_verdict() -> None:
     assert "may be moved by the arm" in found.why
     # the recorded runs: steal during the run goes with most of the spread of restart means
     assert all(s.sd_adjusted < s.sd_raw for s in found.slopes)
+
+
+def test_the_method_chapter_states_the_adjustment_and_both_estimates(tmp_path: Path) -> None:
+    from diagnostic.report import render_html
+    from diagnostic.report.build import report_context
+
+    ctx = report_context(_bundle(tmp_path / "b"))
+    method = ctx.methodology
+    keys = [kv.key for kv in method.covariate]
+    assert keys == [
+        "Rule",
+        "Covariate",
+        "Slope and spread",
+        "Balance check",
+        "Used for the verdicts",
+    ]
+    assert method.covariate[-1].value.startswith("yes: no arm moves")
+    spec = next(r for r in method.covariate_rows if r.comparison.startswith("spec vs base, code"))
+    assert spec.used == "adjusted" and spec.raw != spec.adjusted
+    html = render_html(ctx)
+    assert "<h3>Covariate adjustment</h3>" in html and spec.adjusted in html
+    moved = report_context(_bundle(tmp_path / "m", moved=0.5)).methodology
+    assert moved.covariate[-1].value.startswith("no: spec moves")
+    assert {r.used for r in moved.covariate_rows} == {"raw"}
+    # a bundle without quiet windows has no such section
+    assert not report_context(Bundle.open(NOISE)).methodology.covariate

@@ -87,7 +87,7 @@ def run_covariate(runs: Sequence[RunInfo]) -> Covariate | None:
     if why is None:
         return Covariate(
             "quiet.steal_cores",
-            f"VM steal {before} (cores)",
+            f"VM steal in cores {before}",
             True,
             {k: w.steal_cores or 0.0 for k, w in quiet.items()},
         )
@@ -277,12 +277,13 @@ def _why(
     if failed:
         worst = min(failed, key=lambda b: b.p_value or 1.0)
         return (
-            f"withheld: {worst.arm} moves {cov.name} against {worst.reference} (difference "
-            f"{worst.difference:.3g}, p = {worst.p_value:.2g} < {each:.2g}); the raw verdicts stand"
+            f"{worst.arm} moves {cov.name} against {worst.reference} (difference "
+            f"{worst.difference:.3g}, p = {worst.p_value:.2g} < {each:.2g}), so the adjustment "
+            "would take away part of its effect: the raw verdicts stand"
         )
     return (
-        f"applied: no arm moves {cov.name} against its reference (each p ≥ {each:.2g}, "
-        f"Bonferroni over {len(tested)} pairs at {BALANCE_ALPHA:g})"
+        f"no arm moves {cov.name} against its reference (each p ≥ {each:.2g}, Bonferroni "
+        f"over {len(tested)} pairs at {BALANCE_ALPHA:g}): the verdicts use the adjusted means"
     )
 
 
