@@ -17,6 +17,7 @@ from diagnostic.analyse.core import analyse
 from diagnostic.analyse.covariate import (
     BALANCE_ALPHA,
     adjust_by_covariate,
+    arm_shifts,
     balance_test,
     pooled_fit,
     run_covariate,
@@ -53,6 +54,25 @@ def test_the_slope_is_pooled_from_within_arm_deviations() -> None:
     exact = pooled_fit([a, [(y + 3, x) for y, x in a]])
     assert exact is not None and exact.slope == pytest.approx(0.5) and exact.sd_adjusted == 0
     assert pooled_fit([[(1.0, 0.3), (2.0, 0.3)], [(1.0, 0.2)]]) is None  # x never varies
+
+
+def test_no_restart_is_shifted_by_a_slope_fitted_on_itself() -> None:
+    points = {
+        "base": {b: (-0.3 * x, x) for b, x in enumerate((0.1, 0.9, 0.4, 0.7))},
+        "spec": {b: (0.5 - 0.3 * x, x) for b, x in enumerate((0.3, 0.2, 0.8, 0.5))},
+    }
+    folds = {arm: {b: b for b in p} for arm, p in points.items()}  # restart b ran in block b
+    found = arm_shifts(points, folds)
+    assert found is not None
+    fit, shifts = found
+    # block 2's runs move: block 2's shifts stay (fitted without them), every other one moves
+    moved = {arm: {**p, 2: (p[2][0] + 0.4, p[2][1])} for arm, p in points.items()}
+    again = arm_shifts(moved, folds)
+    assert again is not None
+    for arm in points:
+        assert again[1][arm][2] == pytest.approx(shifts[arm][2])
+        assert all(again[1][arm][b] != pytest.approx(shifts[arm][b]) for b in (0, 1, 3))
+    assert fit.slope == pytest.approx(-0.3)  # the fit reported is the one over every run
 
 
 def test_the_balance_test_pairs_on_blocks_and_says_when_it_cannot() -> None:

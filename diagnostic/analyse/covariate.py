@@ -44,7 +44,9 @@ __all__ = [
     "Covariate",
     "Fit",
     "adjust_by_covariate",
+    "arm_shifts",
     "balance_test",
+    "failing",
     "pooled_fit",
     "run_covariate",
     "telemetry_covariate",
@@ -177,8 +179,7 @@ def adjust_by_covariate(
     adj = decide(all_pending(adjusted), delta=delta, design=design)
     pairs = sorted({(c.arm, c.baseline) for c in raw if not c.derived})
     balance = [_balance(ctx, cov, arm, ref) for arm, ref in pairs]
-    each = BALANCE_ALPHA / max(1, len(balance))
-    failed = [b for b in balance if b.p_value is not None and b.p_value < each]
+    failed, each = failing(balance)
     tested = [b for b in balance if b.p_value is not None]
     applied = cov.arm_free and bool(shifts) and bool(tested) and not failed
     analysis = CovariateAnalysis(
@@ -197,6 +198,45 @@ def adjust_by_covariate(
     return (adjusted if applied else ctx), analysis
 
 
+def arm_shifts(
+    points: Mapping[str, Mapping[int, tuple[float, float]]],
+    folds: Mapping[str, Mapping[int, int]] | None = None,
+) -> tuple[Fit, dict[str, dict[int, float]]] | None:
+    """From each arm's (log restart mean, covariate) by restart: the pooled fit and what each
+    restart's log mean loses, slope × (its covariate − the mean over every run); None when
+    no slope can be fitted.
+
+    Cross-fitted: the slope a restart is shifted with is fitted without the runs of its own
+    fold (its block, by `folds`; else its restart index), so that no restart's own noise
+    enters the slope that adjusts it and the spread left among the adjusted means is not
+    understated (a slope fitted on all runs would take a degree of freedom the intervals do
+    not know of). A fold whose leave-out fit fails takes the slope of every run."""
+    fit = pooled_fit([list(p.values()) for p in points.values()])
+    if fit is None:
+        return None
+    fold = {(a, r): (folds or {}).get(a, {}).get(r, r) for a, p in points.items() for r in p}
+    slopes = {}
+    for f in set(fold.values()):
+        kept = [[v for r, v in p.items() if fold[(a, r)] != f] for a, p in points.items()]
+        out = pooled_fit(kept)
+        slopes[f] = out.slope if out is not None else fit.slope
+    mean_x = statistics.fmean(x for p in points.values() for _, x in p.values())
+    shifts = {
+        a: {r: slopes[fold[(a, r)]] * (x - mean_x) for r, (_, x) in p.items()}
+        for a, p in points.items()
+    }
+    return fit, shifts
+
+
+def failing(
+    balance: Sequence[CovariateBalance], alpha: float = BALANCE_ALPHA
+) -> tuple[list[CovariateBalance], float]:
+    """The pairs whose difference is past its level (Bonferroni over the pairs at family-wise
+    `alpha`), and that level."""
+    each = alpha / max(1, len(balance))
+    return [b for b in balance if b.p_value is not None and b.p_value < each], each
+
+
 def _shifts(
     ctx: Context, cov: Covariate
 ) -> tuple[dict[Key, dict[int, float]], list[CovariateSlope]]:
@@ -205,20 +245,20 @@ def _shifts(
     slopes = []
     for level in ctx.levels:
         for workload in ctx.keys:
-            points: dict[str, dict[int, tuple[float, float]]] = {}
-            for arm in ctx.arms:
-                logs = ctx.side(arm, workload, level).log_means()
-                points[arm] = {
-                    r: (y, cov.values[(arm, r)]) for r, y in logs.items() if (arm, r) in cov.values
+            sides = {arm: ctx.side(arm, workload, level) for arm in ctx.arms}
+            points = {
+                arm: {
+                    r: (y, cov.values[(arm, r)])
+                    for r, y in side.log_means().items()
+                    if (arm, r) in cov.values
                 }
-            fit = pooled_fit([list(p.values()) for p in points.values()])
-            if fit is None:
+                for arm, side in sides.items()
+            }
+            found = arm_shifts(points, {arm: side.blocks() for arm, side in sides.items()})
+            if found is None:
                 continue
-            mean_x = statistics.fmean(x for p in points.values() for _, x in p.values())
-            for arm, p in points.items():
-                shifts[(arm, workload, level)] = {
-                    r: fit.slope * (x - mean_x) for r, (_, x) in p.items()
-                }
+            fit, per_arm = found
+            shifts |= {(arm, workload, level): v for arm, v in per_arm.items()}
             slopes.append(
                 CovariateSlope(
                     workload=workload,
