@@ -221,7 +221,7 @@ def measure(path: Path, column: str | None) -> None:
         )
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sims", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=0)
@@ -241,7 +241,7 @@ def main() -> None:
         "covariate) or, with --column, a host telemetry column during the runs",
     )
     parser.add_argument("--column", help="host telemetry column, e.g. steal_pct (a study)")
-    o = parser.parse_args()
+    o = parser.parse_args(argv)
     if o.bundle is not None:
         measure(o.bundle, o.column)
         return

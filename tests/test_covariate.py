@@ -200,3 +200,14 @@ def test_the_method_chapter_states_the_adjustment_and_both_estimates(tmp_path: P
     assert {r.used for r in moved.covariate_rows} == {"raw"}
     # a bundle without quiet windows has no such section
     assert not report_context(Bundle.open(NOISE)).methodology.covariate
+
+
+def test_the_simulation_runs_small(capsys: pytest.CaptureFixture[str]) -> None:
+    from test_benchmarks_smoke import load_benchmark
+
+    simulation = load_benchmark("covariate_simulation")
+    simulation.main(["--sims", "3", "--arms", "1", "--blocks", "3", "--reliability", "1"])
+    rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| 2 | 3 |")]
+    assert len(rows) == 2 + 2 * 3  # arm-free at two ratios; three moves at two ratios
+    simulation.main(["--bundle", str(NOISE), "--column", "steal_pct"])
+    assert "| code | 10 |" in capsys.readouterr().out
