@@ -134,6 +134,7 @@ def test_a_balanced_arm_free_covariate_adjusts_the_comparisons(tmp_path: Path) -
     )
     assert est.adjusted_high - est.adjusted_low < (est.raw_high - est.raw_low) / 3  # type: ignore[operator]
     assert est.adjusted_ratio == pytest.approx(RATIO["spec"], rel=0.02)
+    assert any("adjusted by VM steal" in n for n in analysis.notes)  # said as a limitation
     # it round-trips through analysis.json, estimates and all
     again = Analysis.model_validate_json(analysis.model_dump_json())
     assert again.covariate == cov

@@ -101,6 +101,11 @@ def analyse(
     analysis.notes = notes(analysis, ctx.loaded.first_chunk_assumed, _baseline_note(ctx))
     analysis.telemetry = analyse_telemetry(bundle, ctx.loaded.runs, ctx.loaded.records, arms)
     analysis.covariate = covariate
+    if covariate is not None and covariate.applied:
+        analysis.notes.append(
+            f"Every comparison is decided on restart means adjusted by {covariate.description} "
+            "(Methodology, Covariate adjustment, sets the raw estimates beside them)."
+        )
     return analysis
 
 
