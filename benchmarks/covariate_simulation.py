@@ -179,7 +179,8 @@ def simulate(c: Condition, sims: int, cv: float, explained: float, drift: float,
         withheld += bool(failed)
         raw = _decide(logs, {})
         adjusted = _decide(logs, shifts)
-        tool = raw if failed else adjusted
+        gains = found is not None and found[0].sd_adjusted < found[0].sd_raw
+        tool = adjusted if gains and not failed else raw
         truth = 1.0 + c.effect
         for name, result in (("raw", raw), ("tool", tool), ("forced", adjusted)):
             for comp in result:

@@ -212,3 +212,25 @@ def test_the_simulation_runs_small(capsys: pytest.CaptureFixture[str]) -> None:
     assert len(rows) == 2 + 2 * 3  # arm-free at two ratios; three moves at two ratios
     simulation.main(["--bundle", str(NOISE), "--column", "steal_pct"])
     assert "| code | 10 |" in capsys.readouterr().out
+
+
+def test_a_covariate_that_explains_nothing_is_not_used(tmp_path: Path) -> None:
+    # restart means that do not move at all: no adjustment can narrow anything
+    tps = {arm: [[100 * RATIO[arm]] * 3 for _ in STEAL] for arm in ("base", "spec")}
+    bundle = synthetic_bundle(tmp_path / "b", tps, order="blocks")
+    for run in bundle.runs():
+        steal = STEAL[run.restart] + OWN[run.arm][run.restart]
+        window = QuietWindow(
+            seconds=4.0,
+            cores=16,
+            steal_cores=steal,
+            steal_since_boot_s=100.0,
+            spin_share=1.0,
+            tick_s=0.005,
+            ticks=400,
+            tick_late_ms=0.1,
+        )
+        bundle.write_run(run.model_copy(update={"quiet": window}))
+    cov = analyse(Bundle.open(tmp_path / "b")).covariate
+    assert cov is not None and cov.balanced and not cov.applied
+    assert "explains none of the spread" in cov.why

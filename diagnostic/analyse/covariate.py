@@ -181,7 +181,8 @@ def adjust_by_covariate(
     balance = [_balance(ctx, cov, arm, ref) for arm, ref in pairs]
     failed, each = failing(balance)
     tested = [b for b in balance if b.p_value is not None]
-    applied = cov.arm_free and bool(shifts) and bool(tested) and not failed
+    gains = bool(slopes) and all(s.sd_adjusted < s.sd_raw for s in slopes)
+    applied = cov.arm_free and gains and bool(tested) and not failed
     analysis = CovariateAnalysis(
         covariate=cov.name,
         description=cov.description,
@@ -192,7 +193,7 @@ def adjust_by_covariate(
         balanced=bool(tested) and not failed,
         slopes=slopes,
         applied=applied,
-        why=_why(cov, bool(shifts), tested, failed, each),
+        why=_why(cov, slopes, tested, failed, each),
         estimates=[_estimate(r, a) for r, a in zip(raw, adj, strict=True)],
     )
     return (adjusted if applied else ctx), analysis
@@ -303,15 +304,21 @@ def _balance(ctx: Context, cov: Covariate, arm: str, ref: str) -> CovariateBalan
 
 def _why(
     cov: Covariate,
-    fitted: bool,
+    slopes: Sequence[CovariateSlope],
     tested: Sequence[CovariateBalance],
     failed: Sequence[CovariateBalance],
     each: float,
 ) -> str:
     if not cov.arm_free:
         return f"{cov.name} may be moved by the arm: a study, never used for a verdict"
-    if not fitted:
+    if not slopes:
         return f"{cov.name} did not vary within any arm: nothing to adjust by"
+    if any(s.sd_adjusted >= s.sd_raw for s in slopes):
+        worse = next(s for s in slopes if s.sd_adjusted >= s.sd_raw)
+        return (
+            f"{cov.name} explains none of the spread between restart means ({worse.workload}: "
+            f"SD {worse.sd_raw:.1%} raw, {worse.sd_adjusted:.1%} adjusted): nothing to gain"
+        )
     if not tested:
         return "the balance across arms could not be tested (fewer than 2 runs a side)"
     if failed:
