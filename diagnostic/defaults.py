@@ -42,6 +42,12 @@ MARGIN = 0.02  # δ: EQUIVALENT inside [1/(1+δ), 1+δ] when no A/A arm calibrat
 # (benchmarks/README.md "Time on site").
 TARGET = 0.10
 FUTILITY_ALPHA = 0.025
+# The covariate adjustment's balance check (analyse/covariate.py): the covariate's difference
+# between each arm and its reference, Bonferroni over the pairs at this family-wise level. Set
+# far above 5%: a false alarm only costs the adjustment's gain, a move missed biases a verdict
+# (docs/statistics.md "Covariate adjustment": at 10% a covariate the arm moves by 1 SD raised
+# false decisions to 12-15%; at 50%, to 4-6%).
+COVARIATE_BALANCE_ALPHA = 0.5
 # Greedy output that first differs from the baseline's within this many characters (a few
 # tokens) is suspect: a bug in drafting or acceptance shows there. Later differences are the
 # expected numerics of batched verify (near-ties flip when k+1 tokens share one forward pass).

@@ -38,6 +38,8 @@ class Side:
     name: str
     groups: dict[int, list[Sample]]
     pooled: dict[str, int] = field(default_factory=dict)  # A/A repeats in the groups: restarts
+    # restart → what the covariate adjustment takes off its log mean (covariate.py); empty: raw
+    shift: dict[int, float] = field(default_factory=dict)
 
     @property
     def own_restarts(self) -> int:
@@ -45,9 +47,10 @@ class Side:
         return len(self.groups) - sum(self.pooled.values())
 
     def log_means(self) -> dict[int, float]:
-        """log of each restart's mean decode tok/s, by restart."""
+        """log of each restart's mean decode tok/s, by restart (less its covariate shift)."""
         return {
-            r: math.log(statistics.fmean(s.decode_tps for s in g)) for r, g in self.groups.items()
+            r: math.log(statistics.fmean(s.decode_tps for s in g)) - self.shift.get(r, 0.0)
+            for r, g in self.groups.items()
         }
 
     def values(self) -> list[float]:

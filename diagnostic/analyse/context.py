@@ -5,7 +5,7 @@ restart noise; the sides a comparison is made of, the A/A repeats pooled into th
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from diagnostic.analyse import pairing
 from diagnostic.analyse.arms import by_restart
@@ -35,6 +35,8 @@ class Context:
     levels: list[int]
     index: dict[Key, list[Sample]]
     noise: dict[Key, pairing.ArmNoise]  # restart noise with each arm's prompt effects removed
+    # restart → the covariate adjustment of its log mean, per key (covariate.py); empty: raw
+    shifts: dict[Key, dict[int, float]] = field(default_factory=dict)
 
     @property
     def headline(self) -> str:
@@ -42,8 +44,10 @@ class Context:
         return self.keys[-1] if self.keys else ALL_WORKLOADS
 
     def side(self, arm: str, workload: str, level: int) -> Side:
-        """Samples of one arm on one workload key and level, by restart."""
-        return Side(arm, by_restart(self.index.get((arm, workload, level), [])))
+        """Samples of one arm on one workload key and level, by restart (its restart means
+        adjusted by the covariate when the context carries shifts)."""
+        key = (arm, workload, level)
+        return Side(arm, by_restart(self.index.get(key, [])), shift=self.shifts.get(key, {}))
 
     def reference(self, base: str, workload: str, level: int, *, pool: bool = True) -> Side:
         """What a speculative arm is compared with: the baseline, joined by its A/A repeats
@@ -53,13 +57,14 @@ class Context:
         side = self.side(base, workload, level)
         if not (pool and self.bundle.manifest.plan.design.pool_aa):
             return side
-        groups, pooled = dict(side.groups), {}
+        groups, pooled, shift = dict(side.groups), {}, dict(side.shift)
         repeats = [a for a in self.arms if (s := self.specs.get(a)) and s.aa_of == base]
         for i, arm in enumerate(repeats, 1):
-            extra = self.side(arm, workload, level).groups
-            groups |= {i * _REPEAT_KEYS + r: g for r, g in extra.items()}
-            pooled[arm] = len(extra)
-        return Side(base, groups, {a: n for a, n in pooled.items() if n})
+            extra = self.side(arm, workload, level)
+            groups |= {i * _REPEAT_KEYS + r: g for r, g in extra.groups.items()}
+            shift |= {i * _REPEAT_KEYS + r: v for r, v in extra.shift.items()}
+            pooled[arm] = len(extra.groups)
+        return Side(base, groups, {a: n for a, n in pooled.items() if n}, shift)
 
 
 def build_context(bundle: Bundle) -> Context:

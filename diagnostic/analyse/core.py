@@ -15,6 +15,7 @@ from diagnostic.analyse import before_after
 from diagnostic.analyse.arm_result import arm_result
 from diagnostic.analyse.compare import decide, decide_apart
 from diagnostic.analyse.context import Context, build_context
+from diagnostic.analyse.covariate import adjust_by_covariate
 from diagnostic.analyse.equivalence import arm_equivalence
 from diagnostic.analyse.ksweep import sweep_workload
 from diagnostic.analyse.matching import all_pending
@@ -48,7 +49,11 @@ def analyse(
     plan = bundle.manifest.plan
     if plan.design.kind == "adaptive" and not 1 <= len(plan.design.looks) <= 4:
         raise ValueError("the group-sequential design takes 1 to 4 planned looks")
-    ctx = build_context(bundle)
+    # Restart means adjusted by the arm-free covariate when it is recorded and balanced: every
+    # comparison below is then decided on them (covariate.py); arms' own figures stay raw.
+    ctx, covariate = adjust_by_covariate(
+        build_context(bundle), delta=plan.margin, design=plan.design
+    )
     arms = [arm_result(ctx, name, target_width) for name in ctx.arms]
     comparisons = decide(all_pending(ctx), delta=plan.margin, design=plan.design)
     if plan.design.pool_aa:
@@ -95,6 +100,12 @@ def analyse(
         analysis.before_after = decide_apart(after, delta=plan.margin, design=plan.design)
     analysis.notes = notes(analysis, ctx.loaded.first_chunk_assumed, _baseline_note(ctx))
     analysis.telemetry = analyse_telemetry(bundle, ctx.loaded.runs, ctx.loaded.records, arms)
+    analysis.covariate = covariate
+    if covariate is not None and covariate.applied:
+        analysis.notes.append(
+            f"Every comparison is decided on restart means adjusted by {covariate.description} "
+            "(Methodology, Covariate adjustment, sets the raw estimates beside them)."
+        )
     return analysis
 
 

@@ -32,6 +32,7 @@ __all__ = [
     "Verification",
     "compare",
     "load_stored",
+    "upgrade_analysis",
 ]
 
 ANALYSIS_FILE = "analysis.json"  # in the bundle, and the name of the PDF's attachment
@@ -61,6 +62,9 @@ LIST_KEYS: dict[str, tuple[str, ...]] = {
     "causes": ("rule", "arm", "restart", "window"),
     "variance": ("workload", "variable"),
     "restart_outliers": ("arm", "restart", "workload"),
+    "balance": ("arm", "reference"),  # covariate
+    "slopes": ("workload", "concurrency"),
+    "estimates": ("arm", "baseline", "workload", "concurrency", "kind"),
 }
 
 
@@ -276,4 +280,13 @@ def load_stored(path: Path) -> dict[str, Any]:
         ) from None
     if not isinstance(stored, dict) or "schema_version" not in stored:
         raise DiagnosticError(f"{path}: not an analysis (no schema_version); pass analysis.json")
+    return upgrade_analysis(stored)
+
+
+def upgrade_analysis(stored: dict[str, Any]) -> dict[str, Any]:
+    """An older analysis.json as the current version, in memory: v4 → v5 maps nothing (v5
+    adds `covariate`, absent where the runs have no covariate, as every v4 bundle's have
+    not), so a report made before it verifies against the analysis recomputed now."""
+    if stored.get("schema_version") == 4:
+        return {**stored, "schema_version": 5}
     return stored

@@ -31,6 +31,7 @@ from diagnostic.schema.comparison import (
     StoppingStatus,
     Verdict,
 )
+from diagnostic.schema.covariate import CovariateAnalysis
 from diagnostic.schema.sweep import Sweep, SweepPoint, SweepWorkload, TheoryFit, TheoryPoint
 from diagnostic.schema.telemetry import TelemetryAnalysis
 
@@ -46,7 +47,11 @@ from diagnostic.schema.telemetry import TelemetryAnalysis
 #       each one's own level), no verdict below 3 restarts a side or on a derived 'all' row.
 #   4 — 2026-12: verdict WITHHELD where there is no verdict (was INCONCLUSIVE with withheld
 #       set); before_after: the recommended configuration against the one as found.
-ANALYSIS_SCHEMA_VERSION = 4
+#   5 — 2026-12: `covariate` (schema/covariate.py): when it is present and `applied`, the
+#       comparisons and their verdicts come from restart means adjusted by the arm-free
+#       covariate, and its `estimates` hold the raw ones beside them. A v4 file reads as v5
+#       without the field (analyse/verify.py upgrade_analysis): v4 had no adjustment.
+ANALYSIS_SCHEMA_VERSION = 5
 
 ALL_WORKLOADS = "all"
 
@@ -222,14 +227,20 @@ class Analysis(_Model):
     telemetry: TelemetryAnalysis | None = Field(
         None, description="GPU and host telemetry per run; absent when no run recorded any"
     )
+    covariate: CovariateAnalysis | None = Field(
+        None,
+        description="The restart means adjusted by the arm-free covariate (quiet window), its "
+        "balance check and raw beside adjusted estimates; absent when the runs have none",
+    )
 
     @model_serializer(mode="wrap")
     def _without_absent_telemetry(self, handler: SerializerFunctionWrapHandler) -> Any:
-        """analysis.json of a bundle without telemetry stays as it was before telemetry (a
-        report made earlier verifies against it), so the field is left out, not null."""
+        """analysis.json of a bundle without telemetry (or covariate) stays as it was before
+        them (a report made earlier verifies against it), so the field is left out, not null."""
         data = handler(self)
-        if isinstance(data, dict) and data.get("telemetry", 0) is None:
-            del data["telemetry"]
+        for name in ("telemetry", "covariate"):
+            if isinstance(data, dict) and data.get(name, 0) is None:
+                del data[name]
         return data
 
     @property

@@ -10,6 +10,7 @@ from diagnostic.common.progress import duration
 from diagnostic.report import fmt as f
 from diagnostic.report import select as sel
 from diagnostic.report.budget import Day
+from diagnostic.report.chapters.covariate import covariate_rows, covariate_section
 from diagnostic.report.views.base import KeyValue
 from diagnostic.report.views.chapters import Methodology
 from diagnostic.schema.analysis import Analysis
@@ -92,6 +93,8 @@ def methodology(a: Analysis, manifest: Manifest, day: Day) -> Methodology:
         statistics=stats,
         noise_band=band,
         multiplicity=m.multiplicity,
+        covariate=covariate_section(a),
+        covariate_rows=covariate_rows(a),
         plan=_plan(manifest, a, day),
         limitations=_limitations(a, manifest),
     )

@@ -309,6 +309,15 @@ class Recommendation(View):
     evidence: str = Field(description="The measurement or finding behind it")
 
 
+class CovariateRow(View):
+    """One comparison's raw and covariate-adjusted estimate."""
+
+    comparison: str = Field(description="Arm vs reference, workload, concurrency")
+    raw: str = Field(description="Ratio (interval) verdict from the raw restart means")
+    adjusted: str = Field(description="... from the adjusted ones")
+    used: str = Field(description="Which one the report's verdicts use: raw or adjusted")
+
+
 class Methodology(View):
     """Definitions, statistics and limitations."""
 
@@ -316,6 +325,12 @@ class Methodology(View):
     statistics: list[KeyValue] = Field(description="How each number was computed")
     noise_band: str = Field(description="δ and its source")
     multiplicity: str = Field(description="How several comparisons are controlled")
+    covariate: list[KeyValue] = Field(
+        default_factory=list, description="The covariate adjustment; empty without a covariate"
+    )
+    covariate_rows: list[CovariateRow] = Field(
+        default_factory=list, description="Every comparison raw and adjusted"
+    )
     plan: list[KeyValue] = Field(description="What was planned")
     limitations: list[str] = Field(description="What the measurement cannot say")
 
