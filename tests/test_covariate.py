@@ -234,3 +234,16 @@ def test_a_covariate_that_explains_nothing_is_not_used(tmp_path: Path) -> None:
     cov = analyse(Bundle.open(tmp_path / "b")).covariate
     assert cov is not None and cov.balanced and not cov.applied
     assert "explains none of the spread" in cov.why
+
+
+def test_a_covariate_of_one_tick_or_none_fits_no_slope() -> None:
+    """The trained-head H200 sweep: every quiet window read 0 or one tick of steal (0.0025
+    cores, float noise apart). Two levels fit noise: no slope, the raw verdicts stand, and the
+    analysis says why (a slope of 1/1e-9 had sent the adjusted restart means past e^700)."""
+    tick = 0.0025
+    arms = [[(6.2, 0.0), (6.3, tick * (1 + 1e-4)), (6.25, tick)], [(6.0, 0.0), (5.9, tick)]]
+    assert pooled_fit(arms) is None
+    a = analyse(Bundle.open(Path(__file__).parents[1] / "samples" / "sglang-h200-gemma3-eagle3"))
+    assert a.covariate is not None and a.covariate.covariate == "quiet.steal_cores"
+    assert not a.covariate.applied and not a.covariate.slopes
+    assert "nothing to adjust by" in a.covariate.why

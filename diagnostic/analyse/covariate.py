@@ -53,6 +53,10 @@ __all__ = [
 ]
 
 BALANCE_ALPHA = defaults.COVARIATE_BALANCE_ALPHA
+# A slope is fitted only on a covariate with 3 levels or more, values within 5% of its range
+# being one level: two levels (a tick of steal or none) fit noise, not the host.
+MIN_LEVELS = 3
+LEVEL_TOLERANCE = 0.05
 RunKey = tuple[str, int]  # (arm, restart)
 
 
@@ -135,11 +139,25 @@ def pooled_fit(arms: Sequence[Sequence[tuple[float, float]]]) -> Fit | None:
         syy += sum((y - my) ** 2 for y, _ in pts)
         points += len(pts)
         dof += len(pts) - 1
-    if sxx <= 0 or dof < 2:
+    if sxx <= 0 or dof < 2 or _levels([x for pts in arms for _, x in pts]) < MIN_LEVELS:
         return None
     slope = sxy / sxx
     residual = max(0.0, syy - slope * sxy)
     return Fit(slope, points, math.sqrt(syy / dof), math.sqrt(residual / (dof - 1)))
+
+
+def _levels(xs: Sequence[float]) -> int:
+    """How many distinct values the covariate takes, values closer than LEVEL_TOLERANCE of its
+    range counted as one (a steal counter read in whole ticks: one tick or none in every run
+    is two levels, float noise apart)."""
+    if not xs:
+        return 0
+    tolerance = LEVEL_TOLERANCE * (max(xs) - min(xs))
+    levels, last = 0, -math.inf
+    for x in sorted(xs):
+        if x - last > tolerance:
+            levels, last = levels + 1, x
+    return levels
 
 
 def balance_test(
@@ -312,7 +330,10 @@ def _why(
     if not cov.arm_free:
         return f"{cov.name} may be moved by the arm: a study, never used for a verdict"
     if not slopes:
-        return f"{cov.name} did not vary within any arm: nothing to adjust by"
+        return (
+            f"{cov.name} did not vary within the arms over {MIN_LEVELS} levels or more (a tick "
+            "of steal or none is noise): nothing to adjust by"
+        )
     if any(s.sd_adjusted >= s.sd_raw for s in slopes):
         worse = next(s for s in slopes if s.sd_adjusted >= s.sd_raw)
         return (
