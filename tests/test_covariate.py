@@ -99,7 +99,12 @@ def _bundle(path: Path, *, moved: float = 0.0) -> Bundle:
         ArmSpec(name="base-aa", speculative=False, aa_of="base"),
         ArmSpec(name="spec", speculative=True),
     ]
-    bundle = synthetic_bundle(path, tps, specs=specs, order="blocks")
+    return _with_quiet_windows(synthetic_bundle(path, tps, specs=specs, order="blocks"), moved)
+
+
+def _with_quiet_windows(bundle: Bundle, moved: float = 0.0) -> Bundle:
+    """Each run given a quiet window whose steal is its block's plus its arm's own (plus
+    `moved` on the speculative arm)."""
     for run in bundle.runs():
         steal = STEAL[run.restart] + OWN[run.arm][run.restart]
         steal += moved if run.arm == "spec" else 0.0
@@ -114,7 +119,7 @@ def _bundle(path: Path, *, moved: float = 0.0) -> Bundle:
             tick_late_ms=0.1,
         )
         bundle.write_run(run.model_copy(update={"quiet": window}))
-    return Bundle.open(path)
+    return Bundle.open(bundle.path)
 
 
 def test_a_balanced_arm_free_covariate_adjusts_the_comparisons(tmp_path: Path) -> None:
@@ -217,21 +222,9 @@ def test_the_simulation_runs_small(capsys: pytest.CaptureFixture[str]) -> None:
 def test_a_covariate_that_explains_nothing_is_not_used(tmp_path: Path) -> None:
     # restart means that do not move at all: no adjustment can narrow anything
     tps = {arm: [[100 * RATIO[arm]] * 3 for _ in STEAL] for arm in ("base", "spec")}
-    bundle = synthetic_bundle(tmp_path / "b", tps, order="blocks")
-    for run in bundle.runs():
-        steal = STEAL[run.restart] + OWN[run.arm][run.restart]
-        window = QuietWindow(
-            seconds=4.0,
-            cores=16,
-            steal_cores=steal,
-            steal_since_boot_s=100.0,
-            spin_share=1.0,
-            tick_s=0.005,
-            ticks=400,
-            tick_late_ms=0.1,
-        )
-        bundle.write_run(run.model_copy(update={"quiet": window}))
-    cov = analyse(Bundle.open(tmp_path / "b")).covariate
+    cov = analyse(
+        _with_quiet_windows(synthetic_bundle(tmp_path / "b", tps, order="blocks"))
+    ).covariate
     assert cov is not None and cov.balanced and not cov.applied
     assert "explains none of the spread" in cov.why
 
