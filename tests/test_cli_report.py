@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from diagnostic.cli import main
 from diagnostic.cli._common import RichReporter
-from diagnostic.schema.analysis import Analysis
+from diagnostic.schema.analysis import ANALYSIS_SCHEMA_VERSION, Analysis
 
 ARMS = {"base": (False, {}), "ngram3": (True, {"k": 3})}
 
@@ -41,7 +41,7 @@ def test_out_file_with_client_and_title(bundle: Path, tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     data = json.loads(out.read_text())
     assert (data["client"], data["title"]) == ("ACME", "Spec check")
-    assert data["schema_version"] == 4
+    assert data["schema_version"] == ANALYSIS_SCHEMA_VERSION
     assert [a["id"] for a in data["arms"]] == ["base", "ngram3"]
 
 
@@ -126,7 +126,10 @@ def test_the_format_follows_the_output_name(bundle: Path, tmp_path: Path) -> Non
     assert result.exit_code == 0 and (tmp_path / "new" / "requests.csv").is_file()
     named = tmp_path / "a.txt"  # a name saying no format, with --format: as asked
     result = CliRunner().invoke(main, ["report", str(bundle), "-o", str(named), "--format", "json"])
-    assert result.exit_code == 0 and json.loads(named.read_text())["schema_version"] == 4
+    assert (
+        result.exit_code == 0
+        and json.loads(named.read_text())["schema_version"] == ANALYSIS_SCHEMA_VERSION
+    )
 
 
 @pytest.mark.parametrize("fmt", ["pdf", "json", "csv"])
@@ -155,7 +158,7 @@ def test_the_old_out_spelling_still_works(bundle: Path, tmp_path: Path) -> None:
     out = tmp_path / "a.json"
     result = CliRunner().invoke(main, ["report", str(bundle), "--out", str(out)])
     assert result.exit_code == 0, result.output
-    assert json.loads(out.read_text())["schema_version"] == 4
+    assert json.loads(out.read_text())["schema_version"] == ANALYSIS_SCHEMA_VERSION
 
 
 def _all_failed(path: Path, *, run_status: str) -> Path:
