@@ -49,15 +49,14 @@ def test_an_arm_with_one_open_comparison_keeps_its_restarts(
 def test_arms_decided_on_every_comparison_stop_and_the_baseline_goes_on(
     at_look_1: tuple[list[Comparison], list[str]],
 ) -> None:
-    """Read as a code-only plan: ngram-k2, ngram-k8 and selfdraft-k4 are LOSS on code at the
-    Pocock level of look 1 (of 2) over the family: they stop; the others, the baseline and
-    the A/A arm go on."""
+    """Read as a code-only plan: ngram-k2 and selfdraft-k4 are LOSS on code at the Pocock level
+    of look 1 (of 2) over the family: they stop; the others (ngram-k8 too: on its own, noisier
+    variance its interval still reaches 1), the baseline and the A/A arm go on."""
     comparisons, arms = at_look_1
     code = [c for c in comparisons if c.workload == "code"]
     closed = open_arms(code, arms, {}, look=1)
     assert closed == {
         "ngram-k2": "stopped at look 1 (LOSS)",
-        "ngram-k8": "stopped at look 1 (LOSS)",
         "selfdraft-k4": "stopped at look 1 (LOSS)",
     }
     # Once every speculative arm is decided, every arm closes (the sweep stops).
