@@ -122,10 +122,10 @@ def test_a_launch_that_daemonises_and_exits_is_said(tmp_path: Path, holds_output
 
 
 def test_a_daemonising_launch_with_a_stop_command_is_waited_for(tmp_path: Path) -> None:
-    server = start_server("exit 0", env={}, log_path=tmp_path / "server.log")
+    server = start_server("exit 0", env={}, log_path=tmp_path / "server.log", daemon_ok=True)
     try:
         with pytest.raises(LaunchError, match="did not become healthy within 2 s"):
-            wait_healthy(server, f"http://127.0.0.1:{free_port()}", timeout_s=2, daemon_ok=True)
+            wait_healthy(server, f"http://127.0.0.1:{free_port()}", timeout_s=2)
     finally:
         server.stop(grace_s=5)
     assert server.daemonised

@@ -536,6 +536,26 @@ def test_resume_stops_a_server_left_running_by_a_killed_sweep(tmp_path: Path) ->
     assert "exited with status 5" in (summary.outcomes[0].failure or "")
 
 
+@pytest.mark.engine
+def test_a_launch_that_returns_after_the_server_answers_is_no_death(
+    tmp_path: Path, real_env: None
+) -> None:
+    # `ssh node 'nohup server & ...'` returns when ssh lets go, which may be after the health
+    # check passed: with a stop command that is a server in the background, not one that died.
+    # This launch returns once the warm-up's tokens were generated, while the run measures.
+    pid = tmp_path / "server.pid"
+    metrics = "curl -s http://127.0.0.1:{port}/metrics"
+    warmed = f"{metrics} | grep -q '^llamacpp:tokens_predicted_total [1-9][0-9]'"
+    launch = f"nohup {SERVER} & echo $! > {pid}; until {warmed}; do sleep 0.1; done; exit 0"
+    stop = f'stop = "kill $(cat {pid})"'
+    plan = _plan(tmp_path, _arm("baseline", launch, stop), restarts=1, max_tokens=32)
+    summary = sweep(plan, out=tmp_path / "b", grace_s=5)
+    assert [o.status for o in summary.outcomes] == ["ok"], summary.outcomes
+    run = _runs(tmp_path / "b")["baseline-r0"]
+    assert run.launch is not None and run.launch.exit_code == 0
+    assert not port_in_use("127.0.0.1", plan.options.port)
+
+
 # -- a cluster: launch, health, logs and stop as shell templates -------------------------------
 
 NODE = "$LLAMA_SERVER -m $MODEL -a gemma --host 127.0.0.1 -t 1 -tb 1 -c 2048 -np 1 --metrics"

@@ -47,7 +47,6 @@ def wait_command(
     timeout_s: float,
     poll_s: float,
     command_timeout_s: float = SHELL_TIMEOUT_S,
-    daemon_ok: bool = False,
 ) -> Health:
     """Run a plan's health command until it exits 0, each run bounded by `command_timeout_s`
     and all by `timeout_s`; fail fast when the launch exits (see _launch_exited)."""
@@ -57,7 +56,7 @@ def wait_command(
         result = run_shell(command, env=env, timeout_s=max(min(left, command_timeout_s), 1.0))
         if result.returncode == 0:
             return Health(startup_s=round(time.monotonic() - server.started, 3))
-        _launch_exited(server, daemon_ok)
+        _launch_exited(server)
         if time.monotonic() + poll_s >= deadline:
             late = " ([plan] command_timeout_s)" if result.returncode is None else ""
             raise _start_failed(
@@ -68,16 +67,14 @@ def wait_command(
         time.sleep(poll_s)
 
 
-def _launch_exited(server: ServerProcess, daemon_ok: bool) -> None:
+def _launch_exited(server: ServerProcess) -> None:
     """Raise when the launch command ended during start-up. Status 0 is a launch that
     started the server in the background (`&`, `docker run -d`, nohup) and returned: with a
-    [plan] stop command to stop it, that is how it runs (start-up is still bounded by
-    health_timeout_s); without one, diagnose could neither stop nor restart that server."""
+    [plan] stop command to stop it (the server's `daemon_ok`), that is how it runs (start-up
+    is still bounded by health_timeout_s); without one, diagnose could neither stop nor
+    restart that server."""
     code = server.poll()
-    if code is None:
-        return
-    if code == 0 and daemon_ok:
-        server.daemonised = True
+    if code is None or server.daemonised:
         return
     if code == 0:
         raise _start_failed(
@@ -99,12 +96,11 @@ def wait_healthy(
     model: str | None = None,
     api_key: str | None = None,
     poll_s: float = 0.25,
-    daemon_ok: bool = False,
 ) -> Health:
     """Wait for GET /health (else /v1/models), then a 1-token completion answered with 200.
 
-    Fails fast with the log's last lines when the process exits (status 0 without
-    `daemon_ok`: see _launch_exited) or `timeout_s` passes.
+    Fails fast with the log's last lines when the process exits (status 0 only when the
+    server is not `daemon_ok`: see _launch_exited) or `timeout_s` passes.
     """
     deadline = server.started + timeout_s
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
@@ -115,7 +111,7 @@ def wait_healthy(
         limits=httpx.Limits(max_keepalive_connections=0),  # each probe's Deadline sees its own
     ) as client:
         while True:
-            _launch_exited(server, daemon_ok)
+            _launch_exited(server)
             remaining = deadline - time.monotonic()
             if probe.step(client, remaining):
                 return Health(

@@ -52,13 +52,20 @@ def shell_variables(command: str) -> list[str]:
 class ServerProcess:
     """A launched server: a process group whose output streams into a redacted log file."""
 
-    def __init__(self, popen: subprocess.Popen[bytes], log_path: Path, log: IO[str]) -> None:
+    def __init__(
+        self,
+        popen: subprocess.Popen[bytes],
+        log_path: Path,
+        log: IO[str],
+        *,
+        daemon_ok: bool = False,
+    ) -> None:
         self.popen = popen
         self.log_path = log_path
         self.started = time.monotonic()
-        # The launch returned 0 leaving the server in the background (a plan with a stop
-        # command): its exit is no death.
-        self.daemonised = False
+        # A plan with a stop command may launch in the background (&, docker run -d, nohup
+        # over ssh) and return 0, before or after the server answers: that exit is no death.
+        self.daemon_ok = daemon_ok
         self._log = log
         self._tail: deque[str] = deque(maxlen=TAIL_LINES)
         self._thread = threading.Thread(target=self._pump, name=f"log-{popen.pid}", daemon=True)
@@ -72,6 +79,11 @@ class ServerProcess:
     def poll(self) -> int | None:
         """Exit status once the leader exited, else None."""
         return self.popen.poll()
+
+    @property
+    def daemonised(self) -> bool:
+        """The launch returned 0 leaving the server in the background, as `daemon_ok` allows."""
+        return self.daemon_ok and self.popen.poll() == 0
 
     def tail(self) -> list[str]:
         """The last lines of the log (redacted), for error messages."""
@@ -163,10 +175,13 @@ def start_server(
     log_path: Path,
     cwd: Path | None = None,
     marker: str | None = None,
+    daemon_ok: bool = False,
 ) -> ServerProcess:
     """Run `command` with bash -c (so $VARS expand) in a new session, output to `log_path`.
 
-    `marker` goes into the environment as DIAGNOSE_SERVER_ID, for `stop_leftover`.
+    `marker` goes into the environment as DIAGNOSE_SERVER_ID, for `stop_leftover`;
+    `daemon_ok`: the command may return 0 leaving the server in the background (a plan that
+    has a stop command for it).
     """
     shell = shutil.which("bash") or "/bin/sh"
     try:
@@ -187,7 +202,7 @@ def start_server(
     except OSError as exc:
         log.close()
         raise LaunchError(f"cannot run {shell} to start the server: {exc}") from None
-    return ServerProcess(popen, log_path, log)
+    return ServerProcess(popen, log_path, log, daemon_ok=daemon_ok)
 
 
 def stop_leftover(pgid: int, marker: str, *, grace_s: float = 30.0) -> bool:

@@ -108,6 +108,7 @@ class StartRunner:
             env=arm.env,
             log_path=self._path(start, SERVER),
             marker=self._marker(start),
+            daemon_ok=self._commands(info).stop is not None,
         )
         assert info.launch is not None
         info.launch.pid = server.pid
@@ -137,7 +138,6 @@ class StartRunner:
                     timeout_s=o.health_timeout_s,
                     poll_s=defaults.HEALTH_POLL_S,
                     command_timeout_s=o.command_timeout_s,
-                    daemon_ok=self._commands(info).stop is not None,
                 )
             else:
                 ready = wait_healthy(
@@ -147,7 +147,6 @@ class StartRunner:
                     api=o.api,
                     model=o.model,
                     api_key=self.settings.api_key,
-                    daemon_ok=self._commands(info).stop is not None,
                 )
         except LaunchError as exc:
             return self._finish(info, server, "failed", str(exc))
