@@ -38,18 +38,17 @@ import hashlib
 import json
 import math
 import os
-import shutil
 import sys
 import time
 from pathlib import Path
 
 import torch
 import torch.nn.functional as F
-from safetensors.torch import save_file
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import corpus as corpus_mod
+from head_format import RMS_EPS, ROPE_THETA, write_head
 
 SETTINGS = {
     "N_CODE": 2560,
@@ -312,7 +311,7 @@ def main() -> None:
     tc = model.config.get_text_config()
     H, heads, kv = tc.hidden_size, tc.num_attention_heads, tc.num_key_value_heads
     hd = getattr(tc, "head_dim", None) or H // heads
-    head = Head(H, heads, kv, hd, tc.intermediate_size, 1e-6, 10000.0).to(dev)
+    head = Head(H, heads, kv, hd, tc.intermediate_size, RMS_EPS, ROPE_THETA).to(dev)
     with torch.no_grad():  # start the output norm at the target's own final-norm scale (1 + w)
         head.n_out.copy_(1.0 + model.model.norm.weight.float())
     target = Target(model)
@@ -365,40 +364,8 @@ def main() -> None:
     agree = (agree / max(n, 1)).tolist()
     chain = 1 + sum(math.prod(agree[: j + 1]) for j in range(len(agree)))
 
-    t = tc.to_dict()
-    cfg = {
-        "architectures": ["LlamaForCausalLMEagle3"],
-        "model_type": "llama",
-        "hidden_size": H,
-        "intermediate_size": tc.intermediate_size,
-        "num_hidden_layers": 1,
-        "num_attention_heads": heads,
-        "num_key_value_heads": kv,
-        "head_dim": hd,
-        "hidden_act": "silu",
-        "rms_norm_eps": 1e-6,
-        "max_position_embeddings": t.get("max_position_embeddings", 32768),
-        "rope_theta": 10000.0,
-        "vocab_size": tc.vocab_size,
-        "draft_vocab_size": None,
-        "tie_word_embeddings": False,
-        "torch_dtype": "bfloat16",
-        "bos_token_id": t.get("bos_token_id", 2),
-        "eos_token_id": t.get("eos_token_id", 1),
-        "pad_token_id": t.get("pad_token_id", 0),
-        "_note": "EAGLE3 head trained by scripts/gpu/eagle3/train-eagle3-head.py "
-        "(train-record.json)",
-    }
-    (dst / "config.json").write_text(json.dumps(cfg, indent=1))
-    save_file(head.export(), str(dst / "model.safetensors"), metadata={"format": "pt"})
-    for f in (
-        "tokenizer.json",
-        "tokenizer_config.json",
-        "special_tokens_map.json",
-        "generation_config.json",
-    ):
-        if (src / f).exists():
-            shutil.copy(src / f, dst / f)
+    note = "EAGLE3 head trained by scripts/gpu/eagle3/train-eagle3-head.py (train-record.json)"
+    write_head(src, dst, head.export(), note)
     blob = (dst / "model.safetensors").read_bytes()
     record = {
         "head_sha256": hashlib.sha256(blob).hexdigest(),

@@ -4,8 +4,8 @@
 No registry ships an EAGLE3 head for Gemma 3 270M, and nothing can be downloaded on the GPU
 machine: this writes one with the shapes SGLang expects, so that the EAGLE3 code path (and the
 wrong-flag case, the same head launched with --speculative-algorithm EAGLE) can be recorded.
-OUT_DIR gets config.json (architectures ["LlamaForCausalLMEagle3"], the target's hidden size,
-vocabulary, attention shape and context length, one decoder layer) and model.safetensors with
+OUT_DIR gets the format of ../eagle3/head_format.py: config.json (the target's sizes, one
+decoder layer) and model.safetensors with
 the tensor names of published EAGLE3 heads (fc, midlayer.*, norm): bf16 matrices drawn from
 normal(0, 0.02) with seed 0, norms of ones. There is no lm_head, d2t or t2d: with
 draft_vocab_size null, SGLang's LlamaForCausalLMEagle3 loads the head from the target and the
@@ -15,45 +15,18 @@ scripts/gpu-sglang-sweep runs it on the GPU machine (needs torch and safetensors
 """
 
 import json
-import shutil
 import sys
 from pathlib import Path
 
 import torch
-from safetensors.torch import save_file
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "eagle3"))
+from head_format import target_shape, write_head
 
 src, dst = Path(sys.argv[1]), Path(sys.argv[2])
-dst.mkdir(parents=True, exist_ok=True)
-t = json.loads((src / "config.json").read_text())
-t = t.get("text_config", t)
-H = t["hidden_size"]
-heads, kv = t["num_attention_heads"], t["num_key_value_heads"]
-hd = t.get("head_dim") or H // heads
-inter = t["intermediate_size"]
-V = t["vocab_size"]
-cfg = {
-    "architectures": ["LlamaForCausalLMEagle3"],
-    "model_type": "llama",
-    "hidden_size": H,
-    "intermediate_size": inter,
-    "num_hidden_layers": 1,
-    "num_attention_heads": heads,
-    "num_key_value_heads": kv,
-    "head_dim": hd,
-    "hidden_act": "silu",
-    "rms_norm_eps": 1e-6,
-    "max_position_embeddings": t.get("max_position_embeddings", 32768),
-    "rope_theta": 10000.0,
-    "vocab_size": V,
-    "draft_vocab_size": None,
-    "tie_word_embeddings": False,
-    "torch_dtype": "bfloat16",
-    "bos_token_id": t.get("bos_token_id", 2),
-    "eos_token_id": t.get("eos_token_id", 1),
-    "pad_token_id": t.get("pad_token_id", 0),
-    "_note": "random EAGLE3 head for tests (scripts/gpu/sglang/make-eagle3-head.py); not trained",
-}
-(dst / "config.json").write_text(json.dumps(cfg, indent=1))
+t = target_shape(src)
+H, inter = t["hidden_size"], t["intermediate_size"]
+heads, kv, hd = t["num_attention_heads"], t["num_key_value_heads"], t["head_dim"]
 g = torch.Generator().manual_seed(0)
 
 
@@ -75,19 +48,12 @@ w = {
     "midlayer.mlp.down_proj.weight": rnd(H, inter),
     "norm.weight": torch.ones(H, dtype=torch.bfloat16),
 }
-save_file(w, str(dst / "model.safetensors"), metadata={"format": "pt"})
-for f in (
-    "tokenizer.json",
-    "tokenizer_config.json",
-    "special_tokens_map.json",
-    "generation_config.json",
-):
-    if (src / f).exists():
-        shutil.copy(src / f, dst / f)
+note = "random EAGLE3 head for tests (scripts/gpu/sglang/make-eagle3-head.py); not trained"
+write_head(src, dst, w, note)
 print(
     json.dumps(
         {
-            k: cfg[k]
+            k: t[k]
             for k in (
                 "hidden_size",
                 "num_attention_heads",
