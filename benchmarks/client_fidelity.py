@@ -13,7 +13,7 @@ by side in the same run and on the same server:
 
 - diagnose: the request path `diagnose collect` uses (diagnostic.measure.collect.run._run_jobs:
   StreamClient + run_pool over its default aiohttp transport, for one stream too, spread over
-  worker processes as collect spreads them), decode tok/s by diagnostic.schema.bundle.decode_tps
+  worker processes as collect spreads them), decode tok/s by diagnostic.schema.requests.decode_tps
   (what collect and analyse use) on the RequestRecord;
 - aiohttp: a plain aiohttp client written the way `vllm bench serve` makes requests (one
   shared ClientSession, a semaphore for concurrency, `response.content.iter_any()`, SSE
@@ -70,10 +70,7 @@ from diagnostic.measure.client import (  # noqa: E402
     run_pool,
 )
 from diagnostic.measure.collect.run import _run_jobs  # noqa: E402  (exactly what collect runs)
-from diagnostic.schema.bundle import (  # noqa: E402
-    RequestRecord,
-    decode_tps,
-)
+from diagnostic.schema.requests import RequestRecord, decode_tps  # noqa: E402
 
 CLIENTS = ("diagnose", "aiohttp")
 HTTPCORE = "diagnose+httpcore"

@@ -10,7 +10,7 @@ chunk left) in its own process, then for each point (one stream at 500 and 2,000
 streams at 100 tok/s each) and repetition runs `collect_run` — the code `diagnose collect`
 and `sweep` run — twice into fresh bundles, telemetry off and on (NVML, where there is one,
 and the host's psutil sampler, at --interval; the order alternates between repetitions). For
-every request the client's decode tok/s (diagnostic.schema.bundle.decode_tps on the stored
+every request the client's decode tok/s (diagnostic.schema.requests.decode_tps on the stored
 record) is compared with the server's own (the same formula on its emit times): the error is
 client / server − 1. The table gives, per point and mode, the median over repetitions of the
 median |error|, of the 90th percentile |error|, the collect process' CPU (% of one core over
@@ -43,7 +43,8 @@ from diagnostic.bundle.store import Bundle  # noqa: E402
 from diagnostic.common.progress import NullReporter  # noqa: E402
 from diagnostic.measure.collect import RunSettings, collect_run  # noqa: E402
 from diagnostic.measure.telemetry import TelemetrySettings, recording  # noqa: E402
-from diagnostic.schema.bundle import Manifest, RunInfo, decode_tps  # noqa: E402
+from diagnostic.schema.bundle import Manifest, RunInfo  # noqa: E402
+from diagnostic.schema.requests import decode_tps  # noqa: E402
 
 POINTS = ((500.0, 1), (2000.0, 1), (100.0, 16))  # (tok/s per stream, streams)
 

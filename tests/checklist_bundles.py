@@ -9,7 +9,8 @@ from typing import Any
 from real_runs import REAL_RUNS
 
 from diagnostic.bundle.store import Bundle
-from diagnostic.schema.bundle import ArmSpec, EngineInfo, Manifest, PlanSpec, RequestRecord, RunInfo
+from diagnostic.schema.bundle import ArmSpec, EngineInfo, Manifest, PlanSpec, RunInfo
+from diagnostic.schema.requests import RequestRecord
 
 H200 = REAL_RUNS / "h200-vllm-0.26"
 

@@ -14,7 +14,6 @@ from diagnostic.schema.bundle import (
     LaunchInfo,
     Manifest,
     PlanSpec,
-    RequestRecord,
     RunInfo,
     Target,
 )
@@ -27,6 +26,7 @@ from diagnostic.schema.logfacts import (
     LogFacts,
     SpecFacts,
 )
+from diagnostic.schema.requests import RequestRecord
 
 # Text a hostile or merely unlucky bundle can carry: markup, CSS, jinja syntax, a local file.
 HOSTILE = (

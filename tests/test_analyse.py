@@ -18,7 +18,8 @@ from diagnostic.analyse import theory
 from diagnostic.analyse.core import analyse
 from diagnostic.bundle.store import Bundle
 from diagnostic.schema.analysis import Analysis, ArmResult, Comparison
-from diagnostic.schema.bundle import ArmSpec, RunInfo, decode_tps
+from diagnostic.schema.bundle import ArmSpec, RunInfo
+from diagnostic.schema.requests import decode_tps
 
 
 @pytest.fixture(scope="module")

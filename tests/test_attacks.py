@@ -19,7 +19,8 @@ from diagnostic.bundle.store import METRICS_AFTER, Bundle
 from diagnostic.cli import main
 from diagnostic.errors import BundleError
 from diagnostic.report.render import environment
-from diagnostic.schema.bundle import ArmSpec, Manifest, PlanSpec, RequestRecord, RunInfo
+from diagnostic.schema.bundle import ArmSpec, Manifest, PlanSpec, RunInfo
+from diagnostic.schema.requests import RequestRecord
 
 ROOT = Path(__file__).parents[1]
 ATTACKS = ROOT / "tests" / "data" / "attacks"

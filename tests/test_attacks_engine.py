@@ -19,7 +19,7 @@ from diagnostic.bundle.store import Bundle
 from diagnostic.cli import main
 from diagnostic.common.progress import NullReporter
 from diagnostic.measure.collect import CollectConfig, collect
-from diagnostic.schema.bundle import latest_attempts
+from diagnostic.schema.requests import latest_attempts
 
 ROOT = Path(__file__).parents[1]
 SCRIPT = ROOT / "scripts" / "real-server"

@@ -23,7 +23,7 @@ from diagnostic.cli import main
 from diagnostic.common.progress import NullReporter
 from diagnostic.errors import BundleError
 from diagnostic.measure.collect import CollectConfig, collect
-from diagnostic.schema.bundle import latest_attempts
+from diagnostic.schema.requests import latest_attempts
 
 MODELS = json.dumps({"data": [{"id": "m", "owned_by": "vllm"}]}).encode()
 

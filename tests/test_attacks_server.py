@@ -26,7 +26,7 @@ from diagnostic.engines.endpoints import MAX_ANSWER, fingerprint
 from diagnostic.engines.metrics import MAX_METRICS, fetch_metrics
 from diagnostic.measure.client import ClientOptions, Job, RequestLabel, StreamClient
 from diagnostic.measure.client.sse import SSEStream, StreamFault
-from diagnostic.schema.bundle import RequestRecord
+from diagnostic.schema.requests import RequestRecord
 
 MODELS = json.dumps({"data": [{"id": "m", "owned_by": "vllm"}]}).encode()
 

@@ -14,9 +14,9 @@ from diagnostic.schema.bundle import (
     LaunchInfo,
     Manifest,
     PlanSpec,
-    RequestRecord,
     RunInfo,
 )
+from diagnostic.schema.requests import RequestRecord
 
 
 def _manifest() -> Manifest:

@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 
 from diagnostic.bundle.store import Bundle
 from diagnostic.errors import BundleError
-from diagnostic.schema.bundle import Manifest, RequestRecord, RunInfo
+from diagnostic.schema.bundle import Manifest, RunInfo
+from diagnostic.schema.requests import RequestRecord
 
 EXAMPLES = int(os.environ.get("DIAGNOSE_FUZZ_EXAMPLES", "60"))
 RECORD = RequestRecord(

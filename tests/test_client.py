@@ -19,7 +19,7 @@ from diagnostic.measure.client import (
     build_payload,
     run_pool,
 )
-from diagnostic.schema.bundle import RequestRecord
+from diagnostic.schema.requests import RequestRecord
 
 MAX_TOKENS = 16
 PROMPT = "def fibonacci(n):\n    "

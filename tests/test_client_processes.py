@@ -22,7 +22,7 @@ from diagnostic.bundle.store import Bundle
 from diagnostic.cli import main
 from diagnostic.errors import WorkerFailed
 from diagnostic.measure.client import ClientOptions, Job, RequestLabel, process_count, run_streams
-from diagnostic.schema.bundle import RequestRecord
+from diagnostic.schema.requests import RequestRecord
 
 
 def _jobs(n: int, concurrency: int = 1) -> list[Job]:

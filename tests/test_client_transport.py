@@ -14,7 +14,7 @@ from httpx_aiohttp import AiohttpTransport
 
 from diagnostic.measure.client import ClientOptions, Job, RequestLabel, StreamClient
 from diagnostic.measure.client import run_pool as pool
-from diagnostic.schema.bundle import RequestRecord
+from diagnostic.schema.requests import RequestRecord
 
 TRANSPORTS = ["aiohttp", "httpcore"]
 

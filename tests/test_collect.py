@@ -31,7 +31,8 @@ from diagnostic.measure.collect import (
     recap,
 )
 from diagnostic.measure.workloads import builtin
-from diagnostic.schema.bundle import Manifest, PlanSpec, RequestRecord, RunInfo, decode_tps
+from diagnostic.schema.bundle import Manifest, PlanSpec, RunInfo
+from diagnostic.schema.requests import RequestRecord, decode_tps
 
 ROOT = Path(__file__).parents[1]
 VLLM = REAL_RUNS / "h200-vllm-0.26"

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from diagnostic.engines.metrics import SpecCounters, parse_spec_counters
 from diagnostic.schema.analysis import EngineTiming
-from diagnostic.schema.bundle import RequestRecord, decode_tps
+from diagnostic.schema.requests import RequestRecord, decode_tps
 
 __all__ = ["engine_timing"]
 

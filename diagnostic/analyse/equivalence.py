@@ -6,7 +6,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 
 from diagnostic.schema.analysis import ArmEquivalence, PromptEquivalence
-from diagnostic.schema.bundle import RequestRecord
+from diagnostic.schema.requests import RequestRecord
 
 __all__ = ["EXCERPT", "arm_equivalence", "first_divergence"]
 

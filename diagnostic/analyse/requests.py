@@ -9,7 +9,8 @@ import pandas as pd
 
 from diagnostic.bundle.store import Bundle, run_id
 from diagnostic.schema.analysis import Exclusion, Exclusions
-from diagnostic.schema.bundle import RequestRecord, RunInfo, decode_tps, latest_attempts
+from diagnostic.schema.bundle import RunInfo
+from diagnostic.schema.requests import RequestRecord, decode_tps, latest_attempts
 
 __all__ = ["REQUEST_COLUMNS", "Loaded", "Sample", "exclusion_reason", "load_samples"]
 

@@ -18,7 +18,8 @@ from diagnostic.analyse.telemetry_rules import Rule, apply_rules, load_rules
 from diagnostic.bundle.store import Bundle, run_id
 from diagnostic.bundle.telemetry import read_telemetry
 from diagnostic.schema.analysis import ALL_WORKLOADS, ArmResult, ArmWorkload
-from diagnostic.schema.bundle import RequestRecord, RunInfo, latest_attempts
+from diagnostic.schema.bundle import RunInfo
+from diagnostic.schema.requests import RequestRecord, latest_attempts
 from diagnostic.schema.telemetry import (
     CLOCKS_EVENT_REASONS,
     GPU_COLUMNS,

@@ -44,14 +44,13 @@ from diagnostic.errors import BundleError
 from diagnostic.schema.bundle import (
     SCHEMA_VERSION,
     SEAL_FORMAT,
-    LenientRequestRecord,
     Manifest,
     ManifestSeal,
-    RequestRecord,
     RunInfo,
     folder_name,
     source_name,
 )
+from diagnostic.schema.requests import LenientRequestRecord, RequestRecord
 
 __all__ = [
     "MANIFEST",

@@ -5,7 +5,8 @@ from __future__ import annotations
 from functools import cached_property
 
 from diagnostic.bundle.store import Bundle, run_id
-from diagnostic.schema.bundle import ArmSpec, RequestRecord, RunInfo
+from diagnostic.schema.bundle import ArmSpec, RunInfo
+from diagnostic.schema.requests import RequestRecord
 
 __all__ = ["BundleFacts"]
 

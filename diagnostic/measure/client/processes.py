@@ -39,7 +39,7 @@ from diagnostic.errors import WorkerFailed
 from diagnostic.measure.client.deadlines import RunDeadline
 from diagnostic.measure.client.options import ClientOptions, Job
 from diagnostic.measure.client.streams import StreamClient, run_pool
-from diagnostic.schema.bundle import RequestRecord
+from diagnostic.schema.requests import RequestRecord
 
 __all__ = ["process_count", "run_streams"]
 

@@ -28,7 +28,8 @@ from diagnostic.measure.client.sse import (
     completion_tokens,
     new_stream,
 )
-from diagnostic.schema.bundle import RequestRecord, TokenSource
+from diagnostic.schema.bundle import TokenSource
+from diagnostic.schema.requests import RequestRecord
 
 
 def _make_record(

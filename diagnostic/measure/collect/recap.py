@@ -9,7 +9,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from diagnostic.schema.analysis import EngineTiming
-from diagnostic.schema.bundle import RequestRecord, decode_tps, latest_attempts
+from diagnostic.schema.requests import RequestRecord, decode_tps, latest_attempts
 
 __all__ = ["CollectRecap", "WorkloadRecap", "recap"]
 

@@ -27,7 +27,8 @@ from diagnostic.measure.environment import capture_environment
 from diagnostic.measure.telemetry import Recording, recording, server_pid
 from diagnostic.measure.telemetry.quiet import quiet_window
 from diagnostic.measure.workloads import Workload
-from diagnostic.schema.bundle import RequestRecord, RunInfo, decode_tps, latest_attempts, utc_now
+from diagnostic.schema.bundle import RunInfo, utc_now
+from diagnostic.schema.requests import RequestRecord, decode_tps, latest_attempts
 
 __all__ = ["collect_run"]
 
