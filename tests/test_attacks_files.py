@@ -18,6 +18,7 @@ import pytest
 import sse_server as srv
 from click.testing import CliRunner, Result
 
+from diagnostic.bundle import requests_file
 from diagnostic.bundle.store import Bundle
 from diagnostic.cli import main
 from diagnostic.common.progress import NullReporter
@@ -64,7 +65,7 @@ def test_a_disk_filling_up_keeps_the_records_and_says_what_to_do(
         base_url=server, out=out, workloads=["code"], requests=6, warmup=0, max_tokens=4
     )
     written = 0
-    append = Bundle._append
+    append = requests_file._append_line
 
     def fills_up(path: Path, line: str) -> None:
         nonlocal written
@@ -73,7 +74,7 @@ def test_a_disk_filling_up_keeps_the_records_and_says_what_to_do(
         append(path, line)
         written += 1
 
-    monkeypatch.setattr(Bundle, "_append", staticmethod(fills_up))
+    monkeypatch.setattr(requests_file, "_append_line", fills_up)
     with pytest.raises(BundleError) as caught:
         collect(config, reporter=NullReporter())
     message = str(caught.value)
@@ -82,7 +83,7 @@ def test_a_disk_filling_up_keeps_the_records_and_says_what_to_do(
     kept = Bundle.open(out).read_requests("baseline", 0).records
     assert len(kept) == 3  # fsynced before the disk filled: all there
 
-    monkeypatch.setattr(Bundle, "_append", staticmethod(append))  # space freed
+    monkeypatch.setattr(requests_file, "_append_line", append)  # space freed
     done = collect(config.model_copy(update={"resume": True}), reporter=NullReporter())
     records = Bundle.open(out).read_requests("baseline", 0).records
     assert done.status == "ok" and len(latest_attempts(records)) == 6
@@ -160,7 +161,7 @@ def test_a_read_only_folder_is_a_clean_error_where_mounts_cannot_be_made(
     def read_only(path: Path, line: str) -> None:
         raise OSError(errno.EROFS, "Read-only file system")
 
-    monkeypatch.setattr(Bundle, "_append", staticmethod(read_only))
+    monkeypatch.setattr(requests_file, "_append_line", read_only)
     result = CliRunner().invoke(main, _args(server, tmp_path / "b"))
     assert result.exit_code == 2 and "Traceback" not in result.output, result.output
     last = result.output.strip().splitlines()[-1]

@@ -22,6 +22,7 @@ __all__ = [
     "atomic_write_text",
     "check_version",
     "load_json",
+    "run_id",
     "validate",
 ]
 
@@ -100,3 +101,8 @@ def validate(model: type[M], path: Path, data: Any, line: int | None = None) -> 
         first = exc.errors()[0]
         loc = ".".join(str(p) for p in first["loc"]) or "(top)"
         raise BundleError(f"{where}: invalid {model.__name__}: {loc}: {first['msg']}") from None
+
+
+def run_id(arm: str, restart: int) -> str:
+    """Folder name of one run: `<arm>-r<restart>`."""
+    return f"{arm}-r{restart}"

@@ -9,7 +9,6 @@ import re
 import shutil
 import uuid
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -22,22 +21,22 @@ from diagnostic.bundle.files import (
     atomic_write_text,
     check_version,
     load_json,
+    run_id,
     validate,
 )
 from diagnostic.bundle.gate import (
     bundle_files,
     check_metrics,
     check_tree,
-    parse_json,
     plain_json,
 )
 from diagnostic.bundle.manifest_seal import sealed_manifest_text
-from diagnostic.bundle.redact import (
-    LineRedactor,
-    redact_echoes,
-    redact_file_text,
-    redact_json,
-    redact_text,
+from diagnostic.bundle.redact import LineRedactor, redact_file_text, redact_json
+from diagnostic.bundle.requests_file import (
+    RequestLog,
+    append_record,
+    drop_torn_line,
+    read_records,
 )
 from diagnostic.bundle.upgrade import SERVER_LOG, upgrade, v1_sources
 from diagnostic.errors import BundleError
@@ -50,7 +49,7 @@ from diagnostic.schema.bundle import (
     folder_name,
     source_name,
 )
-from diagnostic.schema.requests import LenientRequestRecord, RequestRecord
+from diagnostic.schema.requests import RequestRecord
 
 __all__ = [
     "MANIFEST",
@@ -101,11 +100,6 @@ def log_file(source: str) -> str:
         raise BundleError(str(exc)) from None
 
 
-def run_id(arm: str, restart: int) -> str:
-    """Folder name of one run: `<arm>-r<restart>`."""
-    return f"{arm}-r{restart}"
-
-
 def _dump_redacted(model: BaseModel) -> str:
     """JSON of a model with every secret masked: this is the gate nothing secret passes."""
     # Through pydantic's JSON first: a NaN becomes null, as the reader wants it.
@@ -125,54 +119,6 @@ def run_record(info: RunInfo) -> dict[str, Any]:
 def _redacted_bytes(data: bytes, redact: Callable[[str], str]) -> bytes:
     # surrogateescape keeps non-UTF-8 bytes of a log byte-exact while the text is redacted
     return redact(data.decode("utf-8", "surrogateescape")).encode("utf-8", "surrogateescape")
-
-
-def _redacted_record(record: RequestRecord, known: list[str] | None = None) -> RequestRecord:
-    """A record with its texts redacted: a prompt's secret echoed by the model, a prompt id, an
-    error quoting a request; `known` are literal secrets (of the prompt) masked wherever they
-    appear. The same text always redacts the same way, so two arms' identical outputs stay
-    identical (greedy equivalence). Numbers are left alone, by shape or by name."""
-    texts = ("workload", "prompt_id", "text", "error", "finish_reason")
-    update: dict[str, Any] = {
-        name: redact_echoes(value, known or [])
-        for name in texts
-        if isinstance(value := getattr(record, name), str)
-    }
-    if record.server_timings:
-        update["server_timings"] = {
-            k: redact_text(v) if isinstance(v, str) else v for k, v in record.server_timings.items()
-        }
-    return record.model_copy(update=update)
-
-
-def _check_record(
-    path: Path,
-    number: int,
-    record: RequestRecord,
-    run: tuple[str, int],
-    seen: dict[tuple[str, int, int], int],
-) -> None:
-    where = f"{path}:{number}"
-    if (record.arm, record.restart) != run:
-        raise BundleError(
-            f"{where}: a record of {run_id(record.arm, record.restart)} in the requests of "
-            f"{run_id(*run)}; the bundle was edited or damaged"
-        )
-    key = (record.workload, record.seq, record.attempt)
-    if key in seen:
-        raise BundleError(
-            f"{where}: request {record.workload} seq {record.seq} attempt {record.attempt} is "
-            f"recorded twice (first on line {seen[key]}); delete the duplicate line"
-        )
-    seen[key] = number
-
-
-@dataclass
-class RequestLog:
-    """Records read from one requests.jsonl, and a torn last line if one was dropped."""
-
-    records: list[RequestRecord] = field(default_factory=list)
-    torn_line: int | None = None
 
 
 class Bundle:
@@ -323,71 +269,18 @@ class Bundle:
     def append_request(self, record: RequestRecord, known: list[str] | None = None) -> None:
         """Append one record as one JSON line, flushed and fsynced before returning; secrets
         redacted, `known` ones (literal strings: the prompt's) wherever they appear."""
-        path = self.run_file(record.arm, record.restart, REQUESTS)
-        line = _redacted_record(record, known).model_dump_json() + "\n"
-        with writing(path):
-            self._append(path, line)
-
-    @staticmethod
-    def _append(path: Path, line: str) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with open(path, "a+b") as fh:
-            if fh.tell() > 0:
-                fh.seek(-1, os.SEEK_END)
-                if fh.read(1) != b"\n":
-                    raise BundleError(
-                        f"{path}: the last line is torn (the run was interrupted); "
-                        "continue with --resume, which drops it"
-                    )
-            fh.write(line.encode("utf-8"))
-            fh.flush()
-            os.fsync(fh.fileno())
+        append_record(self.run_file(record.arm, record.restart, REQUESTS), record, known)
 
     def read_requests(self, arm: str, restart: int) -> RequestLog:
         """Records of one run; a torn last line (interrupted write) is dropped and reported.
 
         A record of another run, or a second record of one (workload, seq, attempt), is an
         error naming its line: it would be counted twice."""
-        path = self.run_file(arm, restart, REQUESTS)
-        log = RequestLog()
-        if not path.is_file():
-            return log
-        model = RequestRecord if self.strict else LenientRequestRecord
-        raw = path.read_bytes()
-        lines = raw.split(b"\n")
-        complete = raw.endswith(b"\n")
-        seen: dict[tuple[str, int, int], int] = {}
-        for number, line in enumerate(lines, start=1):
-            if not line.strip():
-                continue
-            is_last = number == len(lines) and not complete
-            try:
-                data = parse_json(line, f"{path}:{number}")
-            except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-                if is_last:
-                    log.torn_line = number
-                    break
-                raise BundleError(
-                    f"{path}:{number}: corrupt request record ({exc}); "
-                    "the bundle was edited or damaged"
-                ) from None
-            check_version(path, data)
-            record = validate(model, path, data, number)
-            _check_record(path, number, record, (arm, restart), seen)
-            log.records.append(_redacted_record(record))  # a client's bundle skipped our gate
-        return log
+        return read_records(self.run_file(arm, restart, REQUESTS), (arm, restart), self.strict)
 
     def drop_torn_line(self, arm: str, restart: int) -> int | None:
         """Cut a torn last line off requests.jsonl (for --resume); return its line number."""
-        path = self.run_file(arm, restart, REQUESTS)
-        log = self.read_requests(arm, restart)
-        raw = path.read_bytes() if path.is_file() else b""
-        if raw and not raw.endswith(b"\n"):
-            keep = raw[: raw.rfind(b"\n") + 1]
-            if log.torn_line is None:  # a complete record lacking only its newline
-                keep = raw + b"\n"
-            atomic_write_bytes(path, keep)
-        return log.torn_line
+        return drop_torn_line(self.run_file(arm, restart, REQUESTS), (arm, restart), self.strict)
 
     def content_hash(self) -> str:
         """sha256 over manifest.json and every regular file under runs/ (path, size and bytes,
