@@ -13,6 +13,9 @@ from diagnostic.schema.analysis import Analysis
 
 __all__ = ["chart", "profile"]
 
+# An undecided lead faster with less probability than this is served without speculation.
+UNLIKELY = 0.05
+
 
 def profile(a: Analysis, workload: str, describe: Describe) -> Profile:
     """What to serve a workload with, and the measurement behind it in a few words (the
@@ -32,11 +35,14 @@ def profile(a: Analysis, workload: str, describe: Describe) -> Profile:
             reason=f"{name}: {measured}",
         )
     if c.verdict == "INCONCLUSIVE" and not c.withheld and not f.futility(c) and c.outlook:
-        return Profile(
-            workload=workload,
-            profile=f"undecided: {name} is faster with probability {c.outlook.p_faster:.0%}",
-            reason=f"{name}: {measured}",
+        odds = f"{name} is faster with probability {c.outlook.p_faster:.0%}"
+        # an arm all but surely slower is not the one to wait for: the default stands
+        profile = (
+            f"no speculation: {odds}, not decided"
+            if round(c.outlook.p_faster, 2) < UNLIKELY  # as printed: 5% is not below 5%
+            else f"undecided: {odds}"
         )
+        return Profile(workload=workload, profile=profile, reason=f"{name}: {measured}")
     return Profile(workload=workload, profile="no speculation", reason=f"{name}: {measured}")
 
 
