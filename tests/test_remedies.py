@@ -148,8 +148,15 @@ def test_recorded_remedy_report_leads_with_before_and_after() -> None:
         f"between {c.ci_low:.2f}× and {c.ci_high:.2f}×: "
     )
     # Issue 45: on prose the fix's WIN rested on a variance borrowed from quieter arms; on its
-    # own blocks it is undecided, so nothing beats the configuration as found there.
-    assert "prose" not in pairs and (prose.verdict, prose.word) == ("NONE", "keep as found")
+    # own blocks it is undecided, so nothing is shown to beat the configuration as found
+    # there; as found measured slower than no speculation, undecided, and page 1 says so
+    # instead of "keep it".
+    assert "prose" not in pairs and (prose.verdict, prose.word) == ("INCONCLUSIVE", "not decided")
+    own = next(x for x in a.comparisons if x.arm == "triton-ngram-k3" and x.workload == "prose")
+    assert own.ratio is not None and own.ratio < 1 and own.verdict == "INCONCLUSIVE"
+    assert prose.sentence.endswith(
+        f"; without speculation it decoded {1 / own.ratio:.2f}× faster, not decided."
+    )
     # The A/A check, simultaneous over code and prose, holds: no warning, and the band gives
     # the widest A/A interval with its own level.
     assert ctx.summary.warning == "" and a.noise_band.aa_check is True

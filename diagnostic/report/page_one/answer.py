@@ -59,17 +59,7 @@ def _as_found(inputs: Inputs, name: str, problems: list[FindingView]) -> Answer:
     for w in sel.workloads(a):
         c = next((x for x in a.before_after if x.workload == w and x.concurrency == level), None)
         if c is None:
-            mine = sel.arm_workload(sel.arm_by_id(a, name), w, level)  # type: ignore[arg-type]
-            tps = f.tps(mine.decode_tps.estimate) if mine else f.MISSING
-            lines.append(
-                AnswerLine(
-                    workload=w,
-                    verdict="NONE",
-                    word="keep as found",
-                    sentence=f"On {w} nothing measured beats the configuration as found "
-                    f"({tps} decode tok/s): keep it.",
-                )
-            )
+            lines.append(_kept(a, name, w, level))
             continue
         afters.add(c.arm)
         lines.append(_line(a, w, c, "than as found", "the fixed server"))
@@ -94,6 +84,36 @@ def _as_found(inputs: Inputs, name: str, problems: list[FindingView]) -> Answer:
         note=_note(a, lines),
         why=f"Why as found was slow: {why.title or why.message}" if why else "",
         quote=telling_line(why.evidence) if why else None,
+    )
+
+
+def _kept(a: Analysis, name: str, w: str, level: int) -> AnswerLine:
+    """A workload where nothing measured is shown to beat the configuration as found. When
+    as found speculates and measured slower than its own server without speculation, short
+    of a decision, that is said too: 'keep it' would hide the likelier better choice."""
+    mine = sel.arm_workload(sel.arm_by_id(a, name), w, level)  # type: ignore[arg-type]
+    tps = f.tps(mine.decode_tps.estimate) if mine else f.MISSING
+    kept = (
+        f"On {w} nothing measured is shown to beat the configuration as found ({tps} decode tok/s)"
+    )
+    own = next(
+        (
+            x
+            for x in a.comparisons
+            if x.arm == name and x.kind == "spec" and x.workload == w and x.concurrency == level
+        ),
+        None,
+    )
+    if own is None or own.ratio is None or own.ratio >= 1 or own.verdict == "EQUIVALENT":
+        return AnswerLine(
+            workload=w, verdict="NONE", word="keep as found", sentence=f"{kept}: keep it."
+        )
+    return AnswerLine(
+        workload=w,
+        verdict="INCONCLUSIVE",
+        word="not decided",
+        sentence=f"{kept}; without speculation it decoded {f.ratio(1 / own.ratio)} faster, "
+        "not decided.",
     )
 
 
