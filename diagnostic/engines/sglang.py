@@ -48,6 +48,7 @@ ANCHORS: tuple[bytes, ...] = (
     b"Eagle3",
     b"arning",
     b"sglang",
+    b"Traceback (most recent",
 )
 # Near the top only: a pasted command, an issue's environment bullets (`- SGLang 0.5.17 (venv)`).
 HEAD_ANCHORS: tuple[bytes, ...] = (b"--speculative", b"SGLang ")
@@ -140,7 +141,8 @@ class Parser(LogParser):
         self.ranks: dict[str, _Rank] = {}
         self.tally = AcceptanceTally()
         self.disable_cuda_graph: bool | None = None
-        self.capture_failed = False  # `Capture cuda graph failed` (a capture that started, ended)
+        # `Capture cuda graph failed`, or a traceback after a begin with no end: capture ended
+        self.capture_failed = False
         self.args_line: Evidence | None = None
         self.ready = False
         self.graph_batches: list[Evidence] = []
@@ -157,6 +159,10 @@ class Parser(LogParser):
             self.kind = "metric"
             self._decode_batch(line)
             return
+        if "Traceback (most recent" in text and any(
+            r.begun and not r.ended for r in self.ranks.values()
+        ):
+            self.capture_failed = True  # an exception while graphs were being captured
         if "server_args=" in text:
             self._server_args(line)
         elif _GRAPH_LINE.search(text):

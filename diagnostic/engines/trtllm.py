@@ -40,6 +40,16 @@ ANCHORS: tuple[bytes, ...] = (
     b"trtllm-",
     b"extra_llm_api_options",
 )
+# Near the top only: the keys of an options file shown in the text (`cat extra.yml`).
+HEAD_ANCHORS: tuple[bytes, ...] = (
+    b"kv_cache_config",
+    b"enable_attention_dp",
+    b"max_batch_size",
+    b"pytorch_backend_config",
+    b"enable_chunked_prefill",
+    b"tp_size",
+    b"ep_size",
+)
 SIGNATURES: tuple[bytes, ...] = (
     b"[TRT-LLM]",
     b"[TensorRT-LLM]",

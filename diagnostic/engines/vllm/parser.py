@@ -52,9 +52,16 @@ ANCHORS: tuple[bytes, ...] = (
 HEAD_ANCHORS: tuple[bytes, ...] = (
     b"piecewise_backend",
     b"vllm  ",  # `pip list`: the name padded to the version's column
+    b"vllm v",  # prose: "the vllm v0.11.0 docker image"
     *(h.encode() for h in FLAG_HINTS),
 )
 _PIP_LIST = re.compile(r"^vllm\s{2,}(?P<v>\d+\.\d+\.\d+[\w.+-]*)\s*$")
+# The running version said in words ("on the vllm v0.11.0 image", "detected via vLLM
+# 0.22.1+empty"); not a version something changed at ("since", "before", "after" ...).
+_PROSE_VERSION = re.compile(
+    r"(?<!since )(?<!before )(?<!after )(?<!than )(?<!until )(?<!from )(?<!to )"
+    r"\b(?i:vllm) v?(?P<v>\d+\.\d+\.\d+(?:[\w.+-]*\w)?)(?![\w.])"
+)
 SIGNATURES: tuple[bytes, ...] = (
     b"vLLM",
     b"LLM engine",
@@ -202,6 +209,7 @@ class Parser(SettingsReader):
         self.ready = False
         self.ray_folded = 0  # lines Ray's log dedup folded into one (other workers' copies)
         self.pip_version: str | None = None  # `pip list`'s row: when nothing better says it
+        self.prose_version: str | None = None  # the version in words: the last resort
 
     # -- lines -------------------------------------------------------------------------
     def feed(self, line: Line) -> None:
@@ -258,6 +266,9 @@ class Parser(SettingsReader):
             self._banner(line)
         elif text.startswith("vllm  ") and (pip := _PIP_LIST.match(text)):
             self.pip_version = self.pip_version or pip["v"]
+        if self.prose_version is None and ("vLLM" in text or "vllm v" in text):
+            prose = _PROSE_VERSION.search(text)
+            self.prose_version = prose["v"] if prose else None
         if "Model Runner" in text or "model runner" in text:
             self._runner(proc, line)
         if "backend" in text and self.facts.attention_backend is None:
@@ -358,7 +369,7 @@ class Parser(SettingsReader):
         elif self.generation == "V1":
             facts.model_runner = "V1"
         self.decide_platform()
-        facts.version = facts.version or self.pip_version
+        facts.version = facts.version or self.pip_version or self.prose_version
         _resolve_alias(facts)
         resolve_capture(
             facts,
