@@ -286,3 +286,25 @@ def test_sixth_round_spec_notices_prose_version_and_placeholder_json() -> None:
     )
     assert (placeholder.spec.enabled, placeholder.spec.method) == (True, "mtp")
     assert placeholder.spec.num_draft_tokens is None
+
+
+def test_an_issue_body_pasted_as_html_and_commands_with_different_k() -> None:
+    """Rendered HTML: the commands are in its code elements (entities unescaped); two pasted
+    alternatives with different draft lengths leave k unknown."""
+    facts = parse_log(
+        [
+            '<p>Common arguments:</p><pre><code class="language-bash">vllm serve /model \\',
+            "  --max-num-seqs 64",
+            '</code></pre><p>MTP1:</p><pre><code class="language-bash">--speculative-config '
+            """'{"method":"mtp","num_speculative_tokens":1}'""",
+            '</code></pre><p>MTP2:</p><pre><code class="language-bash">--speculative-config '
+            """'{"method":"mtp","num_speculative_tokens":2}'""",
+            "</code></pre><p>It fails at depth &gt;= 2.</p>",
+        ]
+    )
+    assert (facts.spec.enabled, facts.spec.method, facts.spec.num_draft_tokens) == (
+        True,
+        "mtp",
+        None,
+    )
+    assert any("different draft lengths (1, 2)" in n for n in facts.notes)

@@ -11,6 +11,7 @@ program, so it is not known to be the whole command.
 
 from __future__ import annotations
 
+import html
 import json
 import re
 import shlex
@@ -45,6 +46,10 @@ _BARE_START = re.compile(r"--?[A-Za-z]")
 # Inline code in prose: "Server flags: `--ctx-size 8192 --spec-type mtp`." (one backtick pair or
 # several, as Markdown allows).
 _CODE_SPAN = re.compile(r"(`+)([^`]+)\1")
+# An issue body pasted as rendered HTML: its code elements hold the commands (a block's one flag
+# included: it is code, not a mention in prose).
+_HTML_TAG = re.compile(r"</?(?:p|pre|code|br|h\d|li|div)\b[^>]*>", re.IGNORECASE)
+_CODE_ELEMENT = re.compile(r"<code\b[^>]*>(.*?)(?:</code>|$)", re.IGNORECASE)
 # A container image reference with a tag (`lmsysorg/sglang:v0.5.15-cu130`).
 _IMAGE = re.compile(r"[\w.-]+(?::\d+)?(?:/[\w.-]+)+:[\w.-]+")
 # docker/podman run options that take a value (the image is the first word that is neither).
@@ -141,13 +146,19 @@ def find_command(
     """The command on a (joined) line when a token is one of the engine's markers (or a
     `docker run` image naming one of `image_words`) and flags follow it, else a bare list of
     flags or a JSON array of arguments, else None. A command quoted inline in prose (in
-    backticks) is read from its quotes.
+    backticks) is read from its quotes, one pasted as rendered HTML from its code elements.
 
     The engine's arguments start after the last marker token; a marker that looks like an
     image (has a `:` tag or a `/`) is kept as the image. `launch`: the text is known to be
     the engine's launch command (a bundle's run.json), whose program may be a variable
     (`$LLAMA_SERVER -m …`): without a marker, the arguments start after its first word.
     """
+    if "<" in text and _HTML_TAG.search(text):
+        for code in _CODE_ELEMENT.findall(text):
+            cmd = find_command(html.unescape(code), markers, launch=launch, image_words=image_words)
+            if cmd is not None:
+                return cmd
+        text = html.unescape(_HTML_TAG.sub(" ", text))
     for span in _CODE_SPAN.findall(text) if "`" in text else ():
         cmd = find_command(span[1], markers, launch=launch, image_words=image_words)
         if cmd is not None and (not cmd.bare or len(cmd.flags) > 1):

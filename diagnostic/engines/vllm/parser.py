@@ -370,6 +370,7 @@ class Parser(SettingsReader):
             facts.model_runner = "V1"
         self.decide_platform()
         facts.version = facts.version or self.pip_version or self.prose_version
+        self.alternatives()
         _resolve_alias(facts)
         resolve_capture(
             facts,

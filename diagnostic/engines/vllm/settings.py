@@ -42,9 +42,20 @@ class SettingsReader(LogParser):
         self.enforce_eager: bool | None = None
         self.generation: str | None = None
         self.command_lines: set[int] = set()
+        self.command_ks: set[int] = set()  # draft lengths the pasted commands give
 
     def _proc(self, key: str) -> VWorker:
         raise NotImplementedError
+
+    def alternatives(self) -> None:
+        """Commands that give different draft lengths (`MTP1:` and `MTP2:` side by side) and no
+        log line that says which ran: no single k."""
+        source = self.facts.sources.get("spec.num_draft_tokens")
+        if len(self.command_ks) > 1 and (source is None or source.kind == "command"):
+            self.facts.spec.num_draft_tokens = None
+            self.facts.sources.pop("spec.num_draft_tokens", None)
+            ks = ", ".join(str(k) for k in sorted(self.command_ks))
+            self.facts.notes.append(f"the pasted commands give different draft lengths ({ks})")
 
     def _config(self, proc: VWorker, line: Line) -> None:
         text = line.text
@@ -184,6 +195,8 @@ class SettingsReader(LogParser):
             spec.enabled = got["enabled"]
         for path, key in (("method", "method"), ("num_draft_tokens", "k"), ("drafter", "drafter")):
             set_fact(facts, f"spec.{path}", got[key])
+        if got["k"] is not None:
+            self.command_ks.add(got["k"])
         facts.spec_evidence.append(ev(line, "--speculative"))
         facts.requested.update({k: v for k, v in cmd.flags.items()})
         return True
