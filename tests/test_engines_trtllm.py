@@ -79,3 +79,5 @@ def test_an_options_file_shown_whole_says_speculation_is_off() -> None:
     shown = ["$ cat opts.yml", "max_batch_size: 1", "kv_cache_config:", "  x: 0.8", command]
     assert parse_log(shown).spec.enabled is False
     assert parse_log([command]).spec.enabled is None  # the file is not in the text
+    other = ["config.pbtxt:", "max_batch_size: 64", command]  # keys of another file
+    assert parse_log(other).spec.enabled is None
