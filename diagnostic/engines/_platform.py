@@ -41,6 +41,7 @@ SIGNS: tuple[Sign, ...] = (
         r"|backends\.[\w.]*\.rocm_|Platform:\s*ROCm\b|vllm-openai-rocm|rocm/vllm|:v?[\d.]+\S*-rocm\d|HIP_VISIBLE_DEVICES"
         r"|hipGraph|HIP graphs?\b|\bHIP error\b|llama\.cpp:\w+-rocm|llama-b\d+-bin-\w+-hip"
         r"|\bAMD/HIP\b|ROCM Version\s*:\s*\d|ROCm System Management Interface"
+        r"|hipError\w+|HIP out of memory|\d\+rocm\d|loaded ROCm backend"
         r"|attention[_-]backend[ =]['\"]?aiter\b",  # SGLang's AITER backend: AMD's library
     ),
     # AMD parts name the GPU, not the backend: ROCm unless the text names Vulkan (llama.cpp
@@ -51,7 +52,7 @@ SIGNS: tuple[Sign, ...] = (
         "npu",
         r"platform plugin ascend|\bon NPU\b|\bACL ?graphs?\b|\bnpu graph\b|device=['\"]?npu\b"
         r"|--device[ =]npu\b|\bascend\b|\bAscend\d|ASCEND_RT_VISIBLE_DEVICES|NPUGraph"
-        r"|\bPYTORCH_NPU_\w+|\bHCCL_\w+=|\bVLLM_ASCEND_\w+",
+        r"|\bPYTORCH_NPU_\w+|\bHCCL_\w+=|\bVLLM_ASCEND_\w+|npu-smi \d",
         flags=re.IGNORECASE,
     ),
     # Intel GPUs: vLLM's platform and device, PyTorch's XPU build and dispatch key, Intel's
@@ -59,7 +60,7 @@ SIGNS: tuple[Sign, ...] = (
     _sign(
         "xpu",
         r"detected platform xpu|device_config=xpu|--device[ =]xpu\b|dispatch key: XPU\b"
-        r"|\d\+xpu\b|intel/llm-scaler-vllm",
+        r"|\d\+xpu\b|intel/llm-scaler-vllm|Is XPU available\s*:\s*True",
     ),
     _sign("tpu", r"detected platform tpu|device_config=tpu|--device[ =]tpu\b"),
     # Apple and Vulkan devices in llama.cpp.
@@ -70,7 +71,8 @@ SIGNS: tuple[Sign, ...] = (
     ),
     _sign(
         "vulkan",
-        r"ggml_vulkan: Found|- Vulkan\d|--device[ =](?:\S*,)?Vulkan\d|\b(?:on|to) Vulkan\d\b"
+        r"ggml_vulkan: Found|- Vulkan\d|(?:--device|-dev)[ =](?:\S*,)?Vulkan\d"
+        r"|\b(?:on|to) Vulkan\d\b|loaded Vulkan backend"
         r"|llama\.cpp:\w+-vulkan|llama-b\d+-bin-\w+-vulkan|GGML_VULKAN=ON|\bRADV\b",
     ),
     # CUDA named: platform detection, device config, devices, NVIDIA parts, the environment.
@@ -78,8 +80,10 @@ SIGNS: tuple[Sign, ...] = (
         "cuda",
         r"detected platform cuda|device_config=cuda|found \d+ CUDA devices|- CUDA\d"
         r"|CUDA_VISIBLE_DEVICES|CUDA out of memory|CUDA available:\s*True"
-        r"|\bNVIDIA (?:[A-Z]\d|GeForce|RTX|Tesla|GH|GB|DGX)|ROCm: Disabled|device=['\"]cuda"
-        r"|llama\.cpp:\w+-cuda|llama-b\d+-bin-\w+-cuda|--device[ =](?:\S*,)?CUDA\d"
+        r"|\bNVIDIA (?:[A-Z]\d|GeForce|RTX|Tesla|GH|GB|DGX)|device=['\"]cuda"
+        r"|CUDA Archs: \d[^;]*; ROCm: Disabled"  # vLLM built for CUDA (a CPU build: "Not Set")
+        r"|llama\.cpp:\w+-cuda|llama-b\d+-bin-\w+-cuda|(?:--device|-dev)[ =](?:\S*,)?CUDA\d"
+        r"|loaded CUDA backend"
         r"|(?:^|\s)--gpus[ =]",  # docker's --gpus: NVIDIA's container toolkit
     ),
     # CPU named: vLLM's CPU platform and worker, a CPU device option (not llama.cpp's vision
@@ -92,11 +96,12 @@ SIGNS: tuple[Sign, ...] = (
         r"|--device[ =]cpu\b",
     ),
     # Implied: graphs named CUDA, and CUDA-graph capture lines, are printed on NVIDIA GPUs
-    # (and identically on ROCm, which a strong sign then names).
+    # (and identically on ROCm, which a strong sign then names); a CUDA build of PyTorch.
     _sign(
         "cuda",
         r"Capturing CUDA graph|Capture (?:\w+ )*cuda graph|cuda graph: True|CUDA graphs?\b"
-        r"|# cuda blocks|cudagraphs for decoding|the model for CUDA graphs",
+        r"|# cuda blocks|cudagraphs for decoding|the model for CUDA graphs"
+        r"|\d\+cu1\d\d\b",  # PyTorch's CUDA build (torch 2.9.0+cu128), installed on CPU hosts too
         strong=False,
     ),
 )
@@ -113,12 +118,14 @@ ANCHORS: tuple[bytes, ...] = (
     b"MI3",
     b"Instinct",
     b"HIP",
+    b"hipError",
     b"hipGraph",
     b"Ascend",
     b"ascend",
     b"ASCEND",
     b"NPU",
     b"npu graph",
+    b"npu-smi",
     b"npu'",
     b"=npu",
     b" npu",
@@ -146,6 +153,7 @@ ANCHORS: tuple[bytes, ...] = (
     b"HCCL_",
     b"XPU",
     b"+xpu",
+    b"+cu1",
     b"llm-scaler",
     b"--gpus",
 )
