@@ -278,6 +278,8 @@ def test_sixth_round_spec_notices_prose_version_and_placeholder_json() -> None:
         ]
     )
     assert since.version is None
+    changed = parse_log(["Fixed in vLLM 0.12.0, upgrading to vLLM 0.12.1 now; vs. vLLM 0.9.2"])
+    assert changed.version is None
     placeholder = parse_log(
         [
             "`--tensor-parallel-size 8 --speculative-config "

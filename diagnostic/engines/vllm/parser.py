@@ -15,7 +15,7 @@ from diagnostic.engines._lines import Line, collapse
 from diagnostic.engines._signals import name_source
 from diagnostic.engines.vllm.capture import VWorker, resolve_capture
 from diagnostic.engines.vllm.runtime import Metrics
-from diagnostic.engines.vllm.settings import SettingsReader
+from diagnostic.engines.vllm.settings import SettingsReader, prose_version
 from diagnostic.engines.vllm.signals import (
     COMMANDS,
     FLAG_HINTS,
@@ -56,12 +56,6 @@ HEAD_ANCHORS: tuple[bytes, ...] = (
     *(h.encode() for h in FLAG_HINTS),
 )
 _PIP_LIST = re.compile(r"^vllm\s{2,}(?P<v>\d+\.\d+\.\d+[\w.+-]*)\s*$")
-# The running version said in words ("on the vllm v0.11.0 image", "detected via vLLM
-# 0.22.1+empty"); not a version something changed at ("since", "before", "after" ...).
-_PROSE_VERSION = re.compile(
-    r"(?<!since )(?<!before )(?<!after )(?<!than )(?<!until )(?<!from )(?<!to )"
-    r"\b(?i:vllm) v?(?P<v>\d+\.\d+\.\d+(?:[\w.+-]*\w)?)(?![\w.])"
-)
 SIGNATURES: tuple[bytes, ...] = (
     b"vLLM",
     b"LLM engine",
@@ -267,8 +261,7 @@ class Parser(SettingsReader):
         elif text.startswith("vllm  ") and (pip := _PIP_LIST.match(text)):
             self.pip_version = self.pip_version or pip["v"]
         if self.prose_version is None and ("vLLM" in text or "vllm v" in text):
-            prose = _PROSE_VERSION.search(text)
-            self.prose_version = prose["v"] if prose else None
+            self.prose_version = prose_version(text)
         if "Model Runner" in text or "model runner" in text:
             self._runner(proc, line)
         if "backend" in text and self.facts.attention_backend is None:

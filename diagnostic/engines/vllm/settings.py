@@ -15,7 +15,7 @@ from diagnostic.engines.vllm.capture import VWorker
 from diagnostic.engines.vllm.signals import IMAGE_WORDS, MARKERS, command_spec
 from diagnostic.schema.logfacts import Evidence, LogFacts
 
-__all__ = ["SettingsReader"]
+__all__ = ["SettingsReader", "prose_version"]
 
 _VERSION_BANNER = re.compile(r"vLLM (?:API )?server version (?P<v>\d[\w.+-]*)")
 _SERVING = re.compile(r"serving model (?P<m>\S+)")
@@ -221,3 +221,20 @@ def _mode_name(m: re.Match[str]) -> str | None:
 
 def _str(value: object) -> str | None:
     return value if isinstance(value, str) and value else None
+
+
+# The running version said in words ("on the vllm v0.11.0 image", "detected via vLLM
+# 0.22.1+empty"); not a version something changed at ("since", "fixed in", "upgrading to" ...).
+_PROSE_VERSION = re.compile(r"\b(?i:vllm) v?(?P<v>\d+\.\d+\.\d+(?:[\w.+-]*\w)?)(?![\w.])")
+_CHANGED_AT = re.compile(
+    r"(?i)(?:since|before|after|than|until|from|to|vs\.?|versus|(?:fixed|introduced|added|"
+    r"removed|changed|deprecated|landed|released|broken|regressed) in)\s+$"
+)
+
+
+def prose_version(text: str) -> str | None:
+    """The first vLLM version in the words of a line that is not a version something changed at."""
+    for m in _PROSE_VERSION.finditer(text):
+        if not _CHANGED_AT.search(text[max(0, m.start() - 24) : m.start()]):
+            return m["v"]
+    return None
