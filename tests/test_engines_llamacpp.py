@@ -112,3 +112,34 @@ def test_a_vision_tower_on_the_cpu_is_not_the_text_model() -> None:
     facts = parse_log(lines)
     assert facts.platform != "cpu"
     assert facts.capture.resolved == "UNKNOWN"  # a GPU at default verbosity, not NONE
+
+
+def test_sixth_round_rates_on_the_acceptance_line_and_inline_flags() -> None:
+    """Newer builds print the per-position rates on the acceptance line itself (one per draft
+    position); flags quoted inline in prose are a command, a trailing backtick no part of it."""
+    same_line = parse_log(
+        [
+            "1.52.118.201 I slot print_timing: id  0 | task 0 | draft acceptance = 0.00158 (    1 "
+            "accepted /   633 generated), mean acceptance length =  1.00, acceptance rate per "
+            "position = (0.005, 0.000, 0.000)"
+        ],
+        engine="llamacpp",
+    )
+    assert same_line.acceptance_summary is not None
+    assert same_line.acceptance_summary.per_position == [0.005, 0.0, 0.0]
+    assert same_line.spec.num_draft_tokens == 3
+    inline = parse_log(
+        ["Server flags: `--ctx-size 8192 -ngl 99 --spec-type mtp --spec-draft-n-max 3`."],
+        engine="llamacpp",
+    )
+    assert (inline.spec.enabled, inline.spec.method, inline.spec.num_draft_tokens) == (
+        True,
+        "mtp",
+        3,
+    )
+    quoted = parse_log(
+        ["- `llama-server ... --device CUDA0,CUDA1 --spec-type draft-mtp`"], engine="llamacpp"
+    )
+    assert (quoted.spec.method, quoted.platform) == ("draft-mtp", "cuda")
+    mention = parse_log(["Try `--no-mmap` with it."], engine="llamacpp")
+    assert mention.spec.enabled is None  # one flag in backticks is a mention, no launch

@@ -77,3 +77,40 @@ def test_the_platform_names_its_line() -> None:
         ]
     )
     assert (facts.platform, facts.sources["platform"].line) == ("cpu", 2)
+
+
+def test_sixth_round_signs() -> None:
+    """Issue 47, sixth round: signs as pasted in issue threads (each case is in the wild corpus)."""
+    # collect_env on ROCm: a ROCm version and the ROCm SMI beat the build flags' "ROCm: Disabled"
+    assert decide("ROCM Version : 7.13.99004-3309c6114a", "ROCm: Disabled; XPU: Disabled") == "rocm"
+    assert decide("ROCM Version : Could not collect", "CUDA Archs: 9.0; ROCm: Disabled") == "cuda"
+    # an AMD error or library beats SGLang's device='cuda' (ROCm's torch device is cuda)
+    assert decide("server_args=ServerArgs(device='cuda', attention_backend='aiter')") == "rocm"
+    assert decide("device='cuda'", "RuntimeError: HIP error: invalid device function") == "rocm"
+    assert decide("export VLLM_ATTENTION_BACKEND=ROCM_AITER") == "rocm"
+    # every CUDA config line of vLLM 0.26 lists a ROCm op among its splitting ops: no sign
+    assert decide("device_config=cuda, 'vllm::rocm_aiter_sparse_attn_indexer'") == "cuda"
+    assert decide("Unknown vLLM environment variable detected: VLLM_ASCEND_X") == "npu"
+    assert decide("Built `cmake -DGGML_METAL=ON`.", "MTL0 (Apple M4 Pro) | 38338 = ...") == "metal"
+    assert decide("llama-server ... --device CUDA0,CUDA1 -fa on") == "cuda"
+    assert decide("--gpus all --network host --ipc host") == "cuda"  # a joined docker line
+
+
+def test_an_amd_part_is_rocm_unless_vulkan_runs_it() -> None:
+    assert decide("8x MI300X (gfx942), ROCm+AITER") == "rocm"
+    assert decide("gfx1150 (Radeon 890M)", "all 42 layers on Vulkan0, RADV STRIX1") == "vulkan"
+    assert decide("gfx1150", "device_config=cuda") == "rocm"  # vLLM on ROCm says cuda
+
+
+def test_builds_and_backends_as_environments_print_them() -> None:
+    assert decide("load_backend: loaded Vulkan backend from ./libggml-vulkan.so") == "vulkan"
+    assert decide("load_backend: loaded CUDA backend from ./libggml-cuda.so") == "cuda"
+    assert decide("llama-server -m m.gguf -dev Vulkan1 -ngl 99") == "vulkan"
+    assert decide("torch.OutOfMemoryError: HIP out of memory. Tried to allocate 2 GiB") == "rocm"
+    assert decide("[pip3] torch==2.9.0+rocm6.4", "device_config=cuda") == "rocm"
+    assert decide("[pip3] torch==2.9.0+cu128") == "cuda"
+    assert decide("[pip3] torch==2.9.0+cu128", "Automatically detected platform cpu.") == "cpu"
+    assert decide("Is XPU available             : True") == "xpu"
+    cpu_build = "CUDA Archs: Not Set; ROCm: Disabled; XPU: Disabled"
+    assert decide(cpu_build, "Automatically detected platform cpu.") == "cpu"
+    assert decide("| npu-smi 25.2.3                   Version: 25.2.3 |") == "npu"

@@ -145,3 +145,23 @@ def test_pip_list_rows_give_versions() -> None:
     )
     vllm = parse_log(["Package    Version", "vllm       0.21.0", "vllm serve m"])
     assert (vllm.engine, vllm.version) == ("vllm", "0.21.0")
+
+
+def test_a_traceback_after_capture_began_is_a_failed_capture() -> None:
+    """Capture begun, then an exception before any end: graphs were on and capture failed."""
+    begun = [
+        "[2025-01-13 12:42:06 TP0] Capture cuda graph begin. This can take up to several minutes.",
+    ]
+    failed = [*begun, "[2025-01-13 12:42:09 TP0] Traceback (most recent call last):"]
+    assert parse_log(begun).capture.resolved == "CAPTURED"
+    assert parse_log(failed).capture.resolved == "UNKNOWN"
+
+
+def test_the_image_before_the_program_when_docker_run_was_cut() -> None:
+    facts = parse_log(
+        [
+            "lmsysorg/sglang:v0.5.15-cu130 python3 -m sglang.launch_server --model-path m "
+            "--speculative-algorithm EAGLE --speculative-num-draft-tokens 4"
+        ]
+    )
+    assert (facts.version, facts.spec.method, facts.spec.num_draft_tokens) == ("0.5.15", "EAGLE", 4)

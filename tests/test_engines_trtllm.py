@@ -71,3 +71,13 @@ def test_inline_options_that_do_not_parse_are_named() -> None:
 def test_detected_by_its_own_lines() -> None:
     assert detect_engine(b"[TensorRT-LLM] TensorRT-LLM version: 0.17.0.post1\n") == "trtllm"
     assert detect_engine(b"speculative_config:\n  decoding_type: Eagle\n") == "trtllm"
+
+
+def test_an_options_file_shown_whole_says_speculation_is_off() -> None:
+    """`--extra_llm_api_options FILE` with the file's keys in the text (cat): nothing hidden."""
+    command = "$ trtllm-serve Qwen/Qwen3-8B --extra_llm_api_options opts.yml"
+    shown = ["$ cat opts.yml", "max_batch_size: 1", "kv_cache_config:", "  x: 0.8", command]
+    assert parse_log(shown).spec.enabled is False
+    assert parse_log([command]).spec.enabled is None  # the file is not in the text
+    other = ["config.pbtxt:", "max_batch_size: 64", command]  # keys of another file
+    assert parse_log(other).spec.enabled is None

@@ -238,3 +238,75 @@ def test_graph_capturing_finished_without_any_prefix_is_recognised() -> None:
     """Issue 47: the bare line alone was 'nothing recognised' (exit 2)."""
     facts = parse_log(["Graph capturing finished in 5 secs, took 0.2 GiB"])
     assert (facts.engine, facts.capture.resolved) == ("vllm", "CAPTURED")
+
+
+def test_sixth_round_spec_notices_prose_version_and_placeholder_json() -> None:
+    """SpeculativeConfig's notices name the method; a version in words is the last resort; a
+    placeholder in the JSON leaves the rest readable (issue 47's sixth round)."""
+    alias = parse_log(
+        [
+            "WARNING 05-21 21:33:22 [speculative.py:355] method `deepseek_mtp` is deprecated and "
+            "replaced with mtp."
+        ]
+    )
+    assert (alias.spec.enabled, alias.spec.method) == (True, "mtp")
+    layer = parse_log(
+        [
+            "(APIServer pid=1) WARNING 07-22 08:43:50 [speculative.py:709] Enabling "
+            "num_speculative_tokens > 1 will run multiple times of forward on same MTP layer,which "
+            "may result in lower acceptance rate"
+        ]
+    )
+    assert (layer.spec.enabled, layer.spec.method, layer.spec.num_draft_tokens) == (
+        True,
+        "mtp",
+        None,
+    )
+    prose = parse_log(
+        [
+            "I am on the vllm v0.11.0 docker image.",
+            "vllm serve m --speculative-config "
+            """'{"method": "eagle3", "model": "d", "num_speculative_tokens": 3}'""",
+        ]
+    )
+    assert prose.version == "0.11.0"
+    since = parse_log(
+        [
+            "(Worker_TP0 pid=1) INFO 06-21 23:53:39 [gpu_worker.py:523] CUDA graph memory "
+            "profiling is enabled (default since v0.21.0).",
+            "memory profiling differs since vLLM 0.21.0",
+        ]
+    )
+    assert since.version is None
+    changed = parse_log(["Fixed in vLLM 0.12.0, upgrading to vLLM 0.12.1 now; vs. vLLM 0.9.2"])
+    assert changed.version is None
+    placeholder = parse_log(
+        [
+            "`--tensor-parallel-size 8 --speculative-config "
+            """'{"method":"mtp","num_speculative_tokens":K}'`."""
+        ]
+    )
+    assert (placeholder.spec.enabled, placeholder.spec.method) == (True, "mtp")
+    assert placeholder.spec.num_draft_tokens is None
+
+
+def test_an_issue_body_pasted_as_html_and_commands_with_different_k() -> None:
+    """Rendered HTML: the commands are in its code elements (entities unescaped); two pasted
+    alternatives with different draft lengths leave k unknown."""
+    facts = parse_log(
+        [
+            '<p>Common arguments:</p><pre><code class="language-bash">vllm serve /model \\',
+            "  --max-num-seqs 64",
+            '</code></pre><p>MTP1:</p><pre><code class="language-bash">--speculative-config '
+            """'{"method":"mtp","num_speculative_tokens":1}'""",
+            '</code></pre><p>MTP2:</p><pre><code class="language-bash">--speculative-config '
+            """'{"method":"mtp","num_speculative_tokens":2}'""",
+            "</code></pre><p>It fails at depth &gt;= 2.</p>",
+        ]
+    )
+    assert (facts.spec.enabled, facts.spec.method, facts.spec.num_draft_tokens) == (
+        True,
+        "mtp",
+        None,
+    )
+    assert any("different draft lengths (1, 2)" in n for n in facts.notes)

@@ -37,17 +37,22 @@ SIGNS: tuple[Sign, ...] = (
     # "ROCM used to build PyTorch: N/A" in a CUDA machine's environment dump.
     _sign(
         "rocm",
-        r"detected platform rocm|found \d+ ROCm devices|\bROCm\d\b|\bgfx(?:9\d\d|1[0-2]\d\d)\b"
-        r"|ROCM_AITER|\[rocm\.py:|Platform:\s*ROCm\b|AMD Instinct|\bMI(?:2[05]0|3[0-5]\dX?)\b"
-        r"|vllm-openai-rocm|rocm/vllm|:v?[\d.]+\S*-rocm\d|HIP_VISIBLE_DEVICES|hipGraph"
-        r"|HIP graphs?\b|llama\.cpp:\w+-rocm|llama-b\d+-bin-\w+-hip|\bAMD/HIP\b",
+        r"detected platform rocm|found \d+ ROCm devices|\bROCm\d\b|ROCM_AITER|\[rocm\.py:"
+        r"|backends\.[\w.]*\.rocm_|Platform:\s*ROCm\b|vllm-openai-rocm|rocm/vllm|:v?[\d.]+\S*-rocm\d|HIP_VISIBLE_DEVICES"
+        r"|hipGraph|HIP graphs?\b|\bHIP error\b|llama\.cpp:\w+-rocm|llama-b\d+-bin-\w+-hip"
+        r"|\bAMD/HIP\b|ROCM Version\s*:\s*\d|ROCm System Management Interface"
+        r"|hipError\w+|HIP out of memory|\d\+rocm\d|loaded ROCm backend"
+        r"|attention[_-]backend[ =]['\"]?aiter\b",  # SGLang's AITER backend: AMD's library
     ),
+    # AMD parts name the GPU, not the backend: ROCm unless the text names Vulkan (llama.cpp
+    # runs AMD GPUs through either).
+    _sign("amd", r"\bgfx(?:9\d\d|1[0-2]\d\d)\b|AMD Instinct|\bMI(?:2[05]0|3[0-5]\dX?)\b"),
     # Ascend NPU: the vllm-ascend plugin, ACL graphs, SGLang's device and backend.
     _sign(
         "npu",
         r"platform plugin ascend|\bon NPU\b|\bACL ?graphs?\b|\bnpu graph\b|device=['\"]?npu\b"
         r"|--device[ =]npu\b|\bascend\b|\bAscend\d|ASCEND_RT_VISIBLE_DEVICES|NPUGraph"
-        r"|\bPYTORCH_NPU_\w+|\bHCCL_\w+=",
+        r"|\bPYTORCH_NPU_\w+|\bHCCL_\w+=|\bVLLM_ASCEND_\w+|npu-smi \d",
         flags=re.IGNORECASE,
     ),
     # Intel GPUs: vLLM's platform and device, PyTorch's XPU build and dispatch key, Intel's
@@ -55,24 +60,31 @@ SIGNS: tuple[Sign, ...] = (
     _sign(
         "xpu",
         r"detected platform xpu|device_config=xpu|--device[ =]xpu\b|dispatch key: XPU\b"
-        r"|\d\+xpu\b|intel/llm-scaler-vllm",
+        r"|\d\+xpu\b|intel/llm-scaler-vllm|Is XPU available\s*:\s*True",
     ),
     _sign("tpu", r"detected platform tpu|device_config=tpu|--device[ =]tpu\b"),
     # Apple and Vulkan devices in llama.cpp.
-    _sign("metal", r"- MTL\d|ggml_metal_init|\bMTL : EMBED_LIBRARY|using device MTL\d"),
+    _sign(
+        "metal",
+        r"- MTL\d|ggml_metal_init|\bMTL : EMBED_LIBRARY|using device MTL\d|\bMTL\d \(Apple"
+        r"|GGML_METAL=ON",
+    ),
     _sign(
         "vulkan",
-        r"ggml_vulkan: Found|- Vulkan\d|--device[ =]Vulkan\d|llama\.cpp:\w+-vulkan"
-        r"|llama-b\d+-bin-\w+-vulkan",
+        r"ggml_vulkan: Found|- Vulkan\d|(?:--device|-dev)[ =](?:\S*,)?Vulkan\d"
+        r"|\b(?:on|to) Vulkan\d\b|loaded Vulkan backend"
+        r"|llama\.cpp:\w+-vulkan|llama-b\d+-bin-\w+-vulkan|GGML_VULKAN=ON|\bRADV\b",
     ),
     # CUDA named: platform detection, device config, devices, NVIDIA parts, the environment.
     _sign(
         "cuda",
         r"detected platform cuda|device_config=cuda|found \d+ CUDA devices|- CUDA\d"
         r"|CUDA_VISIBLE_DEVICES|CUDA out of memory|CUDA available:\s*True"
-        r"|\bNVIDIA (?:[A-Z]\d|GeForce|RTX|Tesla|GH|GB|DGX)|ROCm: Disabled|device=['\"]cuda"
-        r"|llama\.cpp:\w+-cuda|llama-b\d+-bin-\w+-cuda"
-        r"|\s--gpus[ =]",  # docker's --gpus: NVIDIA's container toolkit
+        r"|\bNVIDIA (?:[A-Z]\d|GeForce|RTX|Tesla|GH|GB|DGX)|device=['\"]cuda"
+        r"|CUDA Archs: \d[^;]*; ROCm: Disabled"  # vLLM built for CUDA (a CPU build: "Not Set")
+        r"|llama\.cpp:\w+-cuda|llama-b\d+-bin-\w+-cuda|(?:--device|-dev)[ =](?:\S*,)?CUDA\d"
+        r"|loaded CUDA backend"
+        r"|(?:^|\s)--gpus[ =]",  # docker's --gpus: NVIDIA's container toolkit
     ),
     # CPU named: vLLM's CPU platform and worker, a CPU device option (not llama.cpp's vision
     # tower, `CLIP using CPU backend`, which says nothing of the text model).
@@ -84,11 +96,12 @@ SIGNS: tuple[Sign, ...] = (
         r"|--device[ =]cpu\b",
     ),
     # Implied: graphs named CUDA, and CUDA-graph capture lines, are printed on NVIDIA GPUs
-    # (and identically on ROCm, which a strong sign then names).
+    # (and identically on ROCm, which a strong sign then names); a CUDA build of PyTorch.
     _sign(
         "cuda",
         r"Capturing CUDA graph|Capture (?:\w+ )*cuda graph|cuda graph: True|CUDA graphs?\b"
-        r"|# cuda blocks|cudagraphs for decoding|the model for CUDA graphs",
+        r"|# cuda blocks|cudagraphs for decoding|the model for CUDA graphs"
+        r"|\d\+cu1\d\d\b",  # PyTorch's CUDA build (torch 2.9.0+cu128), installed on CPU hosts too
         strong=False,
     ),
 )
@@ -98,16 +111,21 @@ ANCHORS: tuple[bytes, ...] = (
     b"platform",
     b"ROCm",
     b"rocm",
+    b"ROCM",
+    b"aiter",
     b"gfx",
     b"MI2",
     b"MI3",
     b"Instinct",
     b"HIP",
+    b"hipError",
     b"hipGraph",
     b"Ascend",
     b"ascend",
+    b"ASCEND",
     b"NPU",
     b"npu graph",
+    b"npu-smi",
     b"npu'",
     b"=npu",
     b" npu",
@@ -115,6 +133,8 @@ ANCHORS: tuple[bytes, ...] = (
     b"aclgraph",
     b"MTL",
     b"ggml_metal",
+    b"GGML_METAL",
+    b"RADV",
     b"ulkan",
     b"device_config",
     b"device=",
@@ -133,14 +153,17 @@ ANCHORS: tuple[bytes, ...] = (
     b"HCCL_",
     b"XPU",
     b"+xpu",
+    b"+cu1",
     b"llm-scaler",
     b"--gpus",
 )
 # A placeholder naming alternatives (`--device <ROCm0|Vulkan0>`) names no platform.
 _ALTERNATIVES = re.compile(r"<[^<>\s]*\|[^<>\s]*>")
 _KEYS = tuple(a.decode() for a in ANCHORS)
-# Most specific first: ROCm and NPU logs mention CUDA, and llama.cpp lists a CPU beside GPUs.
-_RANK = ("rocm", "npu", "xpu", "tpu", "metal", "vulkan", "cuda", "cpu")
+# Most specific first: ROCm and NPU logs mention CUDA, and llama.cpp lists a CPU beside GPUs;
+# an AMD part is ROCm unless a Vulkan device runs it.
+_RANK = ("rocm", "npu", "xpu", "tpu", "metal", "vulkan", "amd", "cuda", "cpu")
+_NAMED = {"amd": "rocm"}
 
 
 @dataclass
@@ -171,5 +194,5 @@ class PlatformReader:
         for found in (self.strong, self.weak):
             for platform in _RANK:
                 if platform in found:
-                    return platform, found[platform]
+                    return _NAMED.get(platform, platform), found[platform]
         return "unknown", None

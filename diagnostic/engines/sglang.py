@@ -10,14 +10,11 @@ graph`), and `disable_cuda_graph` in the `server_args=ServerArgs(…)` line or
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
-from dataclasses import dataclass, field
 
 from diagnostic.engines import _kv
 from diagnostic.engines._common import (
     AcceptanceTally,
     LogParser,
-    Worker,
     cap_append,
     disagreement,
     ev,
@@ -25,6 +22,7 @@ from diagnostic.engines._common import (
 from diagnostic.engines._lines import Line
 from diagnostic.engines._signals import Signal, name_source, set_fact
 from diagnostic.engines.command import Command, find_command
+from diagnostic.engines.sglang_capture import DECODING, Rank, graph_kind, resolve_rank
 from diagnostic.schema.logfacts import (
     GRAPHLESS_PLATFORMS,
     AcceptanceSample,
@@ -48,6 +46,7 @@ ANCHORS: tuple[bytes, ...] = (
     b"Eagle3",
     b"arning",
     b"sglang",
+    b"Traceback (most recent",
 )
 # Near the top only: a pasted command, an issue's environment bullets (`- SGLang 0.5.17 (venv)`).
 HEAD_ANCHORS: tuple[bytes, ...] = (b"--speculative", b"SGLang ")
@@ -122,14 +121,6 @@ def continues(text: str) -> bool:
     return bool(text) and not _PREFIX.match(text)
 
 
-@dataclass
-class _Rank(Worker):
-    """Capture lines of one rank (TP0, DP0 TP1, ...)."""
-
-    begun: dict[str, Evidence] = field(default_factory=dict)
-    ended: dict[str, Evidence] = field(default_factory=dict)
-
-
 class Parser(LogParser):
     """Feed it candidate lines in order; `finish()` returns the facts."""
 
@@ -137,10 +128,11 @@ class Parser(LogParser):
 
     def __init__(self, facts: LogFacts) -> None:
         super().__init__(facts)
-        self.ranks: dict[str, _Rank] = {}
+        self.ranks: dict[str, Rank] = {}
         self.tally = AcceptanceTally()
         self.disable_cuda_graph: bool | None = None
-        self.capture_failed = False  # `Capture cuda graph failed` (a capture that started, ended)
+        # `Capture cuda graph failed`, or a traceback after a begin with no end: capture ended
+        self.capture_failed = False
         self.args_line: Evidence | None = None
         self.ready = False
         self.graph_batches: list[Evidence] = []
@@ -157,6 +149,10 @@ class Parser(LogParser):
             self.kind = "metric"
             self._decode_batch(line)
             return
+        if "Traceback (most recent" in text and any(
+            r.begun and not r.ended for r in self.ranks.values()
+        ):
+            self.capture_failed = True  # an exception while graphs were being captured
         if "server_args=" in text:
             self._server_args(line)
         elif _GRAPH_LINE.search(text):
@@ -173,10 +169,10 @@ class Parser(LogParser):
             v = _VERSION.search(text)
             self.facts.version = v["v"] if v else None
 
-    def _rank(self, name: str) -> _Rank:
+    def _rank(self, name: str) -> Rank:
         rank = self.ranks.get(name)
         if rank is None:
-            rank = self.ranks[name] = _Rank(name)
+            rank = self.ranks[name] = Rank(name)
         return rank
 
     def command(self, line: Line, *, launch: bool = False) -> bool:
@@ -234,18 +230,18 @@ class Parser(LogParser):
             spec.num_draft_tokens = k if isinstance(k, int) else None
         self.facts.spec_evidence.append(self.args_line)
 
-    def _capture(self, rank: _Rank, line: Line) -> None:
+    def _capture(self, rank: Rank, line: Line) -> None:
         text = line.text
         begin = _BEGIN.search(text)
         if begin:
-            rank.begun.setdefault(_kind(begin["what"]), ev(line))
+            rank.begun.setdefault(graph_kind(begin["what"]), ev(line))
         if "graph failed" in text:
             self.capture_failed = True
         end = _END.search(text)
         if end:
-            kind = _kind(end["what"])
+            kind = graph_kind(end["what"])
             rank.ended.setdefault(kind, ev(line))
-            if kind in _DECODING:
+            if kind in DECODING:
                 rank.finished.append(ev(line))
             elapsed, mem = _ELAPSED.search(text), _MEM.search(text)
             self.facts.capture_timings.append(
@@ -299,7 +295,7 @@ class Parser(LogParser):
             capture.resolved = "NONE"
             capture.reason = f"SGLang ran on {platform.upper()}: no CUDA graphs exist there"
             return facts
-        results = {r.name: _resolve_rank(r, failed=self.capture_failed) for r in ranks}
+        results = {r.name: resolve_rank(r, failed=self.capture_failed) for r in ranks}
         capture.per_worker = {n: res[0] for n, res in results.items()}  # type: ignore[misc]
         modes = set(capture.per_worker.values())
         if len(modes) > 1:
@@ -361,17 +357,6 @@ class Parser(LogParser):
             capture.reason = "the log ends before CUDA-graph capture"
 
 
-# Graph kinds as SGLang's capture lines name them (0.4: "Capture cuda graph" for the target's
-# decode or verify graph, "draft", "draft extend"; 0.5.x: "target decode|verify|prefill", "draft
-# decode|prefill|extend").
-_ROLES = {"target": "target decode/verify (0.4)", "draft": "draft decode"}
-_DECODING = ("target", "target-verify", "target-decode")
-
-
-def _roles(kinds: Iterable[str]) -> str:
-    return ", ".join(sorted(_ROLES.get(k, k.replace("-", " ")) for k in kinds))
-
-
 def _drafter_hint(facts: LogFacts) -> None:
     """A drafter whose name alone suggests EAGLE-3 under EAGLE: a hint, not a finding."""
     spec = facts.spec
@@ -382,41 +367,6 @@ def _drafter_hint(facts: LogFacts) -> None:
             "--speculative-algorithm EAGLE; nothing in the log confirms it (no drafter "
             "architecture line, no acceptance line)"
         )
-
-
-def _resolve_rank(rank: _Rank, *, failed: bool) -> tuple[str, str, list[Evidence]]:
-    lines = list(rank.begun.values()) + list(rank.ended.values())
-    ended = set(rank.ended)
-    if ended & set(_DECODING):
-        return "CAPTURED", f"graphs captured: {_roles(ended)}", lines
-    if any(k.startswith("draft") for k in ended):  # drafter graphs follow the target's
-        return (
-            "CAPTURED",
-            f"graphs captured: {_roles(ended)}; SGLang captures the drafter's after the "
-            "target's, so the target's were too",
-            lines,
-        )
-    if ended:  # the prefill graph alone: decoding runs eagerly
-        return (
-            "NONE",
-            f"graphs captured: {_roles(ended)} only; no decode or verify graph, so decoding "
-            "runs eagerly",
-            lines,
-        )
-    begun = ", ".join(sorted(rank.begun))
-    if not failed:  # graphs on, capture under way where the paste ends: nothing says it failed
-        return (
-            "CAPTURED",
-            f"capture started ({begun} graphs: they were not disabled) and the text ends "
-            "before 'Capture cuda graph end' with no failure",
-            lines,
-        )
-    return (
-        "UNKNOWN",
-        f"capture started ({begun} graphs: they were not disabled) and failed before "
-        "'Capture cuda graph end'",
-        lines,
-    )
 
 
 # CUDA graphs off: 0.4's --disable-cuda-graph, 0.5.x's per-phase successors (decode matters).
@@ -446,13 +396,6 @@ def _expand_prefixes(cmd: Command) -> None:
         matches = [full for full in _SPEC_FLAGS if full.startswith(name)]
         if len(matches) == 1 and len(name) >= 10:
             cmd.flags[matches[0]] = cmd.flags.pop(name)
-
-
-def _kind(what: str) -> str:
-    what = what.strip().lower()
-    if what in ("", "target", "decode"):
-        return "target"
-    return what.replace(" ", "-")
 
 
 def _float(value: str) -> float | None:

@@ -40,6 +40,18 @@ ANCHORS: tuple[bytes, ...] = (
     b"trtllm-",
     b"extra_llm_api_options",
 )
+# Near the top only: the keys of an options file shown in the text (`cat extra.yml`).
+HEAD_ANCHORS: tuple[bytes, ...] = (
+    b"kv_cache_config",
+    b"enable_attention_dp",
+    b"max_batch_size",
+    b"pytorch_backend_config",
+    b"enable_chunked_prefill",
+    b"tp_size",
+    b"ep_size",
+    b".yml",
+    b".yaml",
+)
 SIGNATURES: tuple[bytes, ...] = (
     b"[TRT-LLM]",
     b"[TensorRT-LLM]",
@@ -151,6 +163,7 @@ _CONFIG_KEY = re.compile(
     r"pytorch_backend_config|enable_chunked_prefill|tp_size|ep_size)\s*:"
 )
 _READY = ("startup complete", "Uvicorn running on")
+_FILE_NAME = re.compile(r"[\w.-]+\.(?:ya?ml|json)\b")
 
 
 class Parser(LogParser):
@@ -167,6 +180,7 @@ class Parser(LogParser):
         self.ready = False
         self.config_shown = False  # an options file's keys are in the text
         self.config_file: str | None = None  # options come from a file the text may not show
+        self.files_named: set[str] = set()  # files a line other than the command names (cat F)
         self.whole_command = False
         self.spec_off: Evidence | None = None
         self.first: Evidence | None = None
@@ -177,6 +191,8 @@ class Parser(LogParser):
         self.first = self.first or ev(line)
         if any(c.decode() in text for c in COMMANDS) and self.command(line):
             return
+        if "." in text:
+            self.files_named.update(_FILE_NAME.findall(text))
         if "warmup for batch size" in text and (w := _WARMUP.search(text)):
             self.warmups.append(ev(line))
             if w["k"]:
@@ -272,8 +288,12 @@ class Parser(LogParser):
             cap_append(self.facts.spec_evidence, self.spec_off)
             return
         # A whole command whose options (if any) are all in the text, or a started server:
-        # speculation would be in its speculative_config (and its warmups' draft_len).
-        options_known = self.config_file is None or self.config_shown
+        # speculation would be in its speculative_config (and its warmups' draft_len). Options
+        # keys shown are the file's only where the text names the file (`cat F`, "F:").
+        named = (
+            self.config_file is not None and self.config_file.rsplit("/", 1)[-1] in self.files_named
+        )
+        options_known = self.config_file is None or (self.config_shown and named)
         if options_known and (self.whole_command or (self.ready and self.config_shown)):
             spec.enabled = False
 

@@ -11,6 +11,7 @@ program, so it is not known to be the whole command.
 
 from __future__ import annotations
 
+import html
 import json
 import re
 import shlex
@@ -42,6 +43,15 @@ _IMAGE_VERSION = re.compile(r":v?(?P<v>\d+\.\d+(?:\.\d+)?(?:\.post\d+|rc\d+)?)")
 _WINDOWS = re.compile(r"\b[A-Za-z]:\\|\.exe\b|(?:^|\s)\.\\")
 _JSON_ARGS = re.compile(r"""\[\s*"(?:[^"\\]|\\.)*"(?:\s*,\s*"(?:[^"\\]|\\.)*")*\s*\]""")
 _BARE_START = re.compile(r"--?[A-Za-z]")
+# Inline code in prose: "Server flags: `--ctx-size 8192 --spec-type mtp`." (one backtick pair or
+# several, as Markdown allows).
+_CODE_SPAN = re.compile(r"(`+)([^`]+)\1")
+# An issue body pasted as rendered HTML: its code elements hold the commands (a block's one flag
+# included: it is code, not a mention in prose).
+_HTML_TAG = re.compile(r"</?(?:p|pre|code|br|h\d|li|div)\b[^>]*>", re.IGNORECASE)
+_CODE_ELEMENT = re.compile(r"<code\b[^>]*>(.*?)(?:</code>|$)", re.IGNORECASE)
+# A container image reference with a tag (`lmsysorg/sglang:v0.5.15-cu130`).
+_IMAGE = re.compile(r"[\w.-]+(?::\d+)?(?:/[\w.-]+)+:[\w.-]+")
 # docker/podman run options that take a value (the image is the first word that is neither).
 _DOCKER_VALUED = frozenset(
     [
@@ -135,13 +145,24 @@ def find_command(
 ) -> Command | None:
     """The command on a (joined) line when a token is one of the engine's markers (or a
     `docker run` image naming one of `image_words`) and flags follow it, else a bare list of
-    flags or a JSON array of arguments, else None.
+    flags or a JSON array of arguments, else None. A command quoted inline in prose (in
+    backticks) is read from its quotes, one pasted as rendered HTML from its code elements.
 
     The engine's arguments start after the last marker token; a marker that looks like an
     image (has a `:` tag or a `/`) is kept as the image. `launch`: the text is known to be
     the engine's launch command (a bundle's run.json), whose program may be a variable
     (`$LLAMA_SERVER -m …`): without a marker, the arguments start after its first word.
     """
+    if "<" in text and _HTML_TAG.search(text):
+        for code in _CODE_ELEMENT.findall(text):
+            cmd = find_command(html.unescape(code), markers, launch=launch, image_words=image_words)
+            if cmd is not None:
+                return cmd
+        text = html.unescape(_HTML_TAG.sub(" ", text))
+    for span in _CODE_SPAN.findall(text) if "`" in text else ():
+        cmd = find_command(span[1], markers, launch=launch, image_words=image_words)
+        if cmd is not None and (not cmd.bare or len(cmd.flags) > 1):
+            return cmd  # a command quoted inline; one flag alone is a mention, not a launch
     tokens = _tokens(text)
     if tokens is None:
         return None
@@ -151,9 +172,14 @@ def find_command(
             start = i + 1
             if "/" in token and ("docker" in tokens[:i] or "podman" in tokens[:i]):
                 image = token
+    if start is not None and image is None and image_words:
+        # the image before the program of a container line whose `docker run …` was cut off
+        image = next(
+            (t for t in tokens[:start] if _IMAGE.fullmatch(t) and _names(t, image_words)), None
+        )
     if start is None and image_words:
         at = _docker_image(tokens)
-        if at is not None and any(w in tokens[at].lower() for w in image_words):
+        if at is not None and _names(tokens[at], image_words):
             start, image = at + 1, tokens[at]
     if start is None and launch:
         start = next((i + 1 for i, t in enumerate(tokens) if not ENV_WORD.match(t)), None)
@@ -212,6 +238,10 @@ def _json_args(text: str) -> list[str] | None:
     if isinstance(value, list) and all(isinstance(v, str) for v in value):
         return [str(v) for v in value]
     return None
+
+
+def _names(image: str, words: Sequence[str]) -> bool:
+    return any(w in image.lower() for w in words)
 
 
 def _docker_image(tokens: list[str]) -> int | None:

@@ -160,6 +160,8 @@ class Parser(LogParser):
         if "draft acceptance" in text:
             self.kind = "metric"
             self._acceptance(line)
+            if "per position" in text:  # newer builds print the rates on the same line
+                self._per_position(text)
             return
         arg = _ROUTER_ARG.search(text) if self.router_args is not None else None
         if arg:

@@ -15,7 +15,7 @@ from diagnostic.engines._lines import Line, collapse
 from diagnostic.engines._signals import name_source
 from diagnostic.engines.vllm.capture import VWorker, resolve_capture
 from diagnostic.engines.vllm.runtime import Metrics
-from diagnostic.engines.vllm.settings import SettingsReader
+from diagnostic.engines.vllm.settings import SettingsReader, prose_version
 from diagnostic.engines.vllm.signals import (
     COMMANDS,
     FLAG_HINTS,
@@ -52,6 +52,7 @@ ANCHORS: tuple[bytes, ...] = (
 HEAD_ANCHORS: tuple[bytes, ...] = (
     b"piecewise_backend",
     b"vllm  ",  # `pip list`: the name padded to the version's column
+    b"vllm v",  # prose: "the vllm v0.11.0 docker image"
     *(h.encode() for h in FLAG_HINTS),
 )
 _PIP_LIST = re.compile(r"^vllm\s{2,}(?P<v>\d+\.\d+\.\d+[\w.+-]*)\s*$")
@@ -202,6 +203,7 @@ class Parser(SettingsReader):
         self.ready = False
         self.ray_folded = 0  # lines Ray's log dedup folded into one (other workers' copies)
         self.pip_version: str | None = None  # `pip list`'s row: when nothing better says it
+        self.prose_version: str | None = None  # the version in words: the last resort
 
     # -- lines -------------------------------------------------------------------------
     def feed(self, line: Line) -> None:
@@ -258,6 +260,8 @@ class Parser(SettingsReader):
             self._banner(line)
         elif text.startswith("vllm  ") and (pip := _PIP_LIST.match(text)):
             self.pip_version = self.pip_version or pip["v"]
+        if self.prose_version is None and ("vLLM" in text or "vllm v" in text):
+            self.prose_version = prose_version(text)
         if "Model Runner" in text or "model runner" in text:
             self._runner(proc, line)
         if "backend" in text and self.facts.attention_backend is None:
@@ -358,7 +362,8 @@ class Parser(SettingsReader):
         elif self.generation == "V1":
             facts.model_runner = "V1"
         self.decide_platform()
-        facts.version = facts.version or self.pip_version
+        facts.version = facts.version or self.pip_version or self.prose_version
+        self.alternatives()
         _resolve_alias(facts)
         resolve_capture(
             facts,

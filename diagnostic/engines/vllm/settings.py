@@ -15,7 +15,7 @@ from diagnostic.engines.vllm.capture import VWorker
 from diagnostic.engines.vllm.signals import IMAGE_WORDS, MARKERS, command_spec
 from diagnostic.schema.logfacts import Evidence, LogFacts
 
-__all__ = ["SettingsReader"]
+__all__ = ["SettingsReader", "prose_version"]
 
 _VERSION_BANNER = re.compile(r"vLLM (?:API )?server version (?P<v>\d[\w.+-]*)")
 _SERVING = re.compile(r"serving model (?P<m>\S+)")
@@ -42,9 +42,20 @@ class SettingsReader(LogParser):
         self.enforce_eager: bool | None = None
         self.generation: str | None = None
         self.command_lines: set[int] = set()
+        self.command_ks: set[int] = set()  # draft lengths the pasted commands give
 
     def _proc(self, key: str) -> VWorker:
         raise NotImplementedError
+
+    def alternatives(self) -> None:
+        """Commands that give different draft lengths (`MTP1:` and `MTP2:` side by side) and no
+        log line that says which ran: no single k."""
+        source = self.facts.sources.get("spec.num_draft_tokens")
+        if len(self.command_ks) > 1 and (source is None or source.kind == "command"):
+            self.facts.spec.num_draft_tokens = None
+            self.facts.sources.pop("spec.num_draft_tokens", None)
+            ks = ", ".join(str(k) for k in sorted(self.command_ks))
+            self.facts.notes.append(f"the pasted commands give different draft lengths ({ks})")
 
     def _config(self, proc: VWorker, line: Line) -> None:
         text = line.text
@@ -184,6 +195,8 @@ class SettingsReader(LogParser):
             spec.enabled = got["enabled"]
         for path, key in (("method", "method"), ("num_draft_tokens", "k"), ("drafter", "drafter")):
             set_fact(facts, f"spec.{path}", got[key])
+        if got["k"] is not None:
+            self.command_ks.add(got["k"])
         facts.spec_evidence.append(ev(line, "--speculative"))
         facts.requested.update({k: v for k, v in cmd.flags.items()})
         return True
@@ -208,3 +221,20 @@ def _mode_name(m: re.Match[str]) -> str | None:
 
 def _str(value: object) -> str | None:
     return value if isinstance(value, str) and value else None
+
+
+# The running version said in words ("on the vllm v0.11.0 image", "detected via vLLM
+# 0.22.1+empty"); not a version something changed at ("since", "fixed in", "upgrading to" ...).
+_PROSE_VERSION = re.compile(r"\b(?i:vllm) v?(?P<v>\d+\.\d+\.\d+(?:[\w.+-]*\w)?)(?![\w.])")
+_CHANGED_AT = re.compile(
+    r"(?i)(?:since|before|after|than|until|from|to|vs\.?|versus|(?:fixed|introduced|added|"
+    r"removed|changed|deprecated|landed|released|broken|regressed) in)\s+$"
+)
+
+
+def prose_version(text: str) -> str | None:
+    """The first vLLM version in the words of a line that is not a version something changed at."""
+    for m in _PROSE_VERSION.finditer(text):
+        if not _CHANGED_AT.search(text[max(0, m.start() - 24) : m.start()]):
+            return m["v"]
+    return None

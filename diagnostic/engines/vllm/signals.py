@@ -41,6 +41,16 @@ SIGNALS: tuple[Signal, ...] = (
     # Speculation named by errors and notices: a SpeculativeConfig that failed validation, a
     # token budget derived from the speculative settings, a run forced onto Model Runner V2.
     Signal("validation error for SpeculativeConfig", _ON, "startup", head=True),
+    # SpeculativeConfig's own notices name the method it runs: an alias it rewrites
+    # (`method `deepseek_mtp` is deprecated and replaced with mtp`), the MTP branch's warning
+    # that k > 1 reruns the same MTP layer.
+    Signal(
+        "is deprecated and replaced with",
+        {**_ON, "spec.method": "{m}"},
+        "startup",
+        re.compile(r"method `?\w+`? is deprecated and replaced with (?P<m>\w+)"),
+    ),
+    Signal("forward on same MTP layer", {**_ON, "spec.method": "mtp"}, "startup"),
     Signal("speculative decoding settings", _ON, "startup", head=True),
     Signal(
         "does not yet support: ",
@@ -112,11 +122,22 @@ MARKERS = (
 _MODES = ("NONE", "PIECEWISE", "FULL", "FULL_DECODE_ONLY", "FULL_AND_PIECEWISE")
 
 
+# A placeholder where a JSON value goes (`"num_speculative_tokens":K`, `"model": <drafter>`).
+_PLACEHOLDER_VALUE = re.compile(
+    r"(?<=:)\s*(?!(?:true|false|null)\b)(?:<[^<>\"]*>|[A-Za-z_$][\w$.-]*)(?=\s*[,}])"
+)
+
+
 def _json(value: str | bool | None) -> Any:
     if not isinstance(value, str):
         return None
     try:
         return json.loads(value)
+    except ValueError:
+        pass
+    mended = _PLACEHOLDER_VALUE.sub("null", value)  # the rest of the config stays readable
+    try:
+        return json.loads(mended) if mended != value else _kv.literal(value)
     except ValueError:
         return _kv.literal(value)
 
