@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import json
 import re
-import shlex
 from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,6 +19,17 @@ from typing import BinaryIO
 
 import numpy as np
 
+from diagnostic.engines._joins import (
+    ANSWER,
+    CONTINUED,
+    VALUE_START,
+    glue,
+    has_flag,
+    item,
+    join,
+    join_mode,
+    open_quote,
+)
 from diagnostic.errors import DiagnosticError
 
 __all__ = ["Line", "LineScanner", "clean", "collapse", "read_head", "unwrap"]
@@ -143,8 +153,8 @@ def _chunks(source: Source, block: int) -> Iterator[bytes]:
         return
     parts: list[bytes] = []
     size = 0
-    for item in source:
-        data = item if isinstance(item, bytes) else item.encode("utf-8", "surrogateescape")
+    for piece in source:
+        data = piece if isinstance(piece, bytes) else piece.encode("utf-8", "surrogateescape")
         parts.append(data if data.endswith(b"\n") else data + b"\n")
         size += len(parts[-1])
         if size >= block:
@@ -310,7 +320,7 @@ class LineScanner:
                 continue
             stop = int(newlines[idx]) if idx < len(newlines) else end
             line = self._decode(buf[start:stop], self.lines + idx + 1)
-            mode = _join_mode(line.text, self.wants_more)
+            mode = join_mode(line.text, self.wants_more)
             if mode is not None:
                 more = self._continuation(
                     buf, newlines, idx, end, mode=mode, final=final, first=line.text
@@ -318,9 +328,9 @@ class LineScanner:
                 if more is None and not final and len(buf) < 4 * self.max_line:
                     self.lines += idx  # wait for the next block: the wrap goes past this one
                     return start
-                if mode == "items" and more and not _has_flag(line.text, more[0].text):
+                if mode == "items" and more and not has_flag(line.text, more[0].text):
                     more = []  # a list of values (device lines, bullets), not arguments
-                _join(line, more or [], mode)
+                join(line, more or [], mode)
                 if more:
                     last = idx + len(more)
                     covered = int(newlines[last]) + 1 if last < len(newlines) else end
@@ -377,121 +387,36 @@ class LineScanner:
                 if start < end:  # the buffer's last line, no newline
                     last = self._decode(buf[start:end], self.lines + j + 1)
                     if mode in ("quote", "value"):
-                        keep = mode == "quote" or _VALUE_START.match(last.text) is not None
+                        keep = mode == "quote" or VALUE_START.match(last.text) is not None
                     elif mode == "engine":
                         keep = self.continues(last.text)  # type: ignore[misc]
                     else:
-                        keep = mode == "shell" or _item(last.text) is not None
-                        keep = keep or _ANSWER.match(last.text) is not None
+                        keep = mode == "shell" or item(last.text) is not None
+                        keep = keep or ANSWER.match(last.text) is not None
                     if keep:
                         out.append(last)
                     return out
                 return out if final else None
             nxt = self._decode(buf[start : int(newlines[j])], self.lines + j + 1)
             if mode == "answer":
-                return [nxt] if _ANSWER.match(nxt.text) else []
+                return [nxt] if ANSWER.match(nxt.text) else []
             if mode == "shell":
                 out.append(nxt)
-                if not _CONTINUED.search(nxt.text):
+                if not CONTINUED.search(nxt.text):
                     return out
                 continue
             if mode in ("quote", "value"):
-                if mode == "value" and not out and not _VALUE_START.match(nxt.text):
+                if mode == "value" and not out and not VALUE_START.match(nxt.text):
                     return out
                 out.append(nxt)
-                whole = _glue([first, *(x.text for x in out)])
-                if not _open_quote(whole[whole.find("--") :]):
+                whole = glue([first, *(x.text for x in out)])
+                if not open_quote(whole[whole.find("--") :]):
                     return out
                 if len(out) >= MAX_QUOTED:
                     return []  # no closing quote near: not a value cut by a wrap
                 continue
-            goes_on = _item(nxt.text) is not None if mode == "items" else self.continues(nxt.text)  # type: ignore[misc]
+            goes_on = item(nxt.text) is not None if mode == "items" else self.continues(nxt.text)  # type: ignore[misc]
             if not goes_on:
                 return out
             out.append(nxt)
         return out
-
-
-# A command line continued on the next: `\` (sh), ` `` ` (PowerShell), ` ^` (cmd.exe).
-_CONTINUED = re.compile(r"(?:\\| `| \^)$")
-_ITEM = re.compile(r"^-\s+(?P<v>\S.*)$")  # a YAML list item
-_FLAG = re.compile(r"""^["']?--?[A-Za-z]""")
-# What `--version` printed alone on its line, or the line after `pip show`'s `Name: X`.
-_ANSWER = re.compile(r"(?:Version:\s*)?v?\d+\.\d+[\w.+-]*$")
-_PIP_NAME = re.compile(r"Name: (?:vllm|sglang|tensorrt[-_]llm)$", re.IGNORECASE)
-_PROGRAM = re.compile(r"(?i)vllm|sglang|llama|trtllm|tensorrt|python|serve|entrypoints")
-# A flag whose JSON value a wrap put on the next line, and how that value starts.
-_VALUE_FLAG = re.compile(r"--[\w-]*config\s*=?$")
-_VALUE_START = re.compile(r"""^['"]?[{\[]""")
-
-
-def _item(text: str) -> str | None:
-    """The argument an item line holds (`- "--model"`, a bare `--flag value`), else None."""
-    m = _ITEM.match(text)
-    if m:
-        return m["v"]
-    return text if _FLAG.match(text) and text.startswith("-") else None
-
-
-def _has_flag(first: str, second: str) -> bool:
-    return any(_FLAG.match(_item(t) or "") for t in (first, second))
-
-
-def _open_quote(text: str) -> bool:
-    """Whether a shell line ends inside a quoted value."""
-    try:
-        shlex.split(text, posix=True)
-    except ValueError:
-        return True
-    return False
-
-
-def _glue(parts: Sequence[str]) -> str:
-    """Pieces of a record cut by a wrap, joined: a space where the cut fell at a delimiter (a
-    form re-flows at spaces), none inside a word (a terminal cuts at its width)."""
-    text = parts[0]
-    for part in parts[1:]:
-        space = text[-1:] in ",:;{[(" or part[:1] in "'\"{[-"
-        text += (" " if space else "") + part
-    return text
-
-
-def _join_mode(text: str, wants_more: Callable[[str], bool] | None) -> str | None:
-    if text.endswith("--version") or _PIP_NAME.match(text):
-        return "answer"
-    if _CONTINUED.search(text):
-        return "shell"
-    if "--" in text and _PROGRAM.search(text):
-        if _VALUE_FLAG.search(text):
-            return "value"  # `… --speculative-config` and its JSON on the next line
-        flags = text[text.find("--") :]  # a quote opened in the prose before the flags is none
-        if ("'" in flags or '"' in flags) and _open_quote(flags):
-            return "quote"
-    if _item(text) is not None:
-        return "items"
-    if wants_more is not None and wants_more(text):
-        return "engine"
-    return None
-
-
-def _join(line: Line, more: list[Line], mode: str) -> None:
-    """Append continuation lines to a line: a command's words joined by spaces, an engine's
-    wrapped record as it was cut."""
-    if not more:
-        return
-    if mode in ("shell", "answer"):
-        words = [_CONTINUED.sub("", x.text).strip() for x in [line, *more]]
-    elif mode == "items":
-        words = [_item(x.text) or "" for x in [line, *more]]
-        while words and not _FLAG.match(words[0]) and not _PROGRAM.search(words[0]):
-            words.pop(0)  # the value of a flag on an earlier line
-    elif mode in ("quote", "value"):
-        line.text = line.raw = _glue([line.text, *(x.text for x in more)])
-        return
-    else:
-        for extra in more:
-            line.text += extra.text
-            line.raw += extra.raw
-        return
-    line.text = " ".join(w for w in words if w)
-    line.raw = line.text
