@@ -68,3 +68,14 @@ def test_the_mask_is_kept_as_it_is() -> None:
         once = redact_file_text(str(case["text"]))
         assert redact_file_text(once) == once, case["shape"]
         assert MASK in once
+
+
+def test_a_python_import_path_is_kept_and_a_key_after_a_dotted_name_is_not() -> None:
+    """vLLM's registry names classes as `package.module:ClassName` (a wild vllm-ascend log):
+    a capitalised name made of words is a class, a random mix of cases and digits a key."""
+    line = "overwritten by the new model class vllm_ascend.models.deepseek_v4_mtp:DeepSeekV4MTP."
+    assert redact_file_text(line) == line
+    for kept in ("vllm.model_executor.models.llama:LlamaForCausalLM", "a.b:Qwen3NextMTP"):
+        assert redact_file_text(kept) == kept
+    for key in ("Xk9vLp2QwErT7yZa", "AKIAIOSFODNN7EXAMPL3", "Zx9Kq2vB7mN4pL8wR3tY"):
+        assert key not in redact_file_text(f"some.config:{key}")

@@ -158,6 +158,19 @@ _NAME_PARTS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
 _UPPER_NAME = re.compile(r"^[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+$")
 # A dotted or slashed identifier of lower-case words: a weight's name, a module path.
 _IDENTIFIER_PATH = re.compile(r"^[a-z_][a-z0-9_]*(?:[./:-][a-z0-9_]+)+$")
+# `package.module:ClassName`, a Python object's import path (vLLM's model registry, entry
+# points): a dotted module of lower-case words, a colon, a capitalised name made of words.
+_MODULE_PATH = re.compile(r"^[a-z_][a-z0-9_]*(?:\.[a-z_][a-z0-9_]*)+$")
+_CLASS_NAME = re.compile(r"^[A-Z][A-Za-z0-9_]*[a-z][A-Za-z0-9_]*$")
+
+
+def _class_name(value: str) -> bool:
+    """A class's name: capitalised, and mostly words of 3 letters or more (LlamaForCausalLM,
+    DeepSeekV4MTP), not a random mix of cases and digits (Xk9vLp2QwErT7yZa)."""
+    if not _CLASS_NAME.match(value):
+        return False
+    words = sum(len(p) for p in _NAME_PARTS.findall(value) if len(p) >= 3 and not p.isdigit())
+    return words >= 0.7 * len(value)
 
 
 def _key_like_name(name: str) -> bool:
@@ -168,6 +181,8 @@ def _key_like_name(name: str) -> bool:
 def _mask_key_like(match: re.Match[str]) -> str:
     name, value, sep = match.group("name"), match.group("value"), match.group("sep")
     if MASK in value or _IDENTIFIER_PATH.match(value) or value.startswith(("/", "./", "~")):
+        return match.group(0)
+    if sep == ":" and _MODULE_PATH.match(name) and _class_name(value.rstrip(".")):
         return match.group(0)
     if (
         ":" not in sep
