@@ -58,8 +58,9 @@ def _folder(cluster: Cluster, node: str) -> Path:
 
 
 def test_dry_run_reads_each_node_of_commands_written_as_consultants_write_them(
-    ssh_nodes: Cluster, tmp_path: Path, mute_node: int
+    ssh_nodes: Cluster, tmp_path: Path, mute_node: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setenv("SITE_SSH_CONFIG", str(ssh_nodes.config))
     cfg, node1 = ssh_nodes.config, ssh_nodes.nodes["node1"]
     one, two = _folder(ssh_nodes, "node1"), _folder(ssh_nodes, "node2")
     engine = one / "engine"
@@ -81,7 +82,9 @@ def test_dry_run_reads_each_node_of_commands_written_as_consultants_write_them(
     )
     logs = {
         "node1": f"{by_address} -- tail -n 100 {one}/logs/server.log",
-        "node2": f"ssh -F {cfg} node2 bash -s <<'EOF'\ntail -n 100 '{two}/my logs/server.log'\nEOF",
+        # the site's config named by a variable of the consultant's shell
+        "node2": "ssh -F $SITE_SSH_CONFIG node2 bash -s <<'EOF'\n"
+        f"tail -n 100 '{two}/my logs/server.log'\nEOF",
         # through node1 (a hop): the pid file is node2's, never looked for on node1
         "hop": f"ssh -F {cfg} -o SetEnv=API_KEY={SECRET} node1 ssh node2 cat /only/on/node2.pid",
         # the container's files are the container's: only its program is looked for

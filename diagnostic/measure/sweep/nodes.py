@@ -4,6 +4,7 @@ the node's clock against this machine's."""
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
 import subprocess
@@ -107,7 +108,10 @@ def _check(calls: list[SshCall], written: set[str], timeout_s: float) -> NodeChe
     node = calls[0].host
     options = calls[0].login_options()
     shown = redact_command(shlex.join(["ssh", *options, node]), launch=False)
-    wait = _connect_timeout(options, node)
+    # as this machine's shell gives them to ssh: `-F $SITE/ssh_config`, `-i ~/.ssh/site`
+    options = [os.path.expanduser(os.path.expandvars(word)) for word in options]
+    target = os.path.expanduser(os.path.expandvars(node))
+    wait = _connect_timeout(options, target)
     if isinstance(wait, str):  # ssh cannot read the options or the config
         return NodeCheck(node=node, command=shown, reached=False, problem=f"ssh: {wait}")
     # BatchMode first: ssh keeps the first value it is given. The plan's own ConnectTimeout
@@ -115,7 +119,7 @@ def _check(calls: list[SshCall], written: set[str], timeout_s: float) -> NodeChe
     argv = ["ssh", "-o", "BatchMode=yes", *options]
     if wait is None:
         argv += ["-o", f"ConnectTimeout={CONNECT_TIMEOUT_S}"]
-    argv.append(node)
+    argv.append(target)
     sent = time.time()
     try:
         done = subprocess.run(
