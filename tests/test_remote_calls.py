@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from diagnostic.bundle.redact import redact_command, redact_text
 from diagnostic.measure.launch import run_shell
 from diagnostic.measure.remote import SshCall, ssh_calls, ssh_hosts
 
@@ -115,3 +116,27 @@ def test_a_long_output_keeps_its_tail_from_a_whole_line_on() -> None:
         False,
         "two",
     )
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "HF_TOKEN={s} ssh gpu1 vllm serve m",
+        "ssh gpu1 'HF_TOKEN={s} vllm serve m'",
+        "ssh gpu1 $'HF_TOKEN={s} vllm serve m'",
+        "ssh gpu1 <<'EOF'\nexport HF_TOKEN={s}\nvllm serve m\nEOF",
+        "ssh gpu1 \"bash -lc 'vllm serve m --api-key {s} --port 8000'\"",
+        "ssh gpu1 bash -lc 'vllm serve m --api-key {s}'",
+        "ssh -o SetEnv=API_KEY={s} gpu1 vllm serve m",
+        "ssh gpu1 docker run -e HF_TOKEN={s} vllm/vllm-openai --model m",
+    ],
+)
+def test_a_secret_in_an_ssh_command_is_masked_wherever_it_stands(command: str) -> None:
+    secret = "s3cr3t-of-the-site-0042"
+    command = command.replace("{s}", secret)
+    for shown in (
+        redact_command(command),
+        redact_command(command, launch=False),
+        redact_text(command),
+    ):
+        assert secret not in shown and "<redacted>" in shown
