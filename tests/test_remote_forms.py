@@ -89,6 +89,8 @@ def test_dry_run_reads_each_node_of_commands_written_as_consultants_write_them(
         "hop": f"ssh -F {cfg} -o SetEnv=API_KEY={SECRET} node1 ssh node2 cat /only/on/node2.pid",
         # the container's files are the container's: only its program is looked for
         "box": f"ssh -F {cfg} -o ServerAliveInterval=5 node1 docker exec c cat /in/the/box.log",
+        # an ssh that starts in a pod: named, not checked from here
+        "pod": "kubectl exec pod -- ssh gpu9 cat /var/log/vllm.log",
     }
     stop = f"ssh -F {cfg} node1 -- $'kill $(cat {one}/server.pid)'"
     telemetry = {
@@ -123,8 +125,10 @@ def test_dry_run_reads_each_node_of_commands_written_as_consultants_write_them(
         "node1",  # SetEnv
         "node1",  # ServerAliveInterval
         "root@127.0.0.1",  # the mute one
+        "gpu9",
     ], checks
-    launch_check, stop_check, address, second, hop, box, mute = checks
+    launch_check, stop_check, address, second, hop, box, mute, pod = checks
+    assert pod.ok and pod.via == "kubectl" and not pod.reached and pod.command == "ssh gpu9"
     # -tt gives the check a terminal; `bash -lc '…'` is read inside, relative paths after cd
     assert launch_check.ok, launch_check
     assert launch_check.found == [

@@ -67,11 +67,16 @@ class NodeCheck(BaseModel):
     clock_bound_s: float | None = Field(
         None, description="The offset is within this much (half the round trip)"
     )
+    via: str | None = Field(
+        None,
+        description="Not checked from here: its ssh runs on this node or in this container "
+        "or job step (a hop, docker exec, kubectl exec, srun)",
+    )
 
     @property
     def ok(self) -> bool:
-        """Reached, and everything the plan names there found."""
-        return self.reached and not self.missing
+        """Reached, and everything the plan names there found (or not to be checked here)."""
+        return self.via is not None or (self.reached and not self.missing)
 
 
 def check_nodes(plan: Plan, *, timeout_s: float = 60.0) -> list[NodeCheck]:
@@ -79,11 +84,14 @@ def check_nodes(plan: Plan, *, timeout_s: float = 60.0) -> list[NodeCheck]:
     telemetry, at restart 0) reach over ssh from here, all at once; in the order the plan
     names them. An ssh that runs on another node (a hop) or in a container is not checked."""
     calls: dict[tuple[str, tuple[str, ...]], list[SshCall]] = {}
+    elsewhere: dict[str, SshCall] = {}
     for arm in plan.arms:
         c = arm.commands.at(0)
         for command in [c.launch, c.stop, c.health, *c.logs.values(), *c.telemetry.values()]:
             for call in ssh_calls(command or ""):
-                if not call.hop:
+                if call.hop:
+                    elsewhere.setdefault(call.host, call)
+                else:
                     calls.setdefault((call.host, tuple(call.login_options())), []).append(call)
     # a file one command writes on a node (the launch's log, its pid file) need not exist
     # before the first start for another to read it: its folder must
@@ -91,9 +99,20 @@ def check_nodes(plan: Plan, *, timeout_s: float = 60.0) -> list[NodeCheck]:
     for (host, _), found in calls.items():
         written.setdefault(host, set()).update(*(_named(call.remote)[1] for call in found))
     with ThreadPoolExecutor(max_workers=max(len(calls), 1)) as pool:
-        return list(
+        checks = list(
             pool.map(lambda found: _check(found, written[found[0].host], timeout_s), calls.values())
         )
+    checked = {check.node for check in checks}
+    return checks + [
+        NodeCheck(
+            node=host,
+            command=redact_command(shlex.join(call.argv()), launch=False),
+            reached=False,
+            via=call.hop,
+        )
+        for host, call in elsewhere.items()
+        if host not in checked
+    ]
 
 
 def _check(calls: list[SshCall], written: set[str], timeout_s: float) -> NodeCheck:
