@@ -172,3 +172,16 @@ def test_a_remote_command_that_floods_its_stderr_is_said_in_a_few_lines(
     assert result.stderr_tail.startswith("an error that repeats | ")
     assert result.stderr_tail.endswith("the-last-words")
     assert len(result.stderr_tail) <= 2000
+
+
+def test_a_password_is_never_asked_for_in_a_window(ssh_nodes: Cluster, tmp_path: Path) -> None:
+    # a laptop's desktop: DISPLAY set and an askpass program that waits for someone to type;
+    # `nokey` wants a password (its key is not accepted, BatchMode off)
+    asked = tmp_path / "asked"
+    askpass = tmp_path / "askpass"
+    askpass.write_text(f"#!/bin/sh\ntouch {asked}\nsleep 60\necho not-the-password\n")
+    askpass.chmod(0o755)
+    desktop = {"DISPLAY": ":0", "SSH_ASKPASS": str(askpass)}
+    result = run_shell(f"{ssh_nodes.ssh('nokey')} true", env=desktop, timeout_s=30)
+    assert result.returncode == 255 and "Permission denied" in result.stderr_tail
+    assert not asked.exists()

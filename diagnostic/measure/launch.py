@@ -196,7 +196,12 @@ def start_server(
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
-            env={**os.environ, **env, **({MARKER_VAR: marker} if marker else {})},
+            env={
+                **defaults.PLAN_COMMAND_ENV,
+                **os.environ,
+                **env,
+                **({MARKER_VAR: marker} if marker else {}),
+            },
             cwd=cwd,
             start_new_session=True,  # own process group: stop() reaches every child
         )
@@ -317,7 +322,7 @@ def run_shell(
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
-            env={**os.environ, **env},
+            env={**defaults.PLAN_COMMAND_ENV, **os.environ, **env},
             start_new_session=True,
         )
     except OSError as exc:
