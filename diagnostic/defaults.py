@@ -59,6 +59,10 @@ SHELL_TIMEOUT_S = 120.0  # seconds a plan's stop, health or log command may run 
 # Bytes of a plan command's output kept (a node's log: its tail). Redaction reads about 0.5-2
 # MB/s of log on one core, so a bigger tail costs minutes per fetch.
 LOG_KEEP_BYTES = 8 << 20
+# Under every plan command's environment (this process's and the arm's set over it): ssh
+# never opens a window to ask for a password (a laptop's desktop, DISPLAY and ssh-askpass),
+# which would hold the command until its timeout, with no one there to answer.
+PLAN_COMMAND_ENV = {"SSH_ASKPASS_REQUIRE": "never"}
 HEALTH_POLL_S = 2.0  # pause between two runs of a plan's health command
 
 # Limits a plan file or a command line may not pass, refused at load with the limit named:

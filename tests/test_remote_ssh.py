@@ -45,22 +45,27 @@ def ssh_plan(
     name: str,
     *,
     logs: dict[str, str] | None = None,
+    stop: str | None = None,
+    secret: str = "",
     **options: object,
 ) -> Plan:
     """A one-arm plan that launches llama-server on node1 and node2 over ssh (each in the
     background with its pid, appending to its log in the node's folder), waits for both,
     fetches both logs (or runs `logs`, node -> command on the node), samples node1's
-    telemetry and stops both over ssh."""
+    telemetry and stops both over ssh (or runs `stop`). A `secret` goes into the launch as
+    HF_TOKEN, both on this machine and on the node."""
     server, model = os.environ["LLAMA_SERVER"], os.environ["MODEL"]
     one, two = node_dir(cluster, "node1", name), node_dir(cluster, "node2", name)
 
     def on(node: str, command: str) -> str:
         return f"{cluster.ssh(node)} {shlex.quote(command)}"
 
+    token = f"HF_TOKEN={secret} " if secret else ""
+
     def serve(folder: Path, port: str) -> str:
-        return on(
+        return token + on(
             folder.name,
-            f"nohup {server} -m {model} {FLAGS} --port {port} >> {folder}/server.log 2>&1 "
+            f"{token}nohup {server} -m {model} {FLAGS} --port {port} >> {folder}/server.log 2>&1 "
             f"< /dev/null & echo $! > {folder}/server.pid",
         )
 
@@ -77,7 +82,7 @@ def ssh_plan(
     }
     settings.update(options)
     health = "curl -sf http://127.0.0.1:{port}/health && curl -sf http://127.0.0.1:{port+1}/health"
-    stop = "; ".join(
+    stop = stop or "; ".join(
         on(
             f.name,
             f"kill $(cat {f}/server.pid) && while kill -0 $(cat {f}/server.pid); "
@@ -163,6 +168,37 @@ def test_a_sweep_launches_logs_samples_and_stops_both_nodes_over_ssh(
 
 
 # -- faults over the wire -----------------------------------------------------------------------
+
+
+def test_a_stop_that_leaves_the_server_running_fails_the_run_plainly_and_no_secret_shows(
+    ssh_nodes: Cluster, tmp_path: Path, real_env: None
+) -> None:
+    # the stop command reaches node1 and ends with 0, but stops nothing: the servers answer on
+    token, password = "hf_" + "aB3dE5" * 6, "s3cr3t-of-the-site-0042"
+    stop = f"{ssh_nodes.ssh('node1')} 'API_KEY={password} true'"
+    plan = ssh_plan(ssh_nodes, tmp_path, "nostop", stop=stop, secret=token)
+    out = tmp_path / "b"
+    recorder = Recorder()
+    try:
+        [outcome] = sweep(plan, out=out, reporter=recorder, grace_s=2).outcomes
+        assert outcome.status == "failed"
+        assert outcome.failure == (
+            "the stop command failed on node1: it ended with exit 0, but its port "
+            f"127.0.0.1:{plan.options.port} still answers 2 s later: the server still runs; "
+            "stop it there by hand before the next start: "
+            f"{ssh_nodes.ssh('node1')} 'API_KEY=<redacted> true'"
+        )
+        info = Bundle.open(out).find_run("baseline", 0)
+        assert info is not None and info.status == "failed" and info.failure == outcome.failure
+        assert info.launch is not None and "HF_TOKEN=<redacted> ssh " in info.launch.command
+        assert "'HF_TOKEN=<redacted> nohup " in info.launch.command
+        files = [p.read_bytes() for p in out.rglob("*") if p.is_file()]
+        said = [*recorder.notes, *recorder.statuses, outcome.failure]
+        assert not any(s.encode() in f for s in (token, password) for f in files)
+        assert not any(s in line for s in (token, password) for line in said)
+    finally:
+        for node in ("node1", "node2"):
+            ssh_nodes.run(node, f"kill $(cat {node_dir(ssh_nodes, node, 'nostop')}/server.pid)")
 
 
 def _sweep_until_measuring(plan: Plan, out: Path) -> subprocess.Popen[bytes]:

@@ -40,6 +40,7 @@ _RUNNERS = re.compile(
 )
 _CONTAINERS = frozenset({"docker", "podman", "nerdctl"})
 _SHELLS = frozenset({"bash", "sh", "zsh", "dash", "ksh"})
+_SHELL_C = re.compile(r"-[a-z]*c[a-z]*")  # bash -c, -lc, -ic: the next word is a command
 _DOCKER_RUN = frozenset({"run", "create"})
 _IMAGE_ENGINES = (
     ("sglang", "sglang"),
@@ -127,7 +128,8 @@ def _segment(line: str, words: list[Token], scan: Scan) -> list[tuple[int, int, 
         program = _program(values)
         if program is None:
             return _launcher(line, words, scan)
-        if _base(values[program]) in _SHELLS and values[program + 1 : program + 2] == ["-c"]:
+        flag = values[program + 1] if program + 1 < len(values) else ""
+        if _base(values[program]) in _SHELLS and _SHELL_C.fullmatch(flag):
             return _nested(line, words, program + 2, scan)
         allowed = _allowed(values, program)
         edits = _launcher(line, words[:program], scan)

@@ -1,14 +1,15 @@
 """A shell line split into words that know where they stand in it, so that one word can be
 replaced and the rest of the line kept as written (quotes, spacing, `\\` continuations).
 
-POSIX shell quoting: '…' literal, "…" with \\" \\\\ \\$ \\` escapes, \\x outside quotes; the
-operators ; & | && || ( ) and a newline end a simple command; # at a word's start begins a
-comment to the end of the line; a redirection (`>`, `2>>`, `&>`, `2>&1`, `<`) at a word's
-start is a token of its own, and the file it names a "target" (no argument of the command). An
-unbalanced quote runs to the end of the line."""
+POSIX shell quoting: '…' literal, "…" with \\" \\\\ \\$ \\` escapes, \\x outside quotes, and
+bash's $'…' with its C escapes (\\n, \\', \\x41); the operators ; & | && || ( ) and a newline end
+a simple command; # at a word's start begins a comment to the end of the line; a redirection
+(`>`, `2>>`, `&>`, `2>&1`, `<`) at a word's start is a token of its own, and the file it names
+a "target" (no argument of the command). An unbalanced quote runs to the end of the line."""
 
 from __future__ import annotations
 
+import codecs
 import re
 from dataclasses import dataclass
 
@@ -74,6 +75,9 @@ def split_line(line: str) -> list[Token]:
                     continue
                 value.append(line[i + 1 : i + 2])
                 i += 2
+            elif line.startswith("$'", i):
+                text, i = _ansi_c(line, i + 2)
+                value.append(text)
             elif c == "'":
                 close = line.find("'", i + 1)
                 close = n if close < 0 else close
@@ -95,6 +99,20 @@ def split_line(line: str) -> list[Token]:
         tokens.append(Token("target" if target else "word", start, min(i, n), "".join(value)))
         target = False
     return tokens
+
+
+def _ansi_c(line: str, i: int) -> tuple[str, int]:
+    """The text of a $'…' quote whose body starts at `i`, its escapes undone (as Python's
+    own, which bash's share), and where the quote ends."""
+    close = i
+    while close < len(line) and line[close] != "'":
+        close += 2 if line[close] == "\\" else 1
+    body = line[i:close].encode("latin-1", "backslashreplace")
+    try:
+        text = codecs.decode(body, "unicode_escape")
+    except UnicodeDecodeError:  # a stray escape (\\c, \\e): the body as written
+        text = line[i:close]
+    return text, close + 1
 
 
 def _redirect_at(line: str, i: int) -> str:

@@ -120,6 +120,11 @@ def _mask_assignment(match: re.Match[str]) -> str:
     name = match.group("name").lstrip("-")
     strength = name_strength(name)
     value = match.group("value")
+    if strength is None and ("=" in value or " " in value):
+        # a name that is no secret's, its value holding others: ssh's -o SetEnv=HF_TOKEN=…,
+        # bash -lc '… --api-key …'
+        head = match.group(0)[: match.start("value") - match.start(0)]
+        return head + match.re.sub(_mask_assignment, value)
     if strength is None or not _secret_value(match, strength, value):
         return match.group(0)
     quote = value[0] if value[:1] in "\"'" else ""

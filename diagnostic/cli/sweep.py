@@ -328,12 +328,21 @@ def _print_nodes(summary: SweepResult) -> bool:
             else "-"
         )
         reached = Text("yes" if n.reached else "NO", style="green" if n.reached else "red")
+        if n.via is not None:
+            reached = Text(f"from {n.via}", style="yellow")
         table.add_row(
             Text(n.node), reached, offset, Text(", ".join(n.missing)), Text(", ".join(n.found))
         )
     console.print(table)
     for n in summary.nodes:
-        if n.problem:
+        if n.via is not None:
+            print_labelled(
+                console_err,
+                "Note:",
+                "yellow",
+                f"{n.node}: not checked from here, its ssh runs from {n.via} ({n.command})",
+            )
+        elif n.problem:
             print_labelled(console_err, "Error:", "red", f"{n.node}: {n.problem} ({n.command})")
         elif n.missing:
             print_labelled(

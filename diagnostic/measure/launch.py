@@ -37,6 +37,7 @@ __all__ = [
 ]
 
 TAIL_LINES = 20
+_TAIL_CHARS = 2000  # of a plan command's last error lines, kept in messages
 _DRAIN_S = 5.0  # reading what a killed command printed, at most
 # Set in every server's environment: a leftover server is recognised by it, never by pid alone.
 MARKER_VAR = "DIAGNOSE_SERVER_ID"
@@ -195,7 +196,12 @@ def start_server(
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
-            env={**os.environ, **env, **({MARKER_VAR: marker} if marker else {})},
+            env={
+                **defaults.PLAN_COMMAND_ENV,
+                **os.environ,
+                **env,
+                **({MARKER_VAR: marker} if marker else {}),
+            },
             cwd=cwd,
             start_new_session=True,  # own process group: stop() reaches every child
         )
@@ -273,9 +279,10 @@ class _Tail:
             del self.data[: len(self.data) - self.keep]
 
     def bytes(self) -> bytes:
-        """The kept tail; when cut, from the first whole line on."""
+        """The kept tail; when cut, from the first whole line on (a last line longer than
+        all that is kept: its end)."""
         data = bytes(self.data[-self.keep :]) if self.keep else b""
-        if self.total > len(data) and b"\n" in data:
+        if self.total > len(data) and b"\n" in data[:-1]:
             data = data[data.find(b"\n") + 1 :]
         return data
 
@@ -315,7 +322,7 @@ def run_shell(
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
-            env={**os.environ, **env},
+            env={**defaults.PLAN_COMMAND_ENV, **os.environ, **env},
             start_new_session=True,
         )
     except OSError as exc:
@@ -336,7 +343,9 @@ def run_shell(
     lines = err.bytes().decode("utf-8", "replace").splitlines()
     if not ended:
         lines.append("(a process it started in the background still holds its output)")
-    tail = redact_text(" | ".join(lines[-TAIL_LINES // 4 :]))
+    # its last lines, and of those the last characters (one line of megabytes without a
+    # newline, a loop printing its error forever)
+    tail = redact_text(" | ".join(lines[-TAIL_LINES // 4 :])[-_TAIL_CHARS:])
     return ShellResult(
         returncode=code,
         timeout_s=timeout_s,

@@ -1,28 +1,42 @@
 """The ssh commands inside a plan's shell templates: which node each one reaches, with the
-consultant's own options (`-F`, `-J`, `-o`), and what it runs there."""
+consultant's own options (`-F`, `-J`, `-o`, before or after the host, as ssh reads them), and
+what it runs there. ssh is found as a command's program, behind the wrappers put around it
+(`timeout 30 ssh`, `sudo ssh`), inside a container or job step (`docker exec c ssh`, `srun
+ssh`), and inside a remote command (`ssh login ssh gpu1`: a hop)."""
 
 from __future__ import annotations
 
 import re
-import shlex
-from dataclasses import dataclass
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from diagnostic.bundle.shellwords import Token, split_line
 
 __all__ = [
+    "CONTAINERS",
     "PREFIXES",
-    "SEPARATORS",
+    "SHELLS",
+    "SimpleCommand",
     "SshCall",
     "is_assignment",
-    "shell_words",
+    "simple_commands",
     "ssh_calls",
     "ssh_hosts",
 ]
 
 # ssh's options that take an argument (OpenSSH 9's getopt string, ssh.c)
 _WITH_ARG = set("BbcDEeFIiJLlmOoPpQRSWw")
-# Words that end one shell command and start the next.
-SEPARATORS = {";", "&&", "||", "|", "&", "(", ")", "then", "do", "else", "{", "}"}
-# Words a command's program may come after.
+# Options that make ssh do something else than run a command and end: a forward, a tunnel,
+# a control command, the background (`ssh -fN -L 8000:localhost:8000 gpu1`).
+_NOT_A_LOGIN = set("fNOLRDWMsGVQ")
+# Words a command's program may come after, this machine running it all the same.
 PREFIXES = {"exec", "nohup", "env", "command", "sudo", "nice", "time"}
+_WRAPPERS = PREFIXES | {"timeout", "doas", "ionice", "stdbuf", "setsid", "sshpass", "taskset"}
+# Programs that run their command in a container or a job step: an ssh there starts elsewhere.
+CONTAINERS = {"docker", "podman", "nerdctl", "kubectl", "oc", "srun", "salloc", "apptainer"}
+# Reserved words a command may start with (`if ssh gpu1 …; then`).
+_KEYWORDS = {"if", "then", "elif", "else", "fi", "while", "until", "do", "done", "!", "{", "}"}
+SHELLS = {"bash", "sh", "zsh", "dash"}
 _ASSIGNMENT = re.compile(r"[A-Za-z_]\w*=")
 
 
@@ -32,34 +46,53 @@ class SshCall:
 
     host: str = ""
     options: tuple[str, ...] = ()
-    remote: str = ""  # the command run on the node, as one string ("" for a login)
+    remote: str = ""  # the commands run on the node, as one string ("" for a login)
+    hop: str = ""  # where ssh itself runs: "" here, else the node or container it runs in
 
     def argv(self, *extra: str) -> list[str]:
-        """ssh with the template's options, `extra` options, the host (no command)."""
+        """ssh with `extra` options, the template's, the host (no command)."""
         return ["ssh", *extra, *self.options, self.host]
 
+    def login_options(self) -> list[str]:
+        """The template's options less those that make ssh forward, tunnel or fork instead of
+        running a command (`-N`, `-f`, `-L …`, `-O exit`)."""
+        kept: list[str] = []
+        for flag, value in _flags(list(self.options)):
+            if flag not in _NOT_A_LOGIN:
+                kept += [f"-{flag}", *([value] if value is not None else [])]
+        return kept
 
-def ssh_calls(command: str) -> list[SshCall]:
-    """Every ssh call in a shell command, in order (none when the command cannot be split)."""
-    words = shell_words(command)
+
+@dataclass
+class SimpleCommand:
+    """One simple command of a shell line: its words (keywords and redirections left out),
+    the files it redirects (operator, file), and what a here-document or here-string gives
+    it on its input."""
+
+    words: list[str] = field(default_factory=list)
+    redirects: list[tuple[str, str]] = field(default_factory=list)
+    stdin: str | None = None
+
+
+def ssh_calls(command: str, *, hop: str = "") -> list[SshCall]:
+    """Every ssh call in a shell command, in order, each followed by those in its remote
+    command (none when the command cannot be read)."""
     calls = []
-    for i, word in enumerate(words):
-        if word.rsplit("/", 1)[-1] == "ssh" and _starts_command(words[:i]):
-            call = _parse(words[i + 1 :])
-            if call is not None:
-                calls.append(call)
+    for simple in simple_commands(command):
+        found = _ssh_at(simple.words)
+        if found is None:
+            continue
+        at, inside = found
+        call = _parse(simple.words[at + 1 :], simple.stdin, hop=inside or hop)
+        if call is not None:
+            calls.append(call)
+            calls += ssh_calls(call.remote, hop=call.host)
     return calls
 
 
-def shell_words(command: str) -> list[str]:
-    """A shell command's words, quotes removed, with `;`, `&&`, `|` … as words of their own;
-    none when it cannot be split (an unbalanced quote: the plan's `bash -n` check says it)."""
-    try:
-        lexer = shlex.shlex(command, posix=True, punctuation_chars=";&|()")
-        lexer.whitespace_split = True
-        return list(lexer)
-    except ValueError:
-        return []
+def ssh_hosts(command: str) -> list[str]:
+    """The nodes a command reaches over ssh (hops too), in order, once each."""
+    return list(dict.fromkeys(call.host for call in ssh_calls(command)))
 
 
 def is_assignment(word: str) -> bool:
@@ -67,38 +100,150 @@ def is_assignment(word: str) -> bool:
     return _ASSIGNMENT.match(word) is not None
 
 
-def _starts_command(before: list[str]) -> bool:
-    """Whether the word after `before` is a command's program (past `VAR=value`, `exec` …)."""
-    for word in reversed(before):
-        if word in SEPARATORS:
-            return True
-        if word not in PREFIXES and not is_assignment(word):
-            return False
-    return True
-
-
-def ssh_hosts(command: str) -> list[str]:
-    """The nodes a command reaches over ssh, in order, once each."""
-    return list(dict.fromkeys(call.host for call in ssh_calls(command)))
-
-
-def _parse(words: list[str]) -> SshCall | None:
-    options: list[str] = []
+def simple_commands(command: str) -> list[SimpleCommand]:
+    """The simple commands of a shell line, in order (here-documents' bodies are the input
+    of the command that names them, never commands of their own)."""
+    tokens = split_line(command)
+    found, current = [], SimpleCommand()
+    skip = (0, 0)  # the span of a here-document's body
     i = 0
-    while i < len(words) and words[i].startswith("-") and words[i] != "--":
-        word = words[i]
-        options.append(word)
-        if word[-1] in _WITH_ARG and len(word) == 2 and i + 1 < len(words):
-            options.append(words[i + 1])
-            i += 1
+    while i < len(tokens):
+        token = tokens[i]
         i += 1
-    if i < len(words) and words[i] == "--":
-        i += 1
-    if i >= len(words) or words[i] in SEPARATORS:
+        if skip[0] <= token.start < skip[1]:
+            continue
+        keyword = token.kind == "word" and token.value in _KEYWORDS and not current.words
+        if token.kind in ("op", "comment") or keyword:
+            if current.words:
+                found.append(current)
+            current = SimpleCommand()
+        elif token.kind == "word":
+            current.words.append(token.value)
+        elif token.kind == "redirect":
+            arrows = _arrows(tokens, i - 1)
+            target = tokens[i - 1 + arrows] if i - 1 + arrows < len(tokens) else None
+            if target is None or target.kind != "target":
+                continue
+            i += arrows
+            if arrows == 2:  # <<EOF
+                current.stdin, skip = _here_document(command, target)
+            elif arrows == 3:  # <<< word
+                current.stdin = target.value + "\n"
+            else:
+                current.redirects.append((token.value, target.value))
+    if current.words:
+        found.append(current)
+    return found
+
+
+def _arrows(tokens: list[Token], i: int) -> int:
+    """How many `<` redirections stand side by side from token `i` (<< and <<< are read by
+    the tokenizer as `<` each); 1 for any other redirection."""
+    n = 1
+    while (
+        tokens[i].value == "<"
+        and i + n < len(tokens)
+        and tokens[i + n].kind == "redirect"
+        and tokens[i + n].value == "<"
+        and tokens[i + n].start == tokens[i + n - 1].end
+    ):
+        n += 1
+    return n
+
+
+def _here_document(command: str, target: Token) -> tuple[str, tuple[int, int]]:
+    """The body of the here-document `target` names (<<EOF, <<-'EOF') and its span, the
+    delimiter's line included."""
+    strip_tabs = target.value.startswith("-")
+    delimiter = target.value.removeprefix("-")
+    start = command.find("\n", target.end) + 1 or len(command)
+    at = start
+    for line in command[start:].splitlines(keepends=True):
+        if (line.lstrip("\t") if strip_tabs else line).rstrip("\n") == delimiter:
+            return command[start:at], (start, at + len(line))
+        at += len(line)
+    return command[start:], (start, len(command))
+
+
+def _ssh_at(words: list[str]) -> tuple[int, str] | None:
+    """Where ssh stands in a simple command's words when it runs (its program, or the first
+    ssh behind a wrapper), and the container or job step it runs in ("" for here)."""
+    program = next((i for i, w in enumerate(words) if not is_assignment(w)), None)
+    if program is None:
         return None
-    rest = []
-    for word in words[i + 1 :]:
-        if word in SEPARATORS:
+    name = _base(words[program])
+    if name == "ssh":
+        return program, ""
+    if name not in _WRAPPERS and name not in CONTAINERS:
+        return None
+    at = next((i for i in range(program + 1, len(words)) if _base(words[i]) == "ssh"), None)
+    if at is None:
+        return None
+    return at, (name if name in CONTAINERS else "")
+
+
+def _base(word: str) -> str:
+    return word.rsplit("/", 1)[-1]
+
+
+def _parse(words: list[str], stdin: str | None, *, hop: str) -> SshCall | None:
+    """`ssh`'s arguments as ssh reads them: options, the host, options again unless `--`
+    ended them, then the command."""
+    options: list[str] = []
+    i, ended = _options(words, 0, options)
+    if i >= len(words):
+        return None
+    host = words[i]
+    i += 1
+    if not ended:
+        i, _ = _options(words, i, options)
+    rest = words[i:]
+    # as ssh sends it: the words joined, split again there; `ssh node <<EOF` or `ssh node
+    # bash -s <<EOF`: the body runs there
+    body = stdin is not None and (not rest or _reads_stdin(rest))
+    remote = stdin if body and stdin is not None else " ".join(rest)
+    return SshCall(host=host, options=tuple(options), remote=remote, hop=hop)
+
+
+def _options(words: list[str], i: int, options: list[str]) -> tuple[int, bool]:
+    """Read ssh's options from word `i` into `options` (getopt: `-vp 22`, `-p22`, `-tt`);
+    where they end, and whether a `--` ended them."""
+    while i < len(words):
+        word = words[i]
+        if word == "--":
+            return i + 1, True
+        if not word.startswith("-") or word == "-":
             break
-        rest.append(word)
-    return SshCall(host=words[i], options=tuple(options), remote=" ".join(rest))
+        options.append(word)
+        i += 1
+        if _wants_next(word) and i < len(words):
+            options.append(words[i])
+            i += 1
+    return i, False
+
+
+def _wants_next(word: str) -> bool:
+    """Whether an option word ends with a letter that takes a value (`-p`, `-vp`): the
+    next word is that value."""
+    at = next((k for k, letter in enumerate(word[1:], 1) if letter in _WITH_ARG), None)
+    return at == len(word) - 1
+
+
+def _flags(options: list[str]) -> list[tuple[str, str | None]]:
+    """Option words as (letter, value) pairs, as getopt reads them."""
+    pairs: list[tuple[str, str | None]] = []
+    words: Iterator[str] = iter(options)
+    for word in words:
+        for k, letter in enumerate(word[1:], 1):
+            if letter in _WITH_ARG:
+                pairs.append((letter, word[k + 1 :] or next(words, None)))
+                break
+            pairs.append((letter, None))
+    return pairs
+
+
+def _reads_stdin(words: list[str]) -> bool:
+    """Whether a remote command is a shell reading its commands from its input."""
+    return _base(words[0]) in SHELLS and not any(
+        w.startswith("-") and not w.startswith("--") and "c" in w for w in words[1:]
+    )

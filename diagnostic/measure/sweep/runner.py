@@ -26,7 +26,6 @@ from diagnostic.measure.launch import (
     LaunchError,
     ServerProcess,
     host_port,
-    run_shell,
     shell_variables,
     start_server,
     stop_leftover,
@@ -37,6 +36,7 @@ from diagnostic.measure.plan.spec import Plan
 from diagnostic.measure.remote import ssh_hosts
 from diagnostic.measure.schedule import Start
 from diagnostic.measure.sweep.logs import capture_logs
+from diagnostic.measure.sweep.stopping import STOP_FAILED, run_stop, still_answers, stop_failure
 from diagnostic.schema.bundle import MAIN_SOURCE, LaunchInfo, RunInfo, utc_now
 
 __all__ = ["OVERALL", "OutcomeStatus", "RunOutcome", "StartRunner", "capture_facts"]
@@ -44,7 +44,6 @@ __all__ = ["OVERALL", "OutcomeStatus", "RunOutcome", "StartRunner", "capture_fac
 OVERALL = "sweep"  # the reporter label of the overall bar (steps = requests)
 REQUESTS = "requests.jsonl"
 SERVER = log_file(MAIN_SOURCE)  # the launch command's output: logs/server.log
-STOP_FAILED = "the stop command failed"  # in a run's failure: its server may still run
 OutcomeStatus = Literal["ok", "failed", "interrupted", "skipped", "planned", "decided"]
 
 
@@ -196,22 +195,40 @@ class StartRunner:
         stop = self._commands(info).stop
         if stop is None:
             return None
-        timeout = self.plan.options.command_timeout_s
-        result = run_shell(stop, env=self.plan.arm(info.arm).env, timeout_s=timeout)
-        if result.returncode == 0:
+        env, timeout = self.plan.arm(info.arm).env, self.plan.options.command_timeout_s
+        failure = run_stop(stop, env=env, timeout_s=timeout)
+        if failure is not None:
+            self.reporter.note(
+                f"{info.arm}-r{info.restart}: {failure}; signalling the launch's process group "
+                "all the same; the server may still run there (--resume runs the stop command "
+                "first)"
+            )
+        return failure
+
+    def _still_running(self, info: RunInfo) -> str | None:
+        """After a stop that went well: why the server still runs `grace_s` later (its port
+        or, with a stop command, its health command still answering). Without a stop command
+        the launch's group was signalled: a port still busy is only noted."""
+        stop, health = self._commands(info).stop, self._commands(info).health
+        answers = still_answers(
+            health if stop is not None else None,
+            env=self.plan.arm(info.arm).env,
+            host=self.host,
+            port=self.port,
+            grace_s=self.grace_s,
+            timeout_s=self.plan.options.command_timeout_s,
+        )
+        if answers is None:
             return None
-        why = (
-            f"no end within {timeout:g} s ([plan] command_timeout_s)"
-            if result.returncode is None
-            else result.why()
+        if stop is None:
+            self.reporter.note(f"port {self.port} still busy {self.grace_s:g} s after the stop")
+            return None
+        failure = stop_failure(
+            stop,
+            f": it ended with exit 0, but {answers} still answers {self.grace_s:g} s later: the "
+            "server still runs; stop it there by hand before the next start",
         )
-        hosts = ssh_hosts(stop)
-        nodes = f" on {', '.join(hosts)}" if hosts else ""
-        failure = f"{STOP_FAILED}{nodes} ({why}): {redact_command(stop)}"
-        self.reporter.note(
-            f"{info.arm}-r{info.restart}: {failure}; signalling the launch's process group all "
-            "the same; the server may still run there (--resume runs the stop command first)"
-        )
+        self.reporter.note(f"{info.arm}-r{info.restart}: {failure}")
         return failure
 
     def stop_leftovers(self) -> None:
@@ -330,8 +347,10 @@ class StartRunner:
                     "; ".join(w for w in (failure, stopped) if w),
                 )
             launch.exit_code = server.stop(grace_s=self.grace_s)
-            if not wait_port_free(self.host, self.port, timeout_s=self.grace_s):
-                self.reporter.note(f"port {self.port} still busy {self.grace_s:g} s after the stop")
+            running = self._still_running(info) if stopped is None else None
+            if running is not None:
+                status = "failed" if status == "ok" else status
+                failure = "; ".join(w for w in (failure, running) if w)
         # collect_run may have written run.json since (fingerprint, its own verdict): build on it.
         current = self.bundle.find_run(info.arm, info.restart) or info
         current = current.model_copy(

@@ -155,7 +155,7 @@ def recording(
     if settings is None or not (settings.local or settings.remote):
         yield None
         return
-    env = dict(os.environ)
+    env = {**defaults.PLAN_COMMAND_ENV, **os.environ}  # the telemetry commands' too
     env["PYTHONPATH"] = os.pathsep.join(p for p in (_PACKAGE_ROOT, env.get("PYTHONPATH", "")) if p)
     stderr = tempfile.TemporaryFile()  # noqa: SIM115 - closed by Recording.stop
     process = subprocess.Popen(
