@@ -143,3 +143,54 @@ def test_sixth_round_rates_on_the_acceptance_line_and_inline_flags() -> None:
     assert (quoted.spec.method, quoted.platform) == ("draft-mtp", "cuda")
     mention = parse_log(["Try `--no-mmap` with it."], engine="llamacpp")
     assert mention.spec.enabled is None  # one flag in backticks is a mention, no launch
+
+
+def test_seventh_round_forms() -> None:
+    """Issue 47, seventh round (each case is in the wild corpus): a router's argument list
+    pasted without its header, a build outside git, a server that listens before it loads its
+    model (older builds), the issue form's backends field, settings as LLAMA_ARG_* variables."""
+    router = parse_log(
+        [
+            "0.07.112.403 I srv          load:   --model-draft",
+            "0.07.112.404 I srv          load:   /m/dflash.gguf",
+            "0.07.112.404 I srv          load:   --spec-draft-n-max",
+            "0.07.112.404 I srv          load:   15",
+            "0.07.112.405 I srv          load:   --spec-type",
+            "0.07.112.405 I srv          load:   draft-dflash",
+        ],
+        engine="llamacpp",
+    )
+    assert (router.spec.enabled, router.spec.method, router.spec.num_draft_tokens) == (
+        True,
+        "draft-dflash",
+        15,
+    )
+    early = parse_log(
+        [
+            "build: 6374 (unknown) with FreeBSD clang version 18.1.6 for x86_64-unknown-freebsd",
+            "main: HTTP server is listening, hostname: 192.168.1.40, port: 8088, http threads: 11",
+            "main: loading model",
+            "srv    load_model: loading model '/tank/m.gguf'",
+        ],
+        engine="llamacpp",
+    )
+    assert (early.version, early.spec.enabled) == ("b6374", None)  # its drafter would come later
+    form = parse_log(
+        ["version: 8173 (2e7e63852)", "### GGML backends", "", "Vulkan"], engine="llamacpp"
+    )
+    assert (form.platform, form.capture.resolved) == ("vulkan", "NONE")
+    two = parse_log(["version: 8173 (2e7e63852)", "### GGML backends", "", "CUDA, Vulkan"])
+    assert two.platform == "unknown"  # two GPU backends: the form names no one platform
+    env = parse_log(
+        [
+            "      dockerfile: .devops/intel.Dockerfile",
+            "      LLAMA_ARG_MODEL_DRAFT: /models/gemma-4-1B-it-Q4_K_M.gguf",
+            "      LLAMA_ARG_DRAFT_MAX: 12",
+        ]
+    )
+    assert (env.engine, env.platform, env.spec.method, env.spec.num_draft_tokens) == (
+        "llamacpp",
+        "xpu",
+        "draft",
+        12,
+    )

@@ -114,3 +114,20 @@ def test_builds_and_backends_as_environments_print_them() -> None:
     cpu_build = "CUDA Archs: Not Set; ROCm: Disabled; XPU: Disabled"
     assert decide(cpu_build, "Automatically detected platform cpu.") == "cpu"
     assert decide("| npu-smi 25.2.3                   Version: 25.2.3 |") == "npu"
+
+
+def test_seventh_round_signs() -> None:
+    """Issue 47, seventh round: Intel GPUs through SYCL/oneAPI, CANN's operators and SGLang's
+    NPU module, a CUDA error line, AMD's image org and a tag built for a ROCm release."""
+    assert decide("ONEAPI_DEVICE_SELECTOR=level_zero:0 llama-server -m m.gguf") == "xpu"
+    assert decide('      GGML_SYCL_F16: "ON"') == "xpu"
+    assert decide("found 1 SYCL devices:") == "xpu"
+    assert decide("Running the SYCL build on an Arc B580") == "xpu"
+    assert decide('File ".../sglang/srt/model_executor/npu_graph_runner.py", line 39') == "npu"
+    assert decide("aclnnLightningIndexer not in libopapi.so", "Capture cuda graph failed") == "npu"
+    assert decide("torch.AcceleratorError: CUDA error: an illegal memory access") == "cuda"
+    assert decide("docker run rocm/sgl-dev:sglang-0.5.14-rocm720-mi35x-20260701 python3") == "rocm"
+    assert decide("lmsysorg/sglang:v0.5.6-rocm700-mi30x") == "rocm"
+    assert decide("the Arcade build") == "unknown"  # no Arc part
+    assert decide("LD_LIBRARY_PATH=/opt/rocm/lib:/usr/lib") == "unknown"  # a path, no image
+    assert decide("system_info: CPU : SSE3 = 1 | SYCL = 0 |") == "unknown"  # built without it

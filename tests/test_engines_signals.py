@@ -97,3 +97,41 @@ def test_every_field_names_its_source() -> None:
     assert kinds["spec.enabled"] == ("command", 1)
     assert kinds["spec.num_draft_tokens"] == ("command", 1)
     assert kinds["model"] == ("command", 1)
+
+
+def test_seventh_round_commands() -> None:
+    """Issue 47, seventh round: a script's variable in its command, two flags glued by a lost
+    space, a speculative config the text does not spell out, a version in an image tag after
+    the engine's name, versions in words."""
+    script = parse_log(
+        [
+            "export CUDA_VISIBLE_DEVICES=0,1",
+            'spec=\'{"method": "eagle", "model": "/d", "num_speculative_tokens": 3}\'',
+            'vllm serve /m -tp 2 --speculative-config "$spec"',
+        ]
+    )
+    assert (script.spec.enabled, script.spec.method, script.spec.num_draft_tokens) == (
+        True,
+        "eagle",
+        3,
+    )
+    unset = find_command('vllm serve /m --speculative-config "$SPEC"', MARKERS)
+    assert unset is not None and command_spec(unset)["enabled"] is True  # on, method unknown
+    glued = find_command(
+        "python3 -m sglang.launch_server --model m --keep-mm-feature-on-device--speculative-"
+        "algorithm NGRAM",
+        [re.compile(r"sglang\.launch_server")],
+    )
+    assert glued is not None and glued.flags["speculative-algorithm"] == "NGRAM"
+    assert glued.flags["keep-mm-feature-on-device"] is True
+    tag = find_command(
+        "docker run rocm/sgl-dev:sglang-0.5.14-rocm720 python3 -m sglang.launch_server --tp 8",
+        [re.compile(r"sglang\.launch_server")],
+        image_words=("sglang",),
+    )
+    assert tag is not None and tag.image_version() == "0.5.14"
+    trt = parse_log(["As of TRT-LLM `1.2.0rc2`, N-gram with PP fails:", "trtllm-serve m"])
+    assert trt.version == "1.2.0rc2"
+    assert parse_log(["Fixed in TensorRT-LLM 1.1.0", "trtllm-serve m"]).version is None
+    vllm = parse_log(["- vLLM version: `0.18.1rc1.dev43+gdebd6e768`", "vllm serve m"])
+    assert vllm.version == "0.18.1rc1.dev43+gdebd6e768"

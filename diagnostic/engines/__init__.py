@@ -20,7 +20,7 @@ from diagnostic.engines._common import ev
 from diagnostic.engines._lines import Line, LineScanner, read_head
 from diagnostic.engines._platform import ANCHORS as PLATFORM_ANCHORS
 from diagnostic.engines._signals import SignalReader, record_sources
-from diagnostic.engines.command import COMMAND_ANCHORS
+from diagnostic.engines.command import ASSIGNMENT_ANCHORS, COMMAND_ANCHORS, ShellVariables
 from diagnostic.schema.logfacts import MAX_EVIDENCE, Evidence, LogFacts
 
 __all__ = ["ENGINES", "LOOKED_FOR", "LinePattern", "detect_engine", "parse_log", "unread"]
@@ -77,7 +77,8 @@ def _signatures(module: ModuleType) -> tuple[bytes, ...]:
 
 def _anchors(module: ModuleType) -> list[bytes]:
     """The lines the scan hands the engine's parser, anywhere in the log."""
-    return list(dict.fromkeys(module.ANCHORS + _signals(module) + COMMAND_ANCHORS))
+    found = module.ANCHORS + _signals(module) + COMMAND_ANCHORS + ASSIGNMENT_ANCHORS
+    return list(dict.fromkeys(found))
 
 
 def _head_anchors(module: ModuleType) -> list[bytes]:
@@ -154,7 +155,11 @@ def _run(
     signals = SignalReader(ENGINES[engine].SIGNALS, facts)
     parser.signals = signals  # type: ignore[attr-defined]
     platforms = parser.platforms  # type: ignore[attr-defined]
+    shell = ShellVariables()  # a script's `X='…'` used later as `--flag "$X"`
     for line in lines:
+        text = shell.read(line.text)
+        if text is not line.text:
+            line = Line(number=line.number, text=text, raw=line.raw)
         parser.kind = "startup"  # type: ignore[attr-defined]
         signals.feed(line)
         feed(line)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -19,9 +20,31 @@ from diagnostic.schema.logfacts import (
     SourceKind,
 )
 
-__all__ = ["AcceptanceTally", "LogParser", "Worker", "cap_append", "disagreement", "ev"]
+__all__ = [
+    "AcceptanceTally",
+    "LogParser",
+    "Worker",
+    "cap_append",
+    "disagreement",
+    "ev",
+    "version_in_words",
+]
 
 EVIDENCE_WIDTH = 320
+# Words before a version something changed at ("since 0.9.0", "fixed in", "upgrading to").
+_CHANGED_AT = re.compile(
+    r"(?i)(?:since|before|after|than|until|from|to|vs\.?|versus|(?:fixed|introduced|added|"
+    r"removed|changed|deprecated|landed|released|broken|regressed) in)\s+`?$"
+)
+
+
+def version_in_words(text: str, said: re.Pattern[str]) -> str | None:
+    """The first version (`said`'s group v) in the words of a line that is not a version
+    something changed at: the running version as people write it, a parser's last resort."""
+    for m in said.finditer(text):
+        if not _CHANGED_AT.search(text[max(0, m.start() - 24) : m.start()]):
+            return m["v"]
+    return None
 
 
 def ev(line: Line, focus: str | None = None) -> Evidence:

@@ -38,7 +38,8 @@ SIGNS: tuple[Sign, ...] = (
     _sign(
         "rocm",
         r"detected platform rocm|found \d+ ROCm devices|\bROCm\d\b|ROCM_AITER|\[rocm\.py:"
-        r"|backends\.[\w.]*\.rocm_|Platform:\s*ROCm\b|vllm-openai-rocm|rocm/vllm|:v?[\d.]+\S*-rocm\d|HIP_VISIBLE_DEVICES"
+        r"|backends\.[\w.]*\.rocm_|Platform:\s*ROCm\b|vllm-openai-rocm|HIP_VISIBLE_DEVICES"
+        r"|rocm/vllm|(?<![/\w])rocm/[\w.-]+:|:\S*-rocm\d"  # AMD's images; a tag built for ROCm
         r"|hipGraph|HIP graphs?\b|\bHIP error\b|llama\.cpp:\w+-rocm|llama-b\d+-bin-\w+-hip"
         r"|\bAMD/HIP\b|ROCM Version\s*:\s*\d|ROCm System Management Interface"
         r"|hipError\w+|HIP out of memory|\d\+rocm\d|loaded ROCm backend"
@@ -52,15 +53,18 @@ SIGNS: tuple[Sign, ...] = (
         "npu",
         r"platform plugin ascend|\bon NPU\b|\bACL ?graphs?\b|\bnpu graph\b|device=['\"]?npu\b"
         r"|--device[ =]npu\b|\bascend\b|\bAscend\d|ASCEND_RT_VISIBLE_DEVICES|NPUGraph"
-        r"|\bPYTORCH_NPU_\w+|\bHCCL_\w+=|\bVLLM_ASCEND_\w+|npu-smi \d",
+        r"|\bPYTORCH_NPU_\w+|\bHCCL_\w+=|\bVLLM_ASCEND_\w+|npu-smi \d"
+        r"|\bnpu_graph_runner\b|\baclnn[A-Z]\w+",  # SGLang's NPU module, CANN's operators
         flags=re.IGNORECASE,
     ),
     # Intel GPUs: vLLM's platform and device, PyTorch's XPU build and dispatch key, Intel's
-    # llm-scaler images.
+    # llm-scaler images; llama.cpp's SYCL backend and oneAPI's device selector; Arc parts.
     _sign(
         "xpu",
         r"detected platform xpu|device_config=xpu|--device[ =]xpu\b|dispatch key: XPU\b"
-        r"|\d\+xpu\b|intel/llm-scaler-vllm|Is XPU available\s*:\s*True",
+        r"|\d\+xpu\b|intel/llm-scaler-vllm|Is XPU available\s*:\s*True"
+        r"|\bSYCL\d?\b(?! = 0)|\bGGML_SYCL\w*|ONEAPI_DEVICE_SELECTOR|\bintel\.Dockerfile\b"
+        r"|\bIntel\(R\) Arc|\bArc(?:\(TM\))? [AB]\d{2,3}\b",
     ),
     _sign("tpu", r"detected platform tpu|device_config=tpu|--device[ =]tpu\b"),
     # Apple and Vulkan devices in llama.cpp.
@@ -79,7 +83,7 @@ SIGNS: tuple[Sign, ...] = (
     _sign(
         "cuda",
         r"detected platform cuda|device_config=cuda|found \d+ CUDA devices|- CUDA\d"
-        r"|CUDA_VISIBLE_DEVICES|CUDA out of memory|CUDA available:\s*True"
+        r"|CUDA_VISIBLE_DEVICES|CUDA out of memory|CUDA error:|CUDA available:\s*True"
         r"|\bNVIDIA (?:[A-Z]\d|GeForce|RTX|Tesla|GH|GB|DGX)|device=['\"]cuda"
         r"|CUDA Archs: \d[^;]*; ROCm: Disabled"  # vLLM built for CUDA (a CPU build: "Not Set")
         r"|llama\.cpp:\w+-cuda|llama-b\d+-bin-\w+-cuda|(?:--device|-dev)[ =](?:\S*,)?CUDA\d"
@@ -152,6 +156,12 @@ ANCHORS: tuple[bytes, ...] = (
     b"-bin-",
     b"HCCL_",
     b"XPU",
+    b"SYCL",
+    b"ONEAPI",
+    b"intel.Dockerfile",
+    b"Arc",
+    b"aclnn",
+    b"npu_graph",
     b"+xpu",
     b"+cu1",
     b"llm-scaler",

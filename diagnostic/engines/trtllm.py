@@ -17,7 +17,7 @@ import json
 import re
 from typing import Any
 
-from diagnostic.engines._common import LogParser, cap_append, ev
+from diagnostic.engines._common import LogParser, cap_append, ev, version_in_words
 from diagnostic.engines._lines import Line
 from diagnostic.engines._signals import Signal, name_source, set_fact
 from diagnostic.engines.command import find_command
@@ -26,6 +26,7 @@ from diagnostic.schema.logfacts import Evidence, LogFacts
 ENGINE = "trtllm"
 ANCHORS: tuple[bytes, ...] = (
     b"TRT-LLM",
+    b"TRTLLM",
     b"TensorRT",
     b"decoding_type",
     b"DecodingConfig",
@@ -164,6 +165,13 @@ _CONFIG_KEY = re.compile(
 )
 _READY = ("startup complete", "Uvicorn running on")
 _FILE_NAME = re.compile(r"[\w.-]+\.(?:ya?ml|json)\b")
+# The release said in words: "As of TRT-LLM `1.2.0rc2`", "TRTLLM version: 1.2.0rc8",
+# "TensorRT-LLM 1.3.0rc25 supports …" (three numbers: not a "TensorRT-LLM 1.0 backend").
+_PROSE_VERSION = re.compile(
+    r"\b(?:TensorRT[- ]LLM|TRT-?LLM)(?:\s+version)?(?::\s*|\s+)`?v?"
+    r"(?P<v>\d+\.\d+\.\d+(?:[\w.+-]*\w)?)(?![\w.])",
+    re.I,
+)
 
 
 class Parser(LogParser):
@@ -184,6 +192,7 @@ class Parser(LogParser):
         self.whole_command = False
         self.spec_off: Evidence | None = None
         self.first: Evidence | None = None
+        self.prose_version: tuple[str, Evidence] | None = None  # in words: the last resort
 
     def feed(self, line: Line) -> None:
         """Read one candidate line."""
@@ -193,6 +202,9 @@ class Parser(LogParser):
             return
         if "." in text:
             self.files_named.update(_FILE_NAME.findall(text))
+            said = version_in_words(text, _PROSE_VERSION) if "LLM" in text else None
+            if said and self.prose_version is None:
+                self.prose_version = (said, ev(line))
         if "warmup for batch size" in text and (w := _WARMUP.search(text)):
             self.warmups.append(ev(line))
             if w["k"]:
@@ -269,6 +281,9 @@ class Parser(LogParser):
     def finish(self) -> LogFacts:
         """Speculation from the warmups, the platform, capture; return the facts."""
         facts = self.facts
+        if facts.version is None and self.prose_version:
+            facts.version = self.prose_version[0]
+            name_source(facts, "version", "startup", self.prose_version[1])
         if self.first is not None:
             self.platforms.see("cuda", self.first)  # TensorRT-LLM runs on NVIDIA GPUs only
         self.decide_platform()

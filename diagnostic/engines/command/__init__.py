@@ -3,6 +3,7 @@
 - `parse`: a launch command found in a log, a message or a bundle's run.json (a shell line,
   a JSON array of arguments, `docker run`, a bare list of flags), its flags read.
 - `speculation`: which flags turn speculation on, and a command without them.
+- `shell`: variables a pasted script assigns and its command uses, put in their place.
 - `edit`: a command edited flag by flag (a remedy's settings), compared with another and
   written back as one shell line.
 """
@@ -23,6 +24,7 @@ from diagnostic.engines.command.parse import (
     from_argv,
     words,
 )
+from diagnostic.engines.command.shell import ASSIGNMENT_ANCHORS, ShellVariables
 from diagnostic.engines.command.speculation import (
     SPEC_FLAG,
     infer_speculative,
@@ -31,10 +33,12 @@ from diagnostic.engines.command.speculation import (
 )
 
 __all__ = [
+    "ASSIGNMENT_ANCHORS",
     "COMMAND_ANCHORS",
     "SPEC_FLAG",
     "Command",
     "EditError",
+    "ShellVariables",
     "changed_flags",
     "edit_command",
     "find_command",

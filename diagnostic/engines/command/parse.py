@@ -39,8 +39,10 @@ _USAGE = re.compile(r"\[options\]", re.IGNORECASE)
 _QUERY = frozenset({"version", "help", "h", "list-devices"})
 ENV_WORD = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")  # NAME=VALUE before the program
 _ENV_BEFORE = ("$", "+", "sudo", "env", "-e", "--env")  # what may precede NAME=VALUE
-_IMAGE_VERSION = re.compile(r":v?(?P<v>\d+\.\d+(?:\.\d+)?(?:\.post\d+|rc\d+)?)")
+# The tag's version, also after the engine's name (`rocm/sgl-dev:sglang-0.5.14-rocm720-…`).
+_IMAGE_VERSION = re.compile(r":(?:[a-z]+-)?v?(?P<v>\d+\.\d+(?:\.\d+)?(?:\.post\d+|rc\d+)?)")
 _WINDOWS = re.compile(r"\b[A-Za-z]:\\|\.exe\b|(?:^|\s)\.\\")
+_GLUED = re.compile(r"(?<=[A-Za-z0-9])(?=--[A-Za-z])")  # where a lost space joined two flags
 _JSON_ARGS = re.compile(r"""\[\s*"(?:[^"\\]|\\.)*"(?:\s*,\s*"(?:[^"\\]|\\.)*")*\s*\]""")
 _BARE_START = re.compile(r"--?[A-Za-z]")
 # Inline code in prose: "Server flags: `--ctx-size 8192 --spec-type mtp`." (one backtick pair or
@@ -218,12 +220,28 @@ def _tokens(text: str) -> list[str] | None:
     if _WINDOWS.search(text):
         text = re.sub(r'\\(?!")', "/", text)
     try:
-        return shlex.split(text, comments=False, posix=True)
+        return _unglued(shlex.split(text, comments=False, posix=True))
     except ValueError:  # an unbalanced quote: a log line, or a command cut off
         try:
-            return shlex.split(text + '"', posix=True)
+            return _unglued(shlex.split(text + '"', posix=True))
         except ValueError:
             return None
+
+
+def _unglued(tokens: list[str]) -> list[str]:
+    """Two flags whose space the author lost (`--keep-mm-feature-on-device--speculative-algorithm`)
+    as two words: no option name has `--` inside it (a value after `=` is left alone)."""
+    if not any(t.startswith("--") and _GLUED.search(t.partition("=")[0], 2) for t in tokens):
+        return tokens
+    out: list[str] = []
+    for t in tokens:
+        name, eq, value = t.partition("=")
+        if t.startswith("--") and _GLUED.search(name, 2):
+            parts = _GLUED.split(name)
+            out += [*parts[:-1], parts[-1] + eq + value]
+        else:
+            out.append(t)
+    return out
 
 
 def _json_args(text: str) -> list[str] | None:

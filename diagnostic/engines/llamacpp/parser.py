@@ -51,6 +51,7 @@ ANCHORS: tuple[bytes, ...] = (
     b"--spec-",
     b"-md",
     b"router server",
+    b"LLAMA_ARG_",
 )
 # A build as people write it in prose, read only where a log's start-up or a paste is (the head):
 # ` b10549-7a61c02f1`, a bare ` b9947` (or in backticks), `version 9438`. No signature: they
@@ -58,6 +59,9 @@ ANCHORS: tuple[bytes, ...] = (
 HEAD_ANCHORS: tuple[bytes, ...] = (
     *(b"%sb%d" % (before, d) for before in (b" ", b"`", b"(") for d in range(1, 10)),
     b"version ",
+    b"GGML backends",  # the issue form's field, and its answer on a line below
+    b"Metal",
+    b"CPU",
 )
 SIGNATURES: tuple[bytes, ...] = (
     b"llama_server",
@@ -78,12 +82,14 @@ SIGNATURES: tuple[bytes, ...] = (
     b"--spec-type",
     b"--spec-draft",
     b"-md ",
+    b"LLAMA_ARG_",
 )
 
-# `build: N (hash)`, `build N (hash) with …`, --version's `version: N (hash)` and newer
-# `version: 0.1.0-dev (build N, commit hash)`, /props' `"build_info": "bN-hash"`.
+# `build: N (hash)` (`(unknown)` when built outside git: bN alone), `build N (hash) with …`,
+# --version's `version: N (hash)` and newer `version: 0.1.0-dev (build N, commit hash)`,
+# /props' `"build_info": "bN-hash"`.
 _BUILD = re.compile(
-    r"\b(?:build|version)(?::| =|) b?(?P<num>\d+) \((?P<hash>[0-9a-f]+)\)"
+    r"\b(?:build|version)(?::| =|) b?(?P<num>\d+) \((?:(?P<hash>[0-9a-f]+)|unknown)\)"
     r"|build=(?P<n2>\d+) commit=\"?(?P<h2>[0-9a-f]+)"
     r"|\(build (?P<n3>\d+), commit (?P<h3>[0-9a-f]+)\)"
     r"|build_info[\"']?\s*[:=]\s*[\"']?b(?P<n4>\d+)-(?P<h4>[0-9a-zA-Z]+)"
@@ -97,6 +103,14 @@ _PROSE_BUILD = re.compile(
 _ROUTER_ARG = re.compile(r"\bload:\s{3,}(?P<arg>\S.*)$")
 # A preset (INI) line for a speculation setting: `spec-type = draft-mtp`.
 _INI = re.compile(r"^(?P<k>(?:spec|draft)-[\w-]+|model-draft|md)\s*=\s*(?P<v>\S+)\s*$")
+# A setting given as llama-server's environment variable (compose `LLAMA_ARG_DRAFT_MAX: 16`,
+# `-e LLAMA_ARG_MODEL_DRAFT=…`): the flag is the rest of the name in lower case with dashes.
+_ENV_ARG = re.compile(r"\bLLAMA_ARG_(?P<k>[A-Z0-9_]+)['\"]?\s*[:=]\s*['\"]?(?P<v>[^'\"\s]+)")
+# The issue form's "### GGML backends" field, answered a line or two below ("Vulkan",
+# "CPU, CUDA"): the one GPU backend named is the platform.
+_FORM_FIELD = re.compile(r"^#+\s*GGML backends\s*$")
+_FORM_BACKENDS = {"cuda": "cuda", "vulkan": "vulkan", "metal": "metal", "hip": "rocm"}
+_FORM_BACKENDS |= {"rocm": "rocm", "sycl": "xpu", "cpu": "cpu", "blas": "cpu"}
 _MODEL = re.compile(r"loading model '(?P<m>[^']+)'|loaded meta data .* from (?P<f>\S+)")
 _DRAFT_MODEL = re.compile(r"loading draft model '(?P<m>[^']+)'")
 _SPEC_IMPL = re.compile(r"adding speculative implementation '(?P<m>[^']+)'")
@@ -151,10 +165,16 @@ class Parser(LogParser):
         self.router = False
         self.router_args: list[tuple[str, Line]] | None = None  # the router's child command
         self.prose_build: str | None = None  # a build named in prose, when no build line says it
+        self.form_field: int | None = None  # the line of an issue form's "GGML backends" field
 
     def feed(self, line: Line) -> None:
         """Read one candidate line."""
         text = line.text
+        if self.form_field is not None:
+            self._form_backends(line)
+        if "GGML backends" in text and _FORM_FIELD.match(text.strip()):
+            self.form_field = line.number
+            return
         if _SPEC_STAT.search(text) and not _UNDERSTOOD.search(text):
             cap_append(self.facts.not_understood, ev(line))  # a fork's own statistics line
         if "draft acceptance" in text:
@@ -163,10 +183,12 @@ class Parser(LogParser):
             if "per position" in text:  # newer builds print the rates on the same line
                 self._per_position(text)
             return
-        arg = _ROUTER_ARG.search(text) if self.router_args is not None else None
-        if arg:
+        arg = _ROUTER_ARG.search(text) if "load:" in text else None
+        if arg and self.router_args is None and arg["arg"].startswith("-") and "srv" in text:
+            self.router_args = [("llama-server", line)]  # the list pasted without its header
+        if arg and self.router_args is not None:
             self.kind = "command"
-            self.router_args.append((arg["arg"].strip(), line))  # type: ignore[union-attr]
+            self.router_args.append((arg["arg"].strip(), line))
             return
         self._router_command()
         if "spawning server instance with args:" in text:
@@ -178,6 +200,11 @@ class Parser(LogParser):
             speculation_from_flags(
                 self.facts, Command(argv=[], flags={ini["k"]: ini["v"]}), line, whole=False
             )
+        for env in _ENV_ARG.finditer(text) if "LLAMA_ARG_" in text else ():
+            flag = env["k"].lower().replace("_", "-")
+            speculation_from_flags(
+                self.facts, Command(argv=[], flags={flag: env["v"]}), line, whole=False
+            )
         if "starting router server" in text:
             self.router = True  # a router loads no model: it says nothing about speculation
         if "acc per pos" in text or "per position" in text:
@@ -188,7 +215,8 @@ class Parser(LogParser):
             b = _BUILD.search(text)
             if b:
                 num = b["num"] or b["n2"] or b["n3"] or b["n4"]
-                self.facts.version = f"b{num}-{b['hash'] or b['h2'] or b['h3'] or b['h4']}"
+                commit = b["hash"] or b["h2"] or b["h3"] or b["h4"]
+                self.facts.version = f"b{num}-{commit}" if commit else f"b{num}"
         p = _PROSE_BUILD.search(text) if self.prose_build is None else None
         if p and (p["n"] or "CUDA" not in text):
             self.prose_build = f"b{p['n'] or p['n2']}" + (f"-{p['h']}" if p["h"] else "")
@@ -204,6 +232,8 @@ class Parser(LogParser):
             self.warning(line)
         if "listening" in text:
             self.ready = True
+        elif "loading model" in text:
+            self.ready = False  # older builds listen first, then load the model and its drafter
 
     def command(self, line: Line, *, launch: bool = False) -> bool:
         """A llama-server command line: the flags it was started with."""
@@ -223,6 +253,16 @@ class Parser(LogParser):
             debug = flags.get("lv") == "4" or "verbose" in flags
             self.backend.debug_level = self.backend.debug_level or debug
         return True
+
+    def _form_backends(self, line: Line) -> None:
+        """The answer to the issue form's backends field: one GPU backend names the platform."""
+        if line.number - (self.form_field or 0) <= 2:
+            names = [w.lower() for w in re.split(r"[\s,/+&]+", line.text.strip()) if w]
+            found = {_FORM_BACKENDS.get(n, "") for n in names}
+            gpus = found - {"cpu"}
+            if names and "" not in found and len(gpus) <= 1:
+                self.platforms.see(gpus.pop() if gpus else "cpu", ev(line))
+        self.form_field = None
 
     def _router_command(self) -> None:
         """The child command the router listed one argument per line, once it is complete."""

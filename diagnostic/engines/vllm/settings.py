@@ -7,7 +7,7 @@ import re
 from typing import Any
 
 from diagnostic.engines import _kv
-from diagnostic.engines._common import LogParser, ev
+from diagnostic.engines._common import LogParser, ev, version_in_words
 from diagnostic.engines._lines import Line
 from diagnostic.engines._signals import set_fact
 from diagnostic.engines.command import find_command
@@ -224,17 +224,12 @@ def _str(value: object) -> str | None:
 
 
 # The running version said in words ("on the vllm v0.11.0 image", "detected via vLLM
-# 0.22.1+empty"); not a version something changed at ("since", "fixed in", "upgrading to" ...).
-_PROSE_VERSION = re.compile(r"\b(?i:vllm) v?(?P<v>\d+\.\d+\.\d+(?:[\w.+-]*\w)?)(?![\w.])")
-_CHANGED_AT = re.compile(
-    r"(?i)(?:since|before|after|than|until|from|to|vs\.?|versus|(?:fixed|introduced|added|"
-    r"removed|changed|deprecated|landed|released|broken|regressed) in)\s+$"
+# 0.22.1+empty", "- vLLM version: `0.18.1rc1.dev43+gdebd6e768`").
+_PROSE_VERSION = re.compile(
+    r"\b(?i:vllm)(?:\s+(?i:version))?(?::\s*|\s+)`?v?(?P<v>\d+\.\d+\.\d+(?:[\w.+-]*\w)?)(?![\w.])"
 )
 
 
 def prose_version(text: str) -> str | None:
     """The first vLLM version in the words of a line that is not a version something changed at."""
-    for m in _PROSE_VERSION.finditer(text):
-        if not _CHANGED_AT.search(text[max(0, m.start() - 24) : m.start()]):
-            return m["v"]
-    return None
+    return version_in_words(text, _PROSE_VERSION)

@@ -165,8 +165,12 @@ def command_spec(cmd: Command) -> dict[str, Any]:
         "k": None,
         "drafter": None,
     }
-    spec = _json(cmd.text("speculative-config")) or _dotted(cmd, "speculative-config.")
-    if isinstance(spec, dict) and spec:
+    written = cmd.text("speculative-config")
+    spec = _json(written) or _dotted(cmd, "speculative-config.")
+    read = isinstance(spec, dict) and bool(spec)
+    if isinstance(written, str) and written.strip() not in ("", "{}") and not read:
+        out["enabled"] = True  # a value not spelled out here (`"$SPEC"` assigned elsewhere)
+    if read:
         k = spec.get("num_speculative_tokens")
         out.update(
             enabled=True,

@@ -1,0 +1,50 @@
+"""Shell variables a pasted script sets and its command then uses: `SPEC='{…}'` on one line,
+`--speculative-config "$SPEC"` on a later one. The reader puts the value in its place.
+
+Only a whole word is replaced (`$NAME`, `${NAME}`, `"$NAME"`), and only by a value the text
+assigned before: a variable inside a longer string (`\\"$DRAFT_PATH\\"` in escaped JSON) or one
+the text never sets stays as written.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+
+__all__ = ["ASSIGNMENT_ANCHORS", "ShellVariables"]
+
+# Lines that assign a JSON object or a list of flags, the values a command may take from a
+# variable (the scan hands them to the reader; other assignments rarely hold settings).
+ASSIGNMENT_ANCHORS: tuple[bytes, ...] = (b"='{", b'="{', b"='--", b'="--')
+_ASSIGN = re.compile(
+    r"""^\s*(?:export\s+)?(?P<name>[A-Za-z_]\w*)="""
+    r"""(?:'(?P<single>[^']*)'|"(?P<double>(?:[^"\\]|\\.)*)"|(?P<bare>[^\s'"`$;|&()]+))\s*$"""
+)
+_USE = re.compile(
+    r"""(?:(?<=\s)|^)(?P<q>"?)\$(?:\{(?P<braced>\w+)\}|(?P<name>\w+))(?P=q)(?=\s|$)"""
+)
+_ESCAPE = re.compile(r"\\([\\\"$`])")
+
+
+class ShellVariables:
+    """The variables assigned so far; `read` records an assignment or expands a use."""
+
+    def __init__(self) -> None:
+        self.values: dict[str, str] = {}
+
+    def read(self, text: str) -> str:
+        """The line with the variables it uses replaced by their (quoted) values."""
+        if "=" in text and (m := _ASSIGN.match(text)):
+            value = m["single"] if m["single"] is not None else m["bare"]
+            if value is None:
+                value = _ESCAPE.sub(r"\1", m["double"])
+            self.values[m["name"]] = value
+            return text
+        if "$" not in text or not self.values:
+            return text
+        expanded = _USE.sub(self._value, text)
+        return text if expanded == text else expanded
+
+    def _value(self, m: re.Match[str]) -> str:
+        value = self.values.get(m["braced"] or m["name"])
+        return m[0] if value is None else shlex.quote(value)
