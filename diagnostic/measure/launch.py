@@ -87,7 +87,11 @@ class ServerProcess:
         return self.daemon_ok and self.popen.poll() == 0
 
     def tail(self) -> list[str]:
-        """The last lines of the log (redacted), for error messages."""
+        """The last lines of the log (redacted), for error messages. Once the leader has
+        exited, what it printed last is read first (at most _DRAIN_S: a child left in the
+        background may hold the output open)."""
+        if self.popen.poll() is not None:
+            self._thread.join(timeout=_DRAIN_S)
         return list(self._tail)
 
     def _pump(self) -> None:
