@@ -209,3 +209,33 @@ def test_redirections_and_the_shells_own_parameters_are_no_values(command: str) 
 def test_a_secret_in_a_redirections_file_is_still_scanned() -> None:
     secret = "ghp_" + "a1B2c3D4e5F6g7H8i9J0" * 2
     assert secret not in redact_command(f"llama-server -m m.gguf > /tmp/{secret}.log 2>&1")
+
+
+@pytest.mark.parametrize(
+    ("launch", "stored"),
+    [
+        # ssh's options read as its getopt reads them: the node and its options stay visible
+        ("ssh -tt gpu1 vllm serve m --port 8000", "ssh -tt gpu1 vllm serve m --port 8000"),
+        ("ssh -J bastion -p 2222 user@gpu2 vllm serve m", None),
+        ("timeout 30 ssh -vp 22 gpu1 llama-server -m m.gguf", None),
+        ("ssh -o StrictHostKeyChecking=no -o ConnectTimeout=10 gpu1 vllm serve m", None),
+        ("ssh gpu1 bash -lc 'vllm serve m --port 8000'", None),
+        # what ssh carries that is no connection setting, and sshpass's password, are masked
+        (
+            "ssh -o SetEnv=HF_TOKEN=hf_Zx9Kq2vB7mN4pL8wR3tY gpu1 vllm serve m",
+            "ssh -o SetEnv=<redacted> gpu1 vllm serve m",
+        ),
+        (
+            "sshpass -p hunter2-Zx9Kq ssh -tt gpu1 vllm serve m",
+            "sshpass -p <redacted> ssh -tt gpu1 vllm serve m",
+        ),
+        (
+            "ssh gpu1 bash -lc 'vllm serve m --api-key sk-Zx9Kq2vB7mN4pL8wR3tY'",
+            "ssh gpu1 bash -lc 'vllm serve m --api-key <redacted>'",
+        ),
+    ],
+)
+def test_an_ssh_launch_keeps_its_node_and_options_and_masks_what_ssh_carries(
+    launch: str, stored: str | None
+) -> None:
+    assert redact_command(launch) == (stored or launch)

@@ -19,6 +19,7 @@ from diagnostic.bundle.secret_shapes import name_strength
 from diagnostic.bundle.shellwords import Token, split_line
 from diagnostic.bundle.textrules import MASK, key_like
 from diagnostic.bundle.urls import redact_url
+from diagnostic.common.ssh_options import WITH_ARG, read_options
 from diagnostic.engines.command import flag_spans
 
 __all__ = ["redact_command", "redact_env", "redact_variables"]
@@ -39,6 +40,10 @@ _RUNNERS = re.compile(
     r"|triton).*)$"
 )
 _CONTAINERS = frozenset({"docker", "podman", "nerdctl"})
+# A wrapper's number: timeout's 30s, taskset's 0-3,5, numactl's 0,1 (never a word like `ssh`).
+_WRAPPER_NUMBER = re.compile(r"[\d.,:-]+[smhd]?")
+# sshpass's options that take a value (-p PASSWORD, -f FILE, -d FD, -P PROMPT): none is kept.
+_SSHPASS_VALUED = frozenset(("-p", "-f", "-d", "-P"))
 _SHELLS = frozenset({"bash", "sh", "zsh", "dash", "ksh"})
 _SHELL_C = re.compile(r"-[a-z]*c[a-z]*")  # bash -c, -lc, -ic: the next word is a command
 _DOCKER_RUN = frozenset({"run", "create"})
@@ -54,6 +59,16 @@ _NAME_SHAPE = re.compile(r"^--?[A-Za-z][A-Za-z0-9]*(?:[-_.][A-Za-z0-9]+)*$")
 _PLAIN = re.compile(r"^[\w./:@%+,~{}$=\[\]-]*$")
 _SPECIAL = re.compile(r"\$[!$?#@*0-9-]")  # the shell's own parameters ($!, $?, $1 …)
 _SHELL_VAR = re.compile(r"(?<![\\$])\$(?:\{([A-Za-z_]\w*)\}|([A-Za-z_]\w*))")
+# ssh -o settings whose values are kept (connection behaviour, names and paths); any other
+# (SetEnv, SendEnv, ProxyCommand, RemoteCommand, LocalCommand …) is masked.
+_SSH_SETTINGS = frozenset(
+    """addressfamily batchmode checkhostip compression connectionattempts connecttimeout
+    controlmaster controlpath controlpersist exitonforwardfailure forwardagent
+    globalknownhostsfile hostkeyalias hostname identitiesonly identityfile loglevel port
+    preferredauthentications proxyjump pubkeyauthentication passwordauthentication
+    requesttty serveralivecountmax serveraliveinterval stricthostkeychecking tcpkeepalive
+    updatehostkeys user userknownhostsfile""".split()  # noqa: SIM905
+)
 
 
 def redact_command(command: str, scan: Scan, *, launch: bool = True) -> str:
@@ -121,6 +136,11 @@ def _segment(line: str, words: list[Token], scan: Scan) -> list[tuple[int, int, 
     if not words:
         return []
     values = [w.value for w in words]
+    program = _program(values)
+    if program is not None and _base(values[program]) == "ssh":
+        return _ssh(line, words, program, scan)
+    if program is not None and _base(values[program]) == "sshpass":
+        return _sshpass(line, words, program, scan)
     engine, start = _engine(values)
     if engine is None:
         if values[0].startswith("-"):  # a bare list of options: an engine's, unnamed
@@ -137,6 +157,75 @@ def _segment(line: str, words: list[Token], scan: Scan) -> list[tuple[int, int, 
         return edits + _arguments(line, words[program + 1 :], allowed, scan, model=False)
     edits = _launcher(line, words[:start], scan)
     return edits + _arguments(line, words[start:], options(engine), scan, model=True)
+
+
+def _ssh(line: str, words: list[Token], at: int, scan: Scan) -> list[tuple[int, int, str]]:
+    """`ssh [options] host [command]`: ssh's options read as its getopt reads them (values
+    kept, -o settings by _SSH_SETTINGS), the host kept and scanned, the command on the node
+    redacted as a command of its own."""
+    values = [w.value for w in words]
+    edits = _launcher(line, words[:at], scan)
+    host, ended = read_options(values, at + 1, [])
+    edits += _ssh_options(words[at + 1 : host], scan)
+    if host >= len(words):
+        return edits
+    edits += _positional(line, words[host], scan, first=True)
+    rest = host + 1
+    if not ended:
+        rest, _ = read_options(values, rest, [])
+        edits += _ssh_options(words[host + 1 : rest], scan)
+    return edits + _segment(line, words[rest:], scan)
+
+
+def _sshpass(line: str, words: list[Token], at: int, scan: Scan) -> list[tuple[int, int, str]]:
+    """`sshpass -p PASSWORD ssh …`: every value of sshpass's own options masked, the command
+    it runs read as a command of its own."""
+    edits = _launcher(line, words[:at], scan)
+    k = at + 1
+    while k < len(words) and words[k].value.startswith("-"):
+        word = words[k]
+        if word.value in _SSHPASS_VALUED and k + 1 < len(words):
+            edits.append((words[k + 1].start, words[k + 1].end, MASK))
+            k += 2
+            continue
+        if word.value[:2] in _SSHPASS_VALUED and len(word.value) > 2:
+            edits.append((word.start, word.end, f"{word.value[:2]}{MASK}"))
+        k += 1
+    return edits + _segment(line, words[k:], scan)
+
+
+def _ssh_options(words: list[Token], scan: Scan) -> list[tuple[int, int, str]]:
+    """Edits of ssh's option words (`-vp 22`, `-p22`, `-o Key=Value`, `-oKey=Value`)."""
+    edits: list[tuple[int, int, str]] = []
+    k = 0
+    while k < len(words):
+        word = words[k]
+        at = next((i for i, c in enumerate(word.value[1:], 1) if c in WITH_ARG), None)
+        if word.value == "--" or at is None:
+            k += 1
+            continue
+        inline = word.value[at + 1 :]
+        target = word if inline or k + 1 >= len(words) else words[k + 1]
+        value = inline or (target.value if target is not word else "")
+        kept = _ssh_value(word.value[at], value, scan)
+        if kept != value:
+            prefix = word.value[: at + 1] if target is word else ""
+            edits.append((target.start, target.end, _quoted(prefix + kept)))
+        k += 1 if target is word else 2
+    return edits
+
+
+def _ssh_value(letter: str, value: str, scan: Scan) -> str:
+    """An ssh option's value as kept: a -o setting by its name, any other value scanned."""
+    if letter != "o":
+        return _scanned(value, scan)
+    name, sep, setting = value.partition("=")
+    if not sep:
+        name, sep, setting = value.partition(" ")
+    if not sep:
+        return value
+    kept = _scanned(setting, scan) if name.strip().lower() in _SSH_SETTINGS else _mask(setting)
+    return f"{name}{sep}{kept}"
 
 
 def _nested(line: str, words: list[Token], at: int, scan: Scan) -> list[tuple[int, int, str]]:
@@ -198,7 +287,7 @@ def _program(values: list[str]) -> int | None:
     """Index of the program a simple command runs, past assignments and wrappers."""
     previous = ""
     for k, value in enumerate(values):
-        wrapper_value = previous in _WRAPPER_VALUED or re.fullmatch(r"[\d.,:smhd-]+", value)
+        wrapper_value = previous in _WRAPPER_VALUED or _WRAPPER_NUMBER.fullmatch(value)
         if not (
             _ASSIGNMENT.match(value)
             or _base(value) in _WRAPPERS

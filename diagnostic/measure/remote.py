@@ -7,10 +7,10 @@ ssh`), and inside a remote command (`ssh login ssh gpu1`: a hop)."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from diagnostic.bundle.shellwords import Token, split_line
+from diagnostic.common.ssh_options import option_pairs, read_options
 
 __all__ = [
     "CONTAINERS",
@@ -24,8 +24,6 @@ __all__ = [
     "ssh_hosts",
 ]
 
-# ssh's options that take an argument (OpenSSH 9's getopt string, ssh.c)
-_WITH_ARG = set("BbcDEeFIiJLlmOoPpQRSWw")
 # Options that make ssh do something else than run a command and end: a forward, a tunnel,
 # a control command, the background (`ssh -fN -L 8000:localhost:8000 gpu1`).
 _NOT_A_LOGIN = set("fNOLRDWMsGVQ")
@@ -57,7 +55,7 @@ class SshCall:
         """The template's options less those that make ssh forward, tunnel or fork instead of
         running a command (`-N`, `-f`, `-L …`, `-O exit`)."""
         kept: list[str] = []
-        for flag, value in _flags(list(self.options)):
+        for flag, value in option_pairs(list(self.options)):
             if flag not in _NOT_A_LOGIN:
                 kept += [f"-{flag}", *([value] if value is not None else [])]
         return kept
@@ -190,56 +188,19 @@ def _parse(words: list[str], stdin: str | None, *, hop: str) -> SshCall | None:
     """`ssh`'s arguments as ssh reads them: options, the host, options again unless `--`
     ended them, then the command."""
     options: list[str] = []
-    i, ended = _options(words, 0, options)
+    i, ended = read_options(words, 0, options)
     if i >= len(words):
         return None
     host = words[i]
     i += 1
     if not ended:
-        i, _ = _options(words, i, options)
+        i, _ = read_options(words, i, options)
     rest = words[i:]
     # as ssh sends it: the words joined, split again there; `ssh node <<EOF` or `ssh node
     # bash -s <<EOF`: the body runs there
     body = stdin is not None and (not rest or _reads_stdin(rest))
     remote = stdin if body and stdin is not None else " ".join(rest)
     return SshCall(host=host, options=tuple(options), remote=remote, hop=hop)
-
-
-def _options(words: list[str], i: int, options: list[str]) -> tuple[int, bool]:
-    """Read ssh's options from word `i` into `options` (getopt: `-vp 22`, `-p22`, `-tt`);
-    where they end, and whether a `--` ended them."""
-    while i < len(words):
-        word = words[i]
-        if word == "--":
-            return i + 1, True
-        if not word.startswith("-") or word == "-":
-            break
-        options.append(word)
-        i += 1
-        if _wants_next(word) and i < len(words):
-            options.append(words[i])
-            i += 1
-    return i, False
-
-
-def _wants_next(word: str) -> bool:
-    """Whether an option word ends with a letter that takes a value (`-p`, `-vp`): the
-    next word is that value."""
-    at = next((k for k, letter in enumerate(word[1:], 1) if letter in _WITH_ARG), None)
-    return at == len(word) - 1
-
-
-def _flags(options: list[str]) -> list[tuple[str, str | None]]:
-    """Option words as (letter, value) pairs, as getopt reads them."""
-    pairs: list[tuple[str, str | None]] = []
-    words: Iterator[str] = iter(options)
-    for word in words:
-        for k, letter in enumerate(word[1:], 1):
-            if letter in _WITH_ARG:
-                pairs.append((letter, word[k + 1 :] or next(words, None)))
-                break
-            pairs.append((letter, None))
-    return pairs
 
 
 def _reads_stdin(words: list[str]) -> bool:
