@@ -174,6 +174,12 @@ def _ssh(line: str, words: list[Token], at: int, scan: Scan) -> list[tuple[int, 
     if not ended:
         rest, _ = read_options(values, rest, [])
         edits += _ssh_options(words[host + 1 : rest], scan)
+    if rest == len(words) - 1 and " " in words[rest].value:  # `ssh node 'COMMAND'`
+        inner = words[rest]
+        redacted = redact_command(inner.value, scan)
+        return edits + (
+            [] if redacted == inner.value else [(inner.start, inner.end, _quoted(redacted))]
+        )
     return edits + _segment(line, words[rest:], scan)
 
 
