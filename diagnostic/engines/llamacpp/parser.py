@@ -67,6 +67,8 @@ SIGNATURES: tuple[bytes, ...] = (
     b"llama_server",
     b"llama-server",
     b"llama_model_loader",
+    b"llama_prepare_model_devices",  # newer builds' device choice (`using device Vulkan0 …`)
+    b"llama-cli",
     b"srv  ",
     b"slot ",
     b"print_timing",
