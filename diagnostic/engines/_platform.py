@@ -77,7 +77,7 @@ SIGNS: tuple[Sign, ...] = (
     _sign(
         "metal",
         r"- MTL\d|ggml_metal_init|\bMTL : EMBED_LIBRARY|using device MTL\d|\bMTL\d \(Apple"
-        r"|GGML_METAL=ON",
+        r"|GGML_METAL=ON|using device Metal\b",
     ),
     _sign(
         "vulkan",
@@ -144,6 +144,7 @@ ANCHORS: tuple[bytes, ...] = (
     b"aclgraph",
     b"MTL",
     b"ggml_metal",
+    b"device Metal",
     b"GGML_METAL",
     b"RADV",
     b"ulkan",

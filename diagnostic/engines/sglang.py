@@ -63,6 +63,12 @@ SIGNATURES: tuple[bytes, ...] = (
     b"--speculative-algo ",
     b"speculative_algorithm",
     b"sglang:",
+    # ServerArgs fields only SGLang has, for a dump cut before `speculative_algorithm`
+    b"speculative_eagle_topk=",
+    b"speculative_num_draft_tokens=",
+    b"speculative_accept_threshold",
+    b"speculative_attention_mode=",
+    b"speculative_token_map=",
 )
 _ON = {"spec.enabled": True}
 SIGNALS: tuple[Signal, ...] = (
