@@ -7,7 +7,7 @@ import re
 from diagnostic.engines import _kv, detect_engine, parse_log
 from diagnostic.engines._lines import Line, LineScanner
 from diagnostic.engines._signals import Signal, SignalReader
-from diagnostic.engines.command import find_command
+from diagnostic.engines.command import ShellVariables, find_command
 from diagnostic.engines.vllm.signals import MARKERS, command_spec
 from diagnostic.schema.logfacts import LogFacts
 
@@ -135,3 +135,17 @@ def test_seventh_round_commands() -> None:
     assert parse_log(["Fixed in TensorRT-LLM 1.1.0", "trtllm-serve m"]).version is None
     vllm = parse_log(["- vLLM version: `0.18.1rc1.dev43+gdebd6e768`", "vllm serve m"])
     assert vllm.version == "0.18.1rc1.dev43+gdebd6e768"
+
+
+def test_unquoted_flags_variable_splits_and_a_variable_program_keeps_its_flags() -> None:
+    shell = ShellVariables()
+    shell.read('SPEC_ARGS="--spec-type draft-mtp --spec-draft-n-max 4"')
+    shell.read('SPEC=\'{"method": "mtp"}\'')
+    line = shell.read('"$EXE" -m a.gguf $SPEC_ARGS --x "$SPEC"')
+    assert (
+        line
+        == '"$EXE" -m a.gguf --spec-type draft-mtp --spec-draft-n-max 4 --x \'{"method": "mtp"}\''
+    )
+    cmd = find_command(line, [re.compile("llama-server")])
+    assert cmd is not None and cmd.bare
+    assert cmd.argv[:2] == ["-m", "a.gguf"]

@@ -43,11 +43,16 @@ SIGNS: tuple[Sign, ...] = (
         r"|hipGraph|HIP graphs?\b|\bHIP error\b|llama\.cpp:\w+-rocm|llama-b\d+-bin-\w+-hip"
         r"|\bAMD/HIP\b|ROCM Version\s*:\s*\d|ROCm System Management Interface"
         r"|hipError\w+|HIP out of memory|\d\+rocm\d|loaded ROCm backend"
-        r"|attention[_-]backend[ =]['\"]?aiter\b",  # SGLang's AITER backend: AMD's library
+        r"|attention[_-]backend[ =]['\"]?aiter\b"  # SGLang's AITER backend: AMD's library
+        r"|\bHSA_OVERRIDE_GFX_VERSION\b|\bGGML_HIP\w*",  # ROCm's runtime; llama.cpp's HIP build
     ),
     # AMD parts name the GPU, not the backend: ROCm unless the text names Vulkan (llama.cpp
     # runs AMD GPUs through either).
-    _sign("amd", r"\bgfx(?:9\d\d|1[0-2]\d\d)\b|AMD Instinct|\bMI(?:2[05]0|3[0-5]\dX?)\b"),
+    _sign(
+        "amd",
+        r"\bgfx(?:9\d\d|1[0-2]\d\d)\b|AMD Instinct|\bMI(?:2[05]0|3[0-5]\dX?)\b"
+        r"|\bamd\.com/gpu\b",  # Kubernetes' AMD device plugin resource
+    ),
     # Ascend NPU: the vllm-ascend plugin, ACL graphs, SGLang's device and backend.
     _sign(
         "npu",
@@ -64,6 +69,7 @@ SIGNS: tuple[Sign, ...] = (
         r"detected platform xpu|device_config=xpu|--device[ =]xpu\b|dispatch key: XPU\b"
         r"|\d\+xpu\b|intel/llm-scaler-vllm|Is XPU available\s*:\s*True"
         r"|\bSYCL\d?\b(?! = 0)|\bGGML_SYCL\w*|ONEAPI_DEVICE_SELECTOR|\bintel\.Dockerfile\b"
+        r"|oneAPI DPC\+\+"  # llama.cpp's SYCL build is compiled with it
         r"|\bIntel\(R\) Arc|\bArc(?:\(TM\))? [AB]\d{2,3}\b",
     ),
     _sign("tpu", r"detected platform tpu|device_config=tpu|--device[ =]tpu\b"),
@@ -71,12 +77,13 @@ SIGNS: tuple[Sign, ...] = (
     _sign(
         "metal",
         r"- MTL\d|ggml_metal_init|\bMTL : EMBED_LIBRARY|using device MTL\d|\bMTL\d \(Apple"
-        r"|GGML_METAL=ON",
+        r"|GGML_METAL=ON|using device Metal\b",
     ),
     _sign(
         "vulkan",
         r"ggml_vulkan: Found|- Vulkan\d|(?:--device|-dev)[ =](?:\S*,)?Vulkan\d"
-        r"|\b(?:on|to) Vulkan\d\b|loaded Vulkan backend"
+        r"|\b(?:on|to) Vulkan\d\b|loaded Vulkan backend|using device Vulkan\d"
+        r"|\bllama[.-]cpp-vulkan\b"
         r"|llama\.cpp:\w+-vulkan|llama-b\d+-bin-\w+-vulkan|GGML_VULKAN=ON|\bRADV\b",
     ),
     # CUDA named: platform detection, device config, devices, NVIDIA parts, the environment.
@@ -87,7 +94,7 @@ SIGNS: tuple[Sign, ...] = (
         r"|\bNVIDIA (?:[A-Z]\d|GeForce|RTX|Tesla|GH|GB|DGX)|device=['\"]cuda"
         r"|CUDA Archs: \d[^;]*; ROCm: Disabled"  # vLLM built for CUDA (a CPU build: "Not Set")
         r"|llama\.cpp:\w+-cuda|llama-b\d+-bin-\w+-cuda|(?:--device|-dev)[ =](?:\S*,)?CUDA\d"
-        r"|loaded CUDA backend"
+        r"|loaded CUDA backend|\bCUDA 1\d runtime\b"
         r"|(?:^|\s)--gpus[ =]",  # docker's --gpus: NVIDIA's container toolkit
     ),
     # CPU named: vLLM's CPU platform and worker, a CPU device option (not llama.cpp's vision
@@ -137,6 +144,7 @@ ANCHORS: tuple[bytes, ...] = (
     b"aclgraph",
     b"MTL",
     b"ggml_metal",
+    b"device Metal",
     b"GGML_METAL",
     b"RADV",
     b"ulkan",
@@ -166,6 +174,9 @@ ANCHORS: tuple[bytes, ...] = (
     b"+cu1",
     b"llm-scaler",
     b"--gpus",
+    b"HSA_",
+    b"amd.com",
+    b"oneAPI",
 )
 # A placeholder naming alternatives (`--device <ROCm0|Vulkan0>`) names no platform.
 _ALTERNATIVES = re.compile(r"<[^<>\s]*\|[^<>\s]*>")

@@ -49,7 +49,7 @@ ANCHORS: tuple[bytes, ...] = (
     b"Traceback (most recent",
 )
 # Near the top only: a pasted command, an issue's environment bullets (`- SGLang 0.5.17 (venv)`).
-HEAD_ANCHORS: tuple[bytes, ...] = (b"--speculative", b"SGLang ")
+HEAD_ANCHORS: tuple[bytes, ...] = (b"--speculative", b"SGLang ", b"Speculative Algorithm")
 SIGNATURES: tuple[bytes, ...] = (
     b"server_args=ServerArgs(",
     b"sglang",
@@ -63,6 +63,12 @@ SIGNATURES: tuple[bytes, ...] = (
     b"--speculative-algo ",
     b"speculative_algorithm",
     b"sglang:",
+    # ServerArgs fields only SGLang has, for a dump cut before `speculative_algorithm`
+    b"speculative_eagle_topk=",
+    b"speculative_num_draft_tokens=",
+    b"speculative_accept_threshold",
+    b"speculative_attention_mode=",
+    b"speculative_token_map=",
 )
 _ON = {"spec.enabled": True}
 SIGNALS: tuple[Signal, ...] = (
@@ -102,10 +108,12 @@ _GRAPH_LINE = re.compile(r"(?:cuda|npu) graph", re.IGNORECASE)
 _ELAPSED = re.compile(r"(?:Time elapsed: |elapsed=)(?P<s>[\d.]+) ?s")
 _MEM = re.compile(r"mem usage=(?P<gb>[\d.]+) GB")
 _VERSION = re.compile(
-    r"\bsglang(?:==|:\s*v?|\s+version[:=]?\s*|\s+v?|/v?)"
+    r"\bsglang(?:==|:\s*v?|\s+version[:=]?[*`\s]*v?|\s+v?|/v?)"  # `**sglang Version:** v…`
     r"(?P<v>\d+\.\d+\.\d+(?:\.post\d+|rc\d+|\.dev\d+)?)(?![\w.])",
     re.I,
 )
+# An environment list's field (`* **Speculative Algorithm:** `EAGLE``), as the user states it.
+_ALGORITHM_FIELD = re.compile(r"\bSpeculative Algorithm[*`\s]*:[*`\s]*(?P<m>[A-Z][A-Z0-9_]+)\b")
 _DRAFT_ARCH = re.compile(r"type=(?P<arch>\w*Eagle3\w*)|Loading (?P<alg>EAGLE3) draft model")
 _FIELD = re.compile(r"(?P<key>#?[\w ()/-]+?): (?P<value>[^,]+)")
 
@@ -164,6 +172,11 @@ class Parser(LogParser):
         arch = _DRAFT_ARCH.search(text)
         if arch:
             self.facts.drafter_architecture = arch["arch"] or "Eagle3"
+            self.facts.spec_evidence.append(ev(line))
+        field = _ALGORITHM_FIELD.search(text) if "Speculative Algorithm" in text else None
+        if field and field["m"] != "NONE":
+            self.facts.spec.enabled = True
+            set_fact(self.facts, "spec.method", _ALIASES.get(field["m"], field["m"]))
             self.facts.spec_evidence.append(ev(line))
         if "sglang" in text.lower() and self.facts.version is None:
             v = _VERSION.search(text)

@@ -45,6 +45,9 @@ _WINDOWS = re.compile(r"\b[A-Za-z]:\\|\.exe\b|(?:^|\s)\.\\")
 _GLUED = re.compile(r"(?<=[A-Za-z0-9])(?=--[A-Za-z])")  # where a lost space joined two flags
 _JSON_ARGS = re.compile(r"""\[\s*"(?:[^"\\]|\\.)*"(?:\s*,\s*"(?:[^"\\]|\\.)*")*\s*\]""")
 _BARE_START = re.compile(r"--?[A-Za-z]")
+# A script's program held in a variable the text never sets (`"$EXECUTABLE" -m …`): its flags
+# are read as a bare list, which names the engine by its flags alone.
+_VAR_PROGRAM = re.compile(r"\$(?:\{\w+\}|\w+)")
 # Inline code in prose: "Server flags: `--ctx-size 8192 --spec-type mtp`." (one backtick pair or
 # several, as Markdown allows).
 _CODE_SPAN = re.compile(r"(`+)([^`]+)\1")
@@ -193,6 +196,8 @@ def find_command(
             tokens, start, bare = array, (found[-1] + 1 if found else 0), not found
         elif tokens and _BARE_START.match(tokens[0]):
             start, bare = 0, True
+        elif len(tokens) > 1 and _VAR_PROGRAM.fullmatch(tokens[0]) and _BARE_START.match(tokens[1]):
+            start, bare = 1, True
     if start is None or start >= len(tokens):
         return None
     if any(_USAGE.fullmatch(t) for t in tokens[start:]):

@@ -2,8 +2,9 @@
 `--speculative-config "$SPEC"` on a later one. The reader puts the value in its place.
 
 Only a whole word is replaced (`$NAME`, `${NAME}`, `"$NAME"`), and only by a value the text
-assigned before: a variable inside a longer string (`\\"$DRAFT_PATH\\"` in escaped JSON) or one
-the text never sets stays as written.
+assigned before; a list of flags used unquoted (`$SPEC_ARGS`) is split into its words, as the
+shell splits it, any other value stays one word. A variable inside a longer string
+(`\\"$DRAFT_PATH\\"` in escaped JSON) or one the text never sets stays as written.
 """
 
 from __future__ import annotations
@@ -14,8 +15,10 @@ import shlex
 __all__ = ["ASSIGNMENT_ANCHORS", "ShellVariables"]
 
 # Lines that assign a JSON object or a list of flags, the values a command may take from a
-# variable (the scan hands them to the reader; other assignments rarely hold settings).
-ASSIGNMENT_ANCHORS: tuple[bytes, ...] = (b"='{", b'="{', b"='--", b'="--')
+# variable (the scan hands them to the reader; other assignments rarely hold settings), and
+# the lines that may use one (` $X`, `"$X"`), so that a command whose flags are all in a
+# variable is read too.
+ASSIGNMENT_ANCHORS: tuple[bytes, ...] = (b"='{", b'="{', b"='--", b'="--', b" $", b'"$')
 _ASSIGN = re.compile(
     r"""^\s*(?:export\s+)?(?P<name>[A-Za-z_]\w*)="""
     r"""(?:'(?P<single>[^']*)'|"(?P<double>(?:[^"\\]|\\.)*)"|(?P<bare>[^\s'"`$;|&()]+))\s*$"""
@@ -47,4 +50,8 @@ class ShellVariables:
 
     def _value(self, m: re.Match[str]) -> str:
         value = self.values.get(m["braced"] or m["name"])
-        return m[0] if value is None else shlex.quote(value)
+        if value is None:
+            return m[0]
+        if not m["q"] and value.startswith("-"):
+            return value  # unquoted flags: the shell splits them into words
+        return shlex.quote(value)

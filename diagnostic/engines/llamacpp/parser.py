@@ -52,6 +52,7 @@ ANCHORS: tuple[bytes, ...] = (
     b"-md",
     b"router server",
     b"LLAMA_ARG_",
+    b"invalid argument",
 )
 # A build as people write it in prose, read only where a log's start-up or a paste is (the head):
 # ` b10549-7a61c02f1`, a bare ` b9947` (or in backticks), `version 9438`. No signature: they
@@ -67,6 +68,8 @@ SIGNATURES: tuple[bytes, ...] = (
     b"llama_server",
     b"llama-server",
     b"llama_model_loader",
+    b"llama_prepare_model_devices",  # newer builds' device choice (`using device Vulkan0 …`)
+    b"llama-cli",
     b"srv  ",
     b"slot ",
     b"print_timing",
@@ -100,6 +103,8 @@ _PROSE_BUILD = re.compile(
     r"|\bversion:?\s+(?P<n2>\d{4,5})(?![\w.])"
 )
 # The router's child command, one argument per line: `srv  load:   --spec-type`.
+# The argument parser refusing a flag of the command: the program exits before loading anything.
+_ARG_ERROR = re.compile(r"^error: invalid argument: -+(?P<flag>\S+)")
 _ROUTER_ARG = re.compile(r"\bload:\s{3,}(?P<arg>\S.*)$")
 # A preset (INI) line for a speculation setting: `spec-type = draft-mtp`.
 _INI = re.compile(r"^(?P<k>(?:spec|draft)-[\w-]+|model-draft|md)\s*=\s*(?P<v>\S+)\s*$")
@@ -166,6 +171,7 @@ class Parser(LogParser):
         self.router_args: list[tuple[str, Line]] | None = None  # the router's child command
         self.prose_build: str | None = None  # a build named in prose, when no build line says it
         self.form_field: int | None = None  # the line of an issue form's "GGML backends" field
+        self.command_flags: frozenset[str] = frozenset()  # the flags of the last command read
 
     def feed(self, line: Line) -> None:
         """Read one candidate line."""
@@ -177,6 +183,8 @@ class Parser(LogParser):
             return
         if _SPEC_STAT.search(text) and not _UNDERSTOOD.search(text):
             cap_append(self.facts.not_understood, ev(line))  # a fork's own statistics line
+        if "invalid argument" in text and (bad := _ARG_ERROR.match(text.strip())):
+            self._refused(bad["flag"])
         if "draft acceptance" in text:
             self.kind = "metric"
             self._acceptance(line)
@@ -244,6 +252,7 @@ class Parser(LogParser):
         whole = not cmd.bare and not any(f in cmd.flags for f in FILE_FLAGS)
         speculation_from_flags(self.facts, cmd, line, whole=whole)
         flags = cmd.flags
+        self.command_flags = frozenset(flags)
         self.facts.model = self.facts.model or cmd.text("m", "model", "hf", "hf-repo")
         if "GGML_CUDA_DISABLE_GRAPHS" in cmd.env:
             backend = self.backend
@@ -253,6 +262,14 @@ class Parser(LogParser):
             debug = flags.get("lv") == "4" or "verbose" in flags
             self.backend.debug_level = self.backend.debug_level or debug
         return True
+
+    def _refused(self, flag: str) -> None:
+        """The last command's flag was refused: it started no server, so its speculative
+        flags say nothing of a run (as for a `--version` query)."""
+        if flag in self.command_flags:
+            spec = self.facts.spec
+            spec.enabled = spec.method = spec.num_draft_tokens = spec.drafter = None
+            self.command_flags = frozenset()
 
     def _form_backends(self, line: Line) -> None:
         """The answer to the issue form's backends field: one GPU backend names the platform."""

@@ -91,12 +91,24 @@ SIGNALS: tuple[Signal, ...] = (
         head=True,
     ),
 )
-COMMANDS: tuple[bytes, ...] = (b"llama-server", b"llama.cpp:server")
-MARKERS = (re.compile(r"\S*llama-server(?:\.exe)?"), re.compile(r"\S*llama\.cpp:server\S*"))
+# llama-cli takes the same common (and speculative) arguments as the server.
+COMMANDS: tuple[bytes, ...] = (b"llama-server", b"llama-cli", b"llama.cpp:server")
+MARKERS = (
+    re.compile(r"\S*llama-(?:server|cli)(?:\.exe)?"),
+    re.compile(r"\S*llama\.cpp:server\S*"),
+)
 _OFF = {"none", "off", "0", "false"}
 # A line worth reading as a command: the program, the image, or flags only llama.cpp takes
 # (argument lists without the program: a compose command array, a line of flags).
-COMMAND_HINTS = ("llama-server", "llama.cpp:server", "--spec-", "--draft", "-md", "--model-draft")
+COMMAND_HINTS = (
+    "llama-server",
+    "llama-cli",
+    "llama.cpp:server",
+    "--spec-",
+    "--draft",
+    "-md",
+    "--model-draft",
+)
 # Settings files a command can take the rest of its flags from (not in the text).
 FILE_FLAGS = ("models-preset", "config")
 _K_FLAGS = ("--draft-max", "--draft", "--draft-n", "--spec-draft-n-max")

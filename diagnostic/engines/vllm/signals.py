@@ -37,6 +37,17 @@ SIGNALS: tuple[Signal, ...] = (
         re.compile(r"Number of speculative tokens: (?P<k>\d+)|"),
     ),
     Signal("SpecDecoding metrics", _ON, "metric"),
+    # A traceback through the drafting step (V1 and plugins such as vllm-ascend): the drafter
+    # ran. Its file names no method (one proposer serves several).
+    Signal(
+        "propose",
+        _ON,
+        "runtime",
+        re.compile(
+            r"spec_decode/\w+\.py\", line \d+, in propose\b"
+            r"|\bin (?:_generate_draft_token_ids|propose_draft_token_ids)\b"
+        ),
+    ),
     Signal("vllm:spec_decode_num_draft", _ON, "metric"),
     # Speculation named by errors and notices: a SpeculativeConfig that failed validation, a
     # token budget derived from the speculative settings, a run forced onto Model Runner V2.
