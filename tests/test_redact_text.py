@@ -79,3 +79,11 @@ def test_a_python_import_path_is_kept_and_a_key_after_a_dotted_name_is_not() -> 
         assert redact_file_text(kept) == kept
     for key in ("Xk9vLp2QwErT7yZa", "AKIAIOSFODNN7EXAMPL3", "Zx9Kq2vB7mN4pL8wR3tY"):
         assert key not in redact_file_text(f"some.config:{key}")
+
+
+def test_an_address_is_kept_and_a_long_hex_secret_is_not() -> None:
+    """A ROCm fault prints its agent's handle as a C pointer (a wild SGLang MI355X log)."""
+    line = "Memory access fault by GPU node-6 (Agent handle: 0x55d1c0a1b2c0) on address 0x7f1e2c."
+    assert redact_file_text(line) == line
+    token = "0x" + "9f3c2a7b1e4d8c6f" * 2
+    assert token not in redact_file_text(f"handle: {token}")

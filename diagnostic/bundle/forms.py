@@ -162,6 +162,8 @@ _IDENTIFIER_PATH = re.compile(r"^[a-z_][a-z0-9_]*(?:[./:-][a-z0-9_]+)+$")
 # points): a dotted module of lower-case words, a colon, a capitalised name made of words.
 _MODULE_PATH = re.compile(r"^[a-z_][a-z0-9_]*(?:\.[a-z_][a-z0-9_]*)+$")
 _CLASS_NAME = re.compile(r"^[A-Z][A-Za-z0-9_]*[a-z][A-Za-z0-9_]*$")
+# A 64-bit address or handle as C prints it (`Agent handle: 0x55d1c0a1b2c0` in a ROCm fault).
+_ADDRESS = re.compile(r"^0x[0-9a-fA-F]{1,16}$")
 
 
 def _class_name(value: str) -> bool:
@@ -183,6 +185,8 @@ def _mask_key_like(match: re.Match[str]) -> str:
     if MASK in value or _IDENTIFIER_PATH.match(value) or value.startswith(("/", "./", "~")):
         return match.group(0)
     if sep == ":" and _MODULE_PATH.match(name) and _class_name(value.rstrip(".")):
+        return match.group(0)
+    if _ADDRESS.match(value):
         return match.group(0)
     if (
         ":" not in sep
