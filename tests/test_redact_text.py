@@ -87,3 +87,13 @@ def test_an_address_is_kept_and_a_long_hex_secret_is_not() -> None:
     assert redact_file_text(line) == line
     token = "0x" + "9f3c2a7b1e4d8c6f" * 2
     assert token not in redact_file_text(f"handle: {token}")
+
+
+def test_a_digest_after_its_name_is_kept() -> None:
+    """The trainer's record prints the head's sha256 (a sample's recording/train.log): a hex
+    run after a digest's key is no secret; after a secret's name, or alone, it still is."""
+    digest = "e4716402d4bcf66403b77476ef9a5e5277fa82de1e1b3a40df14f40fd52b4f94"
+    line = f'  178.7s {{"head_sha256": "{digest}", "head_bytes": 15571144}}'
+    assert redact_file_text(line) == line
+    assert digest not in redact_file_text(f'{{"api_secret": "{digest}"}}')
+    assert digest not in redact_file_text(f'x = "{digest}"')

@@ -65,14 +65,19 @@ def _filters() -> tuple[Any, ...]:
     )
 
 
-# An identifier's key right before a value: "id": "…", request_id=…, traceId: …
-_ID_KEY = re.compile(r"(?i)(?:\b|_)id[\"']?[ \t]*[:=][ \t]*[\"']?$")
+# An identifier's or a digest's key right before a value: "id": "…", request_id=…, traceId: …,
+# "head_sha256": "…", checksum=…, commit: …
+_ID_KEY = re.compile(
+    r"(?i)(?:\b|_)(?:id|sha\d*|hash|digest|checksum|md5|commit|etag|fingerprint)[\"']?"
+    r"[ \t]*[:=][ \t]*[\"']?$"
+)
 
 
 def _an_id(value: str, line: str) -> bool:
-    """Whether the value stands right after an identifier's key (a completion's
-    "id":"chatcmpl-…" is random, and no secret): detect-secrets' own heuristic, which reads
-    only `id` at a line's start and `_id`, widened to JSON and camelCase keys."""
+    """Whether the value stands right after an identifier's or a digest's key (a
+    completion's "id":"chatcmpl-…" is random, a file's "sha256": "…" is a digest; neither is
+    a secret): detect-secrets' own heuristic, which reads only `id` at a line's start and
+    `_id`, widened to JSON and camelCase keys and to digests."""
     at = line.find(value)
     return at > 0 and _ID_KEY.search(line, max(0, at - 40), at) is not None
 
@@ -104,7 +109,7 @@ def detected(text: str) -> list[str]:
             if any(rule(value) for rule in _filters()):
                 continue
             if limit is not None and _an_id(value, text):
-                continue  # a random identifier, quoted after its `id` key
+                continue  # a random identifier or a digest, quoted after its key
             values.add(value)
     return sorted(values, key=lambda v: (-len(v), v))
 
