@@ -175,11 +175,7 @@ def _ssh(line: str, words: list[Token], at: int, scan: Scan) -> list[tuple[int, 
         rest, _ = read_options(values, rest, [])
         edits += _ssh_options(words[host + 1 : rest], scan)
     if rest == len(words) - 1 and " " in words[rest].value:  # `ssh node 'COMMAND'`
-        inner = words[rest]
-        redacted = redact_command(inner.value, scan)
-        return edits + (
-            [] if redacted == inner.value else [(inner.start, inner.end, _quoted(redacted))]
-        )
+        return edits + _as_command(words[rest], scan)
     return edits + _segment(line, words[rest:], scan)
 
 
@@ -234,15 +230,19 @@ def _ssh_value(letter: str, value: str, scan: Scan) -> str:
     return f"{name}{sep}{kept}"
 
 
+def _as_command(word: Token, scan: Scan) -> list[tuple[int, int, str]]:
+    """A word that is a command of its own (`bash -c 'CMD'`, `ssh node 'CMD'`), redacted as
+    one and quoted again."""
+    redacted = redact_command(word.value, scan)
+    return [] if redacted == word.value else [(word.start, word.end, _quoted(redacted))]
+
+
 def _nested(line: str, words: list[Token], at: int, scan: Scan) -> list[tuple[int, int, str]]:
     """`bash -c 'COMMAND' …`: the command redacted as a command, the words before it as a
     launcher's, those after it (the script's $0 $1 …) as positional words."""
     edits = _launcher(line, words[: at - 1], scan)
     if at < len(words):
-        inner = words[at]
-        redacted = redact_command(inner.value, scan)
-        if redacted != inner.value:
-            edits.append((inner.start, inner.end, _quoted(redacted)))
+        edits += _as_command(words[at], scan)
         edits += _arguments(line, words[at + 1 :], frozenset(), scan, model=False)
     return edits
 
@@ -402,8 +402,7 @@ def _nested_launch(word: Token, scan: Scan) -> list[tuple[int, int, str]]:
     inner = [t.value for t in split_line(word.value) if t.kind == "word"]
     if not inner or _engine(inner)[0] is None:
         return []
-    redacted = redact_command(word.value, scan)
-    return [] if redacted == word.value else [(word.start, word.end, _quoted(redacted))]
+    return _as_command(word, scan)
 
 
 def _positional(line: str, word: Token, scan: Scan, *, first: bool) -> list[tuple[int, int, str]]:

@@ -96,14 +96,7 @@ def _kept(a: Analysis, name: str, w: str, level: int) -> AnswerLine:
     kept = (
         f"On {w} nothing measured is shown to beat the configuration as found ({tps} decode tok/s)"
     )
-    own = next(
-        (
-            x
-            for x in a.comparisons
-            if x.arm == name and x.kind == "spec" and x.workload == w and x.concurrency == level
-        ),
-        None,
-    )
+    own = sel.comparison(a, name, w, level)
     if own is None or own.ratio is None or own.ratio >= 1 or own.verdict == "EQUIVALENT":
         return AnswerLine(
             workload=w, verdict="NONE", word="keep as found", sentence=f"{kept}: keep it."
