@@ -8,6 +8,7 @@ import re
 
 from diagnostic.analyse.ksweep import DEGENERATE_ALPHA
 from diagnostic.report import fmt as f
+from diagnostic.report import remedied
 from diagnostic.report import select as sel
 from diagnostic.report.inputs import Inputs
 from diagnostic.report.views.base import Evidence
@@ -61,9 +62,12 @@ def _root_box(inputs: Inputs, problems: list[FindingView]) -> tuple[list[Cause],
     recommended = any(c.arm == lead and c.verdict == "WIN" for c in best.values())
     role = "the recommended arm" if recommended else "the arm the answer speaks of"
     causes = (
-        [_cause(p, lost) for p in explains]
+        [_cause(inputs, p, lost) for p in explains]
         + [
-            Cause(text=f"{p.title or p.message} ({p.arms}): not what made it slower — {why}.")
+            Cause(
+                text=f"{p.title or p.message} ({p.arms}): not what made it slower — {why}."
+                + _measured(inputs, p, lost)
+            )
             for p in candidates
             if (why := denied.get(id(p))) and p.rule not in explained
         ]
@@ -98,7 +102,7 @@ def _lost_and_better(a: Analysis) -> tuple[dict[str, Comparison], set[str]]:
     return lost, spec - lost.keys()
 
 
-def _cause(p: FindingView, lost: dict[str, Comparison]) -> Cause:
+def _cause(inputs: Inputs, p: FindingView, lost: dict[str, Comparison]) -> Cause:
     losers = [
         f"{arm} is {f.ratio(c.ratio)} of {c.baseline} on {c.workload}"
         for arm in p.arm_ids
@@ -107,9 +111,21 @@ def _cause(p: FindingView, lost: dict[str, Comparison]) -> Cause:
     # a drafter's own problem has no telling line: what it accepts is in chapter 1
     quoted = (p.severity == "error" or losers) and p.rule not in sel.DRAFTER_RULES
     return Cause(
-        text=f"{p.title or p.message} ({p.arms}): why {f.join(losers)}.",
+        text=f"{p.title or p.message} ({p.arms}): why {f.join(losers)}."
+        + _measured(inputs, p, lost),
         quote=telling_line(p.evidence) if quoted else None,
     )
+
+
+def _measured(inputs: Inputs, p: FindingView, lost: dict[str, Comparison]) -> str:
+    """' Measured on code: …' when the plan has an arm with the finding's fix (remedied.twins),
+    on the workload where the finding's arm lost most."""
+    for twin in remedied.twins(inputs, p.rule, p.arm_ids):
+        worst = lost.get(twin.arm)
+        workload = worst.workload if worst else next(iter(sel.workloads(inputs.analysis)), "")
+        if workload and (text := remedied.sentence(inputs.analysis, twin, workload)):
+            return " " + text
+    return ""
 
 
 def telling_line(evidence: list[Evidence]) -> Evidence | None:
