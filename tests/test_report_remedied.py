@@ -12,6 +12,7 @@ from diagnostic.analyse.core import analyse
 from diagnostic.bundle.store import Bundle
 from diagnostic.report import remedied
 from diagnostic.report.build import load_check
+from diagnostic.report.chapters.capture import findings
 from diagnostic.report.inputs import Inputs
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
@@ -59,3 +60,19 @@ def test_rules_without_a_flag_remedy_have_no_twin() -> None:
     assert remedied.twins(inputs, "eagle3-head-accepts-nothing", ["eagle3-head-k3"]) == []
     assert remedied.twins(inputs, "acceptance-near-one", ["eagle-flag-k3"]) == []
     assert remedied.twins(inputs, "no-such-rule", ["eagle-flag-k3"]) == []
+
+
+def test_chapter_one_shows_the_fix_measured_on_every_workload() -> None:
+    inputs = _inputs("sglang-h200-gemma3")
+    (flag,) = [v for v in findings(inputs) if v.rule == "sglang-eagle-with-eagle3-drafter"]
+    assert [m.split(":")[0] for m in flag.measured] == ["Measured on code", "Measured on prose"]
+    (head,) = [v for v in findings(inputs) if v.rule == "eagle3-head-accepts-nothing"]
+    assert head.measured == []
+
+
+def test_page_one_quotes_the_fix_only_for_a_claim_about_acceptance() -> None:
+    inputs = _inputs("vllm-h200-mla-remedy")
+    rule, arm = "capture-downgraded-under-spec", "triton-ngram-k3"
+    assert remedied.twins(inputs, rule, [arm]) and not remedied.twins(
+        inputs, rule, [arm], about_acceptance=True
+    )

@@ -14,8 +14,9 @@ from diagnostic.report import fmt as f
 from diagnostic.report import select as sel
 from diagnostic.report.inputs import Inputs
 from diagnostic.schema.analysis import Analysis
+from diagnostic.schema.arms import ValueCI
 
-__all__ = ["Twin", "sentence", "twins"]
+__all__ = ["Twin", "brief", "sentence", "twins"]
 
 
 @dataclass(frozen=True)
@@ -32,10 +33,16 @@ def _rules() -> dict[str, Rule]:
     return {r.id: r for r in load_rules()}
 
 
-def twins(inputs: Inputs, rule_id: str, arms: list[str]) -> list[Twin]:
-    """The arms of the plan that measure a remedy of `rule_id` on one of `arms`."""
+def twins(
+    inputs: Inputs, rule_id: str, arms: list[str], *, about_acceptance: bool = False
+) -> list[Twin]:
+    """The arms of the plan that measure a remedy of `rule_id` on one of `arms`; with
+    `about_acceptance`, only for a rule whose evidence is acceptance (a claim these numbers
+    test, not one they merely stand beside)."""
     rule = _rules().get(rule_id)
     if rule is None or not rule.remedies:
+        return []
+    if about_acceptance and "acceptance" not in rule.evidence:
         return []
     plan = {a.name: a for a in inputs.bundle.manifest.plan.arms}
     found: list[Twin] = []
@@ -74,15 +81,37 @@ def sentence(a: Analysis, twin: Twin, workload: str) -> str:
     return f"Measured on {workload}: {twin.arm} {mine}; {twin.twin}, {twin.title}, {fixed}."
 
 
-def _facts(a: Analysis, arm: str, workload: str) -> str:
+def brief(a: Analysis, twin: Twin, workload: str) -> str:
+    """The same in page 1's few words: 'Measured on code: eagle-flag-k3 accepts 1.05 tokens
+    per step; with the fix, eagle3-k3 accepts 2.10 and is 1.32× of base.'"""
+    mine, fixed = _acceptance(a, twin.arm, workload), _acceptance(a, twin.twin, workload)
+    if mine is None or fixed is None:
+        return ""
+    comp = next((c for c in sel.spec_comparisons(a, workload) if c.arm == twin.twin), None)
+    speed = f" and is {f.ratio(comp.ratio)} of {comp.baseline}" if comp and comp.ratio else ""
+    return (
+        f"Measured on {workload}: {twin.arm} accepts {f.num(mine.estimate, 2)} tokens per step; "
+        f"with the fix, {twin.twin} accepts {f.num(fixed.estimate, 2)}{speed}."
+    )
+
+
+def _acceptance(a: Analysis, arm: str, workload: str) -> ValueCI | None:
+    """An arm's acceptance length on a workload, else over every workload; None if unknown."""
     result = next((x for x in a.arms if x.id == arm), None)
     if result is None:
-        return ""
+        return None
     acc = next((w.acceptance_length for w in result.workloads if w.workload == workload), None)
     acc = acc if acc is not None and acc.estimate is not None else result.acceptance_length
+    return acc if acc is not None and acc.estimate is not None else None
+
+
+def _facts(a: Analysis, arm: str, workload: str) -> str:
+    if not any(x.id == arm for x in a.arms):
+        return ""
+    acc = _acceptance(a, arm, workload)
     comp = next((c for c in sel.spec_comparisons(a, workload) if c.arm == arm), None)
     said = []
-    if acc is not None and acc.estimate is not None:
+    if acc is not None:
         interval = f.ci(acc.ci_low, acc.ci_high, fmt="ratio")
         said.append(f"accepts {f.num(acc.estimate, 2)} tokens per step {interval}".rstrip())
     if comp is not None and comp.ratio is not None:

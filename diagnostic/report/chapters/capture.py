@@ -7,7 +7,8 @@ from collections.abc import Callable, Iterable
 
 from diagnostic.logcheck.sources import source_rows
 from diagnostic.report import fmt as f
-from diagnostic.report import launch
+from diagnostic.report import launch, remedied
+from diagnostic.report import select as sel
 from diagnostic.report.inputs import Inputs, served_method
 from diagnostic.report.views.base import Evidence
 from diagnostic.report.views.chapters import CaptureRun, ComparisonTable, FindingView
@@ -217,21 +218,36 @@ def findings(inputs: Inputs) -> list[FindingView]:
     for x in inputs.check.findings if inputs.check is not None else []:
         groups.setdefault((x.rule, x.severity, x.message), []).append(x)
     views = [
-        FindingView(
-            severity=first.severity,
-            rule=first.rule,
-            title=first.title,
-            message=first.message,
-            evidence=evidence(first.evidence, values=_values(inputs, first)),
-            advice=f.text(first.advice, "No advice given."),
-            where=_finding_where(inputs, group),
-            arms=", ".join(_finding_arms(inputs, group)),
-            arm_ids=_finding_arms(inputs, group),
+        _with_measured(inputs, view)
+        for view in (
+            FindingView(
+                severity=first.severity,
+                rule=first.rule,
+                title=first.title,
+                message=first.message,
+                evidence=evidence(first.evidence, values=_values(inputs, first)),
+                advice=f.text(first.advice, "No advice given."),
+                where=_finding_where(inputs, group),
+                arms=", ".join(_finding_arms(inputs, group)),
+                arm_ids=_finding_arms(inputs, group),
+            )
+            for group in groups.values()
+            for first in group[:1]
         )
-        for group in groups.values()
-        for first in group[:1]
     ]
     return sorted(views, key=lambda v: _SEVERITY_ORDER.get(v.severity, 9))
+
+
+def _with_measured(inputs: Inputs, view: FindingView) -> FindingView:
+    """The view with the measurement of its fix on every workload, where the plan has it."""
+    a = inputs.analysis
+    said = [
+        text
+        for twin in remedied.twins(inputs, view.rule, view.arm_ids)
+        for w in sel.workloads(a)
+        if (text := remedied.sentence(a, twin, w))
+    ]
+    return view.model_copy(update={"measured": said}) if said else view
 
 
 def _values(inputs: Inputs, finding: Finding) -> dict[str, str]:

@@ -64,10 +64,7 @@ def _root_box(inputs: Inputs, problems: list[FindingView]) -> tuple[list[Cause],
     causes = (
         [_cause(inputs, p, lost) for p in explains]
         + [
-            Cause(
-                text=f"{p.title or p.message} ({p.arms}): not what made it slower — {why}."
-                + _measured(inputs, p, lost)
-            )
+            Cause(text=f"{p.title or p.message} ({p.arms}): not what made it slower — {why}.")
             for p in candidates
             if (why := denied.get(id(p))) and p.rule not in explained
         ]
@@ -118,12 +115,12 @@ def _cause(inputs: Inputs, p: FindingView, lost: dict[str, Comparison]) -> Cause
 
 
 def _measured(inputs: Inputs, p: FindingView, lost: dict[str, Comparison]) -> str:
-    """' Measured on code: …' when the plan has an arm with the finding's fix (remedied.twins),
-    on the workload where the finding's arm lost most."""
-    for twin in remedied.twins(inputs, p.rule, p.arm_ids):
+    """' Measured on code: …' when the plan has an arm with the fix of a finding about
+    acceptance (remedied.twins), on the workload where the finding's arm lost most."""
+    for twin in remedied.twins(inputs, p.rule, p.arm_ids, about_acceptance=True):
         worst = lost.get(twin.arm)
         workload = worst.workload if worst else next(iter(sel.workloads(inputs.analysis)), "")
-        if workload and (text := remedied.sentence(inputs.analysis, twin, workload)):
+        if workload and (text := remedied.brief(inputs.analysis, twin, workload)):
             return " " + text
     return ""
 

@@ -67,6 +67,10 @@ class FindingView(View):
     arm_ids: list[str] = Field(default_factory=list, description="The same arms, one by one")
     evidence: list[Evidence] = Field(description="Quoted lines")
     advice: str = Field(description="What to do")
+    measured: list[str] = Field(
+        default_factory=list,
+        description="Per workload, the finding's arm beside the arm with its fix, when measured",
+    )
 
 
 class ComparisonTable(View):
