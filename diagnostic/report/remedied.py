@@ -13,7 +13,7 @@ from diagnostic.logcheck.rules import Rule, finding_values, load_rules
 from diagnostic.report import fmt as f
 from diagnostic.report import select as sel
 from diagnostic.report.inputs import Inputs
-from diagnostic.schema.analysis import Analysis
+from diagnostic.schema.analysis import Analysis, Comparison
 from diagnostic.schema.arms import ValueCI
 
 __all__ = ["Twin", "brief", "sentence", "twins"]
@@ -87,7 +87,7 @@ def brief(a: Analysis, twin: Twin, workload: str) -> str:
     mine, fixed = _acceptance(a, twin.arm, workload), _acceptance(a, twin.twin, workload)
     if mine is None or fixed is None:
         return ""
-    comp = next((c for c in sel.spec_comparisons(a, workload) if c.arm == twin.twin), None)
+    comp = _comparison(a, twin.twin, workload)
     speed = f" and is {f.ratio(comp.ratio)} of {comp.baseline}" if comp and comp.ratio else ""
     return (
         f"Measured on {workload}: {twin.arm} accepts {f.num(mine.estimate, 2)} tokens per step; "
@@ -105,11 +105,12 @@ def _acceptance(a: Analysis, arm: str, workload: str) -> ValueCI | None:
     return acc if acc is not None and acc.estimate is not None else None
 
 
+def _comparison(a: Analysis, arm: str, workload: str) -> Comparison | None:
+    return next((c for c in sel.spec_comparisons(a, workload) if c.arm == arm), None)
+
+
 def _facts(a: Analysis, arm: str, workload: str) -> str:
-    if not any(x.id == arm for x in a.arms):
-        return ""
-    acc = _acceptance(a, arm, workload)
-    comp = next((c for c in sel.spec_comparisons(a, workload) if c.arm == arm), None)
+    acc, comp = _acceptance(a, arm, workload), _comparison(a, arm, workload)
     said = []
     if acc is not None:
         interval = f.ci(acc.ci_low, acc.ci_high, fmt="ratio")

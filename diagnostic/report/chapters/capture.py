@@ -217,37 +217,31 @@ def findings(inputs: Inputs) -> list[FindingView]:
     groups: dict[tuple[str, str, str], list[Finding]] = {}
     for x in inputs.check.findings if inputs.check is not None else []:
         groups.setdefault((x.rule, x.severity, x.message), []).append(x)
-    views = [
-        _with_measured(inputs, view)
-        for view in (
-            FindingView(
-                severity=first.severity,
-                rule=first.rule,
-                title=first.title,
-                message=first.message,
-                evidence=evidence(first.evidence, values=_values(inputs, first)),
-                advice=f.text(first.advice, "No advice given."),
-                where=_finding_where(inputs, group),
-                arms=", ".join(_finding_arms(inputs, group)),
-                arm_ids=_finding_arms(inputs, group),
-            )
-            for group in groups.values()
-            for first in group[:1]
-        )
-    ]
+    views = [_view(inputs, group) for group in groups.values()]
     return sorted(views, key=lambda v: _SEVERITY_ORDER.get(v.severity, 9))
 
 
-def _with_measured(inputs: Inputs, view: FindingView) -> FindingView:
-    """The view with the measurement of its fix on every workload, where the plan has it."""
-    a = inputs.analysis
-    said = [
-        text
-        for twin in remedied.twins(inputs, view.rule, view.arm_ids)
-        for w in sel.workloads(a)
-        if (text := remedied.sentence(a, twin, w))
-    ]
-    return view.model_copy(update={"measured": said}) if said else view
+def _view(inputs: Inputs, group: list[Finding]) -> FindingView:
+    """One finding as shown, its runs' arms, and its fix as measured on every workload where
+    the plan has an arm with it (remedied.twins)."""
+    first, arms, a = group[0], _finding_arms(inputs, group), inputs.analysis
+    return FindingView(
+        severity=first.severity,
+        rule=first.rule,
+        title=first.title,
+        message=first.message,
+        evidence=evidence(first.evidence, values=_values(inputs, first)),
+        advice=f.text(first.advice, "No advice given."),
+        where=_finding_where(inputs, group),
+        arms=", ".join(arms),
+        arm_ids=arms,
+        measured=[
+            text
+            for twin in remedied.twins(inputs, first.rule, arms)
+            for w in sel.workloads(a)
+            if (text := remedied.sentence(a, twin, w))
+        ],
+    )
 
 
 def _values(inputs: Inputs, finding: Finding) -> dict[str, str]:
